@@ -1,0 +1,134 @@
+//! The canonical reply and its token usage.
+
+use crate::part::{Part, ToolCall};
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+/// Token counts with one meaning whatever the dialect.
+///
+/// - `input` counts every prompt token, cached ones included: Anthropic's separate
+///   `cache_read_input_tokens` and `cache_creation_input_tokens` are added to its
+///   `input_tokens`; OpenAI's and Gemini's cached counts are already inside theirs.
+/// - `cached_input` is the part of `input` read from a cache; `cache_write` the part
+///   written to one (Anthropic's cache creation).
+/// - `output` counts every generated token, reasoning included; `reasoning` is the part
+///   of `output` spent thinking (Gemini's `thoughtsTokenCount` is added to its
+///   `candidatesTokenCount` to make `output`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Every prompt token.
+    pub input: u64,
+    /// Prompt tokens read from a cache (a subset of `input`).
+    #[serde(default)]
+    pub cached_input: u64,
+    /// Prompt tokens written to a cache (a subset of `input`).
+    #[serde(default)]
+    pub cache_write: u64,
+    /// Every generated token.
+    pub output: u64,
+    /// Generated tokens spent reasoning (a subset of `output`).
+    #[serde(default)]
+    pub reasoning: u64,
+}
+
+impl Usage {
+    /// Prompt tokens neither read from nor written to a cache.
+    pub fn uncached_input(&self) -> u64 {
+        self.input
+            .saturating_sub(self.cached_input)
+            .saturating_sub(self.cache_write)
+    }
+
+    /// Input plus output.
+    pub fn total(&self) -> u64 {
+        self.input + self.output
+    }
+
+    /// The sum of two usages (turns of one call).
+    pub fn add(&self, other: &Usage) -> Usage {
+        Usage {
+            input: self.input + other.input,
+            cached_input: self.cached_input + other.cached_input,
+            cache_write: self.cache_write + other.cache_write,
+            output: self.output + other.output,
+            reasoning: self.reasoning + other.reasoning,
+        }
+    }
+}
+
+/// Why the model stopped, normalised across dialects.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// A natural end or a stop sequence.
+    #[default]
+    Stop,
+    /// The output token limit.
+    Length,
+    /// The model called tools and waits for their results.
+    ToolCalls,
+    /// A safety filter or refusal.
+    ContentFilter,
+    /// Anything else (Anthropic `pause_turn`, Gemini `MALFORMED_FUNCTION_CALL`…).
+    Other,
+}
+
+/// A model's answer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Reply {
+    /// Text, thinking and tool calls, in the order the model produced them.
+    pub content: Vec<Part>,
+    /// Why it stopped.
+    pub finish: FinishReason,
+    /// The provider's own finish string (`end_turn`, `STOP`, `tool_calls`…).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_raw: Option<String>,
+    /// Token usage, when the provider reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// The model as the provider reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The provider's response id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The bytes the reply was decoded from, exactly as received (for a stream, every
+    /// byte of the stream). Not part of equality in tests that compare decoded content:
+    /// use [`Reply::without_raw`].
+    #[serde(skip)]
+    pub raw: Bytes,
+}
+
+impl Reply {
+    /// The text parts, joined.
+    pub fn text(&self) -> String {
+        self.content.iter().filter_map(Part::as_text).collect()
+    }
+
+    /// The thinking parts' text, joined.
+    pub fn thinking(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|p| match p {
+                Part::Thinking(t) => Some(t.text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The tool calls, in order.
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.content.iter().filter_map(|p| match p {
+            Part::ToolCall(c) => Some(c),
+            _ => None,
+        })
+    }
+
+    /// A copy without the raw bytes, for comparing decoded content.
+    pub fn without_raw(&self) -> Reply {
+        Reply {
+            raw: Bytes::new(),
+            ..self.clone()
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! Server-sent events: a parser that survives real networks, and a writer.
+//!
+//! The parser takes bytes as they arrive and yields whole events. It accepts LF, CRLF
+//! and lone CR line ends, a UTF-8 character split across chunks (lines are cut at
+//! line-end bytes, which never occur inside a multi-byte character, and decoded whole),
+//! comment lines (`: keep-alive`), multi-line `data:` fields (joined with `\n`), and a
+//! final event without its closing blank line ([`SseParser::finish`]). It never looks at
+//! the content type.
+
+/// One server-sent event.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The `event:` field, if any.
+    pub event: Option<String>,
+    /// The `data:` lines, joined with `\n`.
+    pub data: String,
+    /// The `id:` field, if any.
+    pub id: Option<String>,
+}
+
+/// An incremental SSE parser.
+#[derive(Debug, Default)]
+pub struct SseParser {
+    /// Bytes of a line not yet ended.
+    line: Vec<u8>,
+    /// The last byte seen was a CR, so a following LF belongs to the same line end.
+    after_cr: bool,
+    event: Option<String>,
+    data: Option<String>,
+    id: Option<String>,
+}
+
+impl SseParser {
+    /// A new parser.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes the next chunk of bytes and returns the events it completed.
+    pub fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
+        let mut events = Vec::new();
+        let mut start = 0;
+        for (i, &b) in chunk.iter().enumerate() {
+            if b == b'\n' && self.after_cr {
+                // The LF of a CRLF whose CR ended the line already.
+                self.after_cr = false;
+                start = i + 1;
+                continue;
+            }
+            self.after_cr = false;
+            if b == b'\n' || b == b'\r' {
+                self.line.extend_from_slice(&chunk[start..i]);
+                self.after_cr = b == b'\r';
+                start = i + 1;
+                let line = std::mem::take(&mut self.line);
+                if let Some(event) = self.take_line(&line) {
+                    events.push(event);
+                }
+            }
+        }
+        self.line.extend_from_slice(&chunk[start..]);
+        events
+    }
+
+    /// Ends the input: returns the event left open by a stream that did not end with a
+    /// blank line, if any.
+    pub fn finish(&mut self) -> Option<SseEvent> {
+        let line = std::mem::take(&mut self.line);
+        if !line.is_empty() {
+            self.take_line(&line);
+        }
+        self.dispatch()
+    }
+
+    fn take_line(&mut self, line: &[u8]) -> Option<SseEvent> {
+        if line.is_empty() {
+            return self.dispatch();
+        }
+        let line = String::from_utf8_lossy(line);
+        if line.starts_with(':') {
+            return None;
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
+            None => (line.as_ref(), ""),
+        };
+        match field {
+            "data" => match &mut self.data {
+                Some(d) => {
+                    d.push('\n');
+                    d.push_str(value);
+                }
+                None => self.data = Some(value.to_string()),
+            },
+            "event" => self.event = Some(value.to_string()),
+            "id" => self.id = Some(value.to_string()),
+            // `retry:` and unknown fields are ignored, as the SSE specification says.
+            _ => {}
+        }
+        None
+    }
+
+    fn dispatch(&mut self) -> Option<SseEvent> {
+        let data = self.data.take();
+        let event = self.event.take();
+        let id = self.id.take();
+        // An event with no data is not dispatched (the specification's rule), but a
+        // named event without data still counts: some servers send `event: ping` alone.
+        if data.is_none() && event.is_none() {
+            return None;
+        }
+        Some(SseEvent {
+            event,
+            data: data.unwrap_or_default(),
+            id,
+        })
+    }
+}
+
+/// Appends one SSE event to `out`: an optional `event:` line, the data (one `data:` line
+/// per line of it) and the closing blank line.
+pub fn write_event(out: &mut Vec<u8>, event: Option<&str>, data: &str) {
+    if let Some(name) = event {
+        out.extend_from_slice(b"event: ");
+        out.extend_from_slice(name.as_bytes());
+        out.push(b'\n');
+    }
+    for line in data.split('\n') {
+        out.extend_from_slice(b"data: ");
+        out.extend_from_slice(line.as_bytes());
+        out.push(b'\n');
+    }
+    out.push(b'\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_in_pieces(input: &[u8], piece: usize) -> Vec<SseEvent> {
+        let mut p = SseParser::new();
+        let mut out = Vec::new();
+        for chunk in input.chunks(piece.max(1)) {
+            out.extend(p.push(chunk));
+        }
+        out.extend(p.finish());
+        out
+    }
+
+    #[test]
+    fn lf_crlf_and_cr_line_ends_give_the_same_events() {
+        let lf = b"event: a\ndata: 1\n\ndata: 2\n\n".to_vec();
+        let crlf = b"event: a\r\ndata: 1\r\n\r\ndata: 2\r\n\r\n".to_vec();
+        let cr = b"event: a\rdata: 1\r\rdata: 2\r\r".to_vec();
+        for input in [lf, crlf, cr] {
+            for piece in [1, 2, 3, 100] {
+                let events = parse_in_pieces(&input, piece);
+                assert_eq!(events.len(), 2, "{input:?} in pieces of {piece}");
+                assert_eq!(events[0].event.as_deref(), Some("a"));
+                assert_eq!(events[0].data, "1");
+                assert_eq!(events[1].data, "2");
+            }
+        }
+    }
+
+    #[test]
+    fn a_character_split_across_chunks_survives() {
+        let input = "data: {\"t\":\"日本語 ✓\"}\n\n".as_bytes();
+        for piece in 1..8 {
+            let events = parse_in_pieces(input, piece);
+            assert_eq!(events[0].data, "{\"t\":\"日本語 ✓\"}");
+        }
+    }
+
+    #[test]
+    fn comments_multi_line_data_and_a_missing_final_blank_line() {
+        let input = b": keep-alive\n\ndata: a\ndata: b\n\n:ping\ndata: [DONE]";
+        let events = parse_in_pieces(input, 4);
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[0].data, "a\nb");
+        assert_eq!(events[1].data, "[DONE]");
+    }
+
+    #[test]
+    fn written_events_parse_back() {
+        let mut out = Vec::new();
+        write_event(&mut out, Some("message_start"), "{\"a\":1}");
+        write_event(&mut out, None, "x\ny");
+        let events = parse_in_pieces(&out, 5);
+        assert_eq!(events[0].event.as_deref(), Some("message_start"));
+        assert_eq!(events[1].data, "x\ny");
+    }
+}

@@ -20,6 +20,7 @@ pub mod codec;
 pub mod dialect;
 mod dialect_name;
 pub mod event;
+pub mod json;
 pub mod part;
 pub mod reply;
 pub mod request;

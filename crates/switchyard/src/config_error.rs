@@ -187,14 +187,17 @@ pub enum ConfigProblem {
 pub struct ConfigError {
     /// Where.
     pub location: Location,
-    /// What.
-    pub problem: ConfigProblem,
+    /// What (boxed: keeps `Result<_, ConfigError>` small).
+    pub problem: Box<ConfigProblem>,
 }
 
 impl ConfigError {
     /// Pairs a problem with its location.
     pub fn new(location: Location, problem: ConfigProblem) -> Self {
-        ConfigError { location, problem }
+        ConfigError {
+            location,
+            problem: Box::new(problem),
+        }
     }
 }
 

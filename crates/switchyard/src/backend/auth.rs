@@ -45,7 +45,7 @@ pub trait TokenSource: Send + Sync {
 
 /// How a backend's requests are authenticated.
 #[derive(Clone)]
-pub enum Auth {
+pub enum Credential {
     /// No credential.
     None,
     /// `Authorization: Bearer <key>`.
@@ -56,25 +56,25 @@ pub enum Auth {
     Token(Arc<dyn TokenSource>),
 }
 
-impl fmt::Debug for Auth {
+impl fmt::Debug for Credential {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Auth::None => f.write_str("Auth::None"),
-            Auth::Bearer(_) => f.write_str("Auth::Bearer(***)"),
-            Auth::Header(h, _) => write!(f, "Auth::Header({h}, ***)"),
-            Auth::Token(_) => f.write_str("Auth::Token"),
+            Credential::None => f.write_str("Credential::None"),
+            Credential::Bearer(_) => f.write_str("Credential::Bearer(***)"),
+            Credential::Header(h, _) => write!(f, "Credential::Header({h}, ***)"),
+            Credential::Token(_) => f.write_str("Credential::Token"),
         }
     }
 }
 
-impl Auth {
+impl Credential {
     /// Adds the credential to a request.
     pub async fn apply(&self, request: reqwest::RequestBuilder) -> Result<reqwest::RequestBuilder> {
         Ok(match self {
-            Auth::None => request,
-            Auth::Bearer(key) => request.bearer_auth(key.expose()),
-            Auth::Header(name, key) => request.header(*name, key.expose()),
-            Auth::Token(source) => request.bearer_auth(source.token().await?.expose()),
+            Credential::None => request,
+            Credential::Bearer(key) => request.bearer_auth(key.expose()),
+            Credential::Header(name, key) => request.header(*name, key.expose()),
+            Credential::Token(source) => request.bearer_auth(source.token().await?.expose()),
         })
     }
 }

@@ -1,7 +1,7 @@
 //! The HTTP backend: encodes the canonical request in the backend's dialect, sends it
 //! with the backend's auth over a pooled connection, and decodes the reply or stream.
 
-use super::auth::Auth;
+use super::auth::Credential;
 use super::{Backend, Call};
 use crate::classify;
 use crate::error::{Error, ProviderDetails, Result, TimeoutPhase};
@@ -69,7 +69,7 @@ pub struct HttpConfig {
     /// Where to send it.
     pub endpoint: Endpoint,
     /// The credential.
-    pub auth: Auth,
+    pub auth: Credential,
     /// Fields merged into every request body (top level; these win).
     pub extra_body: Map<String, Value>,
     /// Send `developer` messages as `system` (for endpoints that refuse the role).

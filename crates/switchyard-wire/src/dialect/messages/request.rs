@@ -525,3 +525,69 @@ fn decode_tool(tool: &Value, k: usize, shape: &mut Shape) -> Result<Option<Tool>
         namespace: None,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn split(content: Value) -> Vec<Role> {
+        let mut shape = Shape::default();
+        let mut out = Vec::new();
+        decode_message(
+            &json!({"role": "user", "content": content}),
+            0,
+            &mut shape,
+            &mut out,
+        )
+        .unwrap();
+        out.iter().map(|m| m.role).collect()
+    }
+
+    #[test]
+    fn leading_tool_results_split_off_and_later_ones_stay_in_place() {
+        let result = |id: &str| json!({"type": "tool_result", "tool_use_id": id, "content": "ok"});
+        let text = json!({"type": "text", "text": "t"});
+        assert_eq!(
+            split(json!([result("a"), result("b")])),
+            [Role::Tool, Role::Tool]
+        );
+        assert_eq!(
+            split(json!([result("a"), text.clone()])),
+            [Role::Tool, Role::User]
+        );
+        // Out of Anthropic's order: kept as one user message so it re-encodes the same.
+        assert_eq!(split(json!([text, result("a")])), [Role::User]);
+        assert_eq!(split(json!([])), [Role::User]);
+    }
+
+    #[test]
+    fn a_user_message_after_results_joins_them_and_a_second_one_does_not() {
+        let result = Message {
+            role: Role::Tool,
+            content: vec![Part::ToolResult(crate::part::ToolResult {
+                call_id: "a".into(),
+                name: None,
+                content: vec![],
+                is_error: false,
+                kind: crate::part::ToolKind::Function,
+            })],
+        };
+        let wire = messages_field(&[
+            result.clone(),
+            result,
+            Message::text(Role::User, "x"),
+            Message::text(Role::User, "y"),
+        ]);
+        assert_eq!(
+            wire,
+            vec![
+                json!({"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "a"},
+                    {"type": "tool_result", "tool_use_id": "a"},
+                    {"type": "text", "text": "x"}]}),
+                json!({"role": "user", "content": "y"}),
+            ]
+        );
+    }
+}

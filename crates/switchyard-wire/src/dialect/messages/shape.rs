@@ -13,8 +13,10 @@
 //!
 //! Applying is conservative: an added field never replaces one the encoder wrote, a
 //! field is only added to a block of the recorded type, and a position that no longer
-//! exists (the conversation was edited) is skipped. So a gateway that changes the
-//! canonical request loses at most some cache markers, never content.
+//! exists is skipped. Positions are positions, though: a gateway that removes or
+//! reorders messages of a decoded request (compaction, say) should remove [`SHAPE_KEY`]
+//! from the passthrough, or cache markers and unmodelled blocks (`document`…) land where
+//! the old positions point.
 
 use crate::json::Object;
 use serde_json::{Map, Value};

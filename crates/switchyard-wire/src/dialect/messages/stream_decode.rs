@@ -294,3 +294,98 @@ fn block_name(block: &Block) -> &'static str {
         Block::Ignored => "ignored",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(decoder: &mut MessagesStreamDecoder, data: &str) -> Result<Vec<Event>, DecodeError> {
+        decoder.event(&SseEvent {
+            event: None,
+            data: data.to_string(),
+            id: None,
+        })
+    }
+
+    #[test]
+    fn a_split_signature_is_joined_and_each_state_replaces_the_last() {
+        let mut d = MessagesStreamDecoder::default();
+        feed(&mut d, r#"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}"#).unwrap();
+        feed(&mut d, r#"{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"ab"}}"#).unwrap();
+        let events = feed(&mut d, r#"{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"cd"}}"#).unwrap();
+        assert_eq!(
+            events,
+            vec![thinking_state(
+                0,
+                Opaque::new(Dialect::Messages, "abcd"),
+                false
+            )]
+        );
+    }
+
+    #[test]
+    fn ignored_blocks_take_no_part_and_wrong_deltas_are_errors() {
+        let mut d = MessagesStreamDecoder::default();
+        feed(&mut d, r#"{"type":"content_block_start","index":0,"content_block":{"type":"web_search_tool_result","tool_use_id":"s","content":[]}}"#).unwrap();
+        let events = feed(
+            &mut d,
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            events,
+            vec![Event::TextDelta {
+                part: 0,
+                text: String::new()
+            }]
+        );
+        let err = feed(
+            &mut d,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{"}}"#,
+        );
+        assert!(matches!(err, Err(DecodeError::Malformed(m)) if m.contains("text block")));
+        // Unknown delta types are skipped, not errors.
+        assert_eq!(
+            feed(
+                &mut d,
+                r#"{"type":"content_block_delta","index":1,"delta":{"type":"future_delta"}}"#
+            ),
+            Ok(vec![])
+        );
+    }
+
+    #[test]
+    fn message_stop_without_a_stop_reason_still_finishes_and_nothing_follows() {
+        let mut d = MessagesStreamDecoder::default();
+        assert_eq!(
+            feed(&mut d, r#"{"type":"message_stop"}"#).unwrap(),
+            vec![Event::Finish {
+                reason: crate::reply::FinishReason::Stop,
+                raw: None
+            }]
+        );
+        assert_eq!(
+            feed(
+                &mut d,
+                r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":"late"}}"#
+            ),
+            Ok(vec![])
+        );
+        assert_eq!(d.finish(), Ok(vec![]));
+    }
+
+    #[test]
+    fn non_json_data_is_malformed_and_an_empty_ping_is_not() {
+        let mut d = MessagesStreamDecoder::default();
+        let ping = SseEvent {
+            event: Some("ping".into()),
+            data: String::new(),
+            id: None,
+        };
+        assert_eq!(d.event(&ping), Ok(vec![]));
+        assert!(matches!(
+            feed(&mut d, "not json"),
+            Err(DecodeError::Malformed(_))
+        ));
+    }
+}

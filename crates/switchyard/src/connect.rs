@@ -6,7 +6,7 @@ use crate::backend::http::{Endpoint, HttpBackend, HttpConfig, Timeouts};
 use crate::backend::Backend;
 use crate::env::EnvSource;
 use crate::error::{Error, Result};
-use crate::registry::{self, EndpointError, Auth, DeveloperRole, Kind};
+use crate::registry::{self, Auth, DeveloperRole, EndpointError, Kind};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use switchyard_wire::Dialect;

@@ -51,10 +51,27 @@
 //! - Usage `cache_write` has no chat field and is dropped when encoding.
 //! - Per-message `name` fields, image `detail`, and `refusal` text are dropped; audio and
 //!   file content parts are refused with an error.
-//! - Text state (Gemini signatures on text) has no chat carrier and is dropped.
+//! - Text state (Gemini signatures on text) has no chat carrier and is dropped; so is
+//!   OpenRouter's `reasoning_details` (its encrypted reasoning) on decode.
+//! - Images in system or developer messages are dropped (chat takes text there).
+//! - Only the first choice is decoded (`n > 1` is not supported). A tool call without an
+//!   id gets `call_<index>`.
+//! - OpenAI's chat `custom` tools and calls (`{type:"custom", custom:{...}}`) are decoded
+//!   as custom; they are encoded as functions (see above), which every server accepts.
+//!
+//! # Server side
+//!
+//! `decode_request` keeps every top-level field the hub does not model (`seed`, `user`,
+//! `n`, `logit_bias`, `stream_options`, a `tool_choice` or `response_format` of a shape
+//! the hub lacks…) as chat passthrough; re-encoding forwards them, except `stream` and
+//! `stream_options`, which the encoder always decides. Replies and streams carry
+//! reasoning as `reasoning_content`. The stream encoder writes the usage-only chunk
+//! whenever a usage event arrives; a gateway whose client did not ask for
+//! `stream_options.include_usage` (see the passthrough) should drop usage events.
 
 mod reply;
-mod request;
+mod request_decode;
+mod request_encode;
 mod stream_decode;
 mod stream_encode;
 
@@ -81,7 +98,7 @@ impl Codec for ChatCodec {
         request: &Request,
         options: &EncodeOptions,
     ) -> Result<Map<String, Value>, EncodeError> {
-        request::encode(request, options)
+        request_encode::encode(request, options)
     }
 
     fn decode_reply(&self, body: &[u8]) -> Result<Reply, DecodeError> {
@@ -93,7 +110,7 @@ impl Codec for ChatCodec {
     }
 
     fn decode_request(&self, body: &[u8]) -> Result<DecodedRequest, DecodeError> {
-        request::decode(body)
+        request_decode::decode(body)
     }
 
     fn encode_reply(&self, reply: &Reply, context: &ServerContext) -> Vec<u8> {

@@ -430,6 +430,8 @@ pub fn decode(body: &[u8]) -> Result<DecodedRequest, DecodeError> {
     }
     request.reasoning = reasoning;
     if !extra_tools.is_empty() {
+        // Namespace shells last, so that decoding a re-encoded body gives the same order.
+        extra_tools.sort_by_key(|t| t.get("type").and_then(Value::as_str) == Some("namespace"));
         fields.insert("tools".into(), Value::Array(extra_tools));
     }
     if !fields.is_empty() {

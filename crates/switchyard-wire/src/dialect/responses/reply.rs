@@ -8,7 +8,7 @@ use crate::codec::{parse_object, DecodeError, ServerContext};
 use crate::event::StreamError;
 use crate::json::{as_obj, obj_at, require_arr, str_at, Object};
 use crate::part::Part;
-use crate::reply::{FinishReason, Reply, Usage};
+use crate::reply::{Reply, Usage};
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
@@ -175,7 +175,7 @@ impl ResponseObject<'_> {
 /// Encodes a reply body.
 pub fn encode(reply: &Reply, context: &ServerContext) -> Vec<u8> {
     let id = reply.id.as_deref().unwrap_or(&context.fallback_id);
-    let (status, incomplete) = finish_to(effective_finish(reply));
+    let (status, incomplete) = finish_to(reply.finish);
     let value = ResponseObject {
         id,
         model: reply.model.as_deref(),
@@ -190,14 +190,11 @@ pub fn encode(reply: &Reply, context: &ServerContext) -> Vec<u8> {
     serde_json::to_vec(&value).unwrap_or_default()
 }
 
-fn effective_finish(reply: &Reply) -> FinishReason {
-    reply.finish
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::part::{Opaque, Thinking};
+    use crate::reply::FinishReason;
     use crate::Dialect;
 
     #[test]

@@ -446,6 +446,29 @@ fn relabel(request: &Request) -> Request {
     request
 }
 
+fn any_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        (-1e6f64..1e6).prop_map(Value::from),
+        "(text|thought|STOP|ANY|AUTO|model|user|[a-z]{0,4})".prop_map(Value::from),
+    ];
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            proptest::collection::vec(
+                (
+                    "(text|thought|thoughtSignature|functionCall|functionResponse|name|args|response|inlineData|fileData|mimeType|data|fileUri|parts|mode|allowedFunctionNames|thinkingConfig|thinkingBudget|error|code|status)",
+                    inner
+                ),
+                0..4
+            )
+            .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+        ]
+    })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
@@ -484,5 +507,35 @@ proptest! {
         let mut d = ByteStreamDecoder::new(&GeminiCodec);
         let _ = d.push(&body);
         let _ = d.finish();
+    }
+
+    #[test]
+    fn json_shaped_input_never_panics(
+        part in any_json(),
+        finish in any_json(),
+        usage in any_json(),
+        config in any_json(),
+    ) {
+        let reply = json!({"candidates": [{"content": {"parts": [part.clone()]},
+                                          "finishReason": finish}],
+                           "usageMetadata": usage, "promptFeedback": finish});
+        let body = serde_json::to_vec(&reply).unwrap();
+        let _ = GeminiCodec.decode_reply(&body);
+        let mut d = ByteStreamDecoder::new(&GeminiCodec);
+        let mut sse = b"data: ".to_vec();
+        sse.extend_from_slice(&body);
+        sse.extend_from_slice(b"\n\n");
+        let _ = d.push(&sse);
+        let _ = d.finish();
+        let request = json!({"contents": [{"role": "model", "parts": [part.clone()]},
+                                         {"role": "user", "parts": [part]}],
+                             "systemInstruction": finish, "generationConfig": config,
+                             "toolConfig": config, "tools": [config, usage]});
+        if let Ok(decoded) = GeminiCodec.decode_request(&serde_json::to_vec(&request).unwrap()) {
+            let _ = GeminiCodec.encode_request(
+                &decoded.request,
+                &EncodeOptions { model: "m", stream: true },
+            );
+        }
     }
 }

@@ -228,6 +228,7 @@ impl Backend {
                 variable,
             }
         })?;
+        let filled = vertex_global_host(&filled);
         url::Url::parse(&filled).map_err(|e| EndpointError::BadUrl {
             backend: self.name.clone(),
             url: filled.clone(),
@@ -291,4 +292,15 @@ impl Backend {
     pub fn price(&self, model: &str) -> Option<&Resolved<Price>> {
         self.prices.get(self.expand_alias(model))
     }
+}
+
+/// Vertex AI's `global` location has no regional host: `global-aiplatform.googleapis.com`
+/// does not exist, the endpoint is `aiplatform.googleapis.com` (the one Gemini 3 models
+/// need). Every other location keeps its `<location>-aiplatform` host.
+fn vertex_global_host(url: &str) -> String {
+    url.replacen(
+        "://global-aiplatform.googleapis.com",
+        "://aiplatform.googleapis.com",
+        1,
+    )
 }

@@ -173,6 +173,14 @@ fn builtin_details() {
         v.endpoint(Dialect::Gemini, "gemini-2.5-pro", false, &genv).unwrap().as_str(),
         "https://us-east5-aiplatform.googleapis.com/v1/projects/p1/locations/us-east5/publishers/google/models/gemini-2.5-pro:generateContent"
     );
+    let global = MapEnv::new([
+        ("GOOGLE_CLOUD_PROJECT", "p1"),
+        ("GOOGLE_CLOUD_LOCATION", "global"),
+    ]);
+    assert_eq!(
+        v.endpoint(Dialect::Gemini, "gemini-3-pro", true, &global).unwrap().as_str(),
+        "https://aiplatform.googleapis.com/v1/projects/p1/locations/global/publishers/google/models/gemini-3-pro:streamGenerateContent?alt=sse"
+    );
     let ag = r.backend("antigravity").unwrap();
     assert_eq!(ag.api_key_env.value, "ANTIGRAVITY_API_KEY");
     assert_eq!(

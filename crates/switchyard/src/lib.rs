@@ -1,4 +1,54 @@
 //! Switchyard: name, reach, meter, record and replay every LLM a program calls.
+//!
+//! A model is named by a reference, `<backend>/<model id>`. The backend comes from the
+//! layered registry (built-ins, your `backends.yaml`, the run config, overrides,
+//! `<NAME>_BASE_URL`); the library speaks that backend's wire dialect and gives back one
+//! canonical [`Reply`] whatever the provider.
+//!
+//! # A call
+//!
+//! ```no_run
+//! # async fn demo() -> switchyard::Result<()> {
+//! use switchyard::{Llm, Request};
+//!
+//! // `switchyard mock` serves the built-in `mock` backend on 127.0.0.1:4010.
+//! let llm = Llm::from_reference("mock/echo")?;
+//! let reply = llm
+//!     .complete(Request::user("hello").with_system("be brief"))
+//!     .await?;
+//! println!("{}", reply.text());
+//! let usage = reply.usage.unwrap_or_default();
+//! println!("{} tokens in ({} cached), {} out", usage.input, usage.cached_input, usage.output);
+//! # Ok(()) }
+//! ```
+//!
+//! # A streamed call
+//!
+//! ```no_run
+//! # async fn demo() -> switchyard::Result<()> {
+//! use futures::StreamExt;
+//! use switchyard::{Event, Llm, Request};
+//!
+//! let llm = Llm::from_reference("mock/think")?;
+//! let mut stream = llm.stream(Request::user("why is the sky blue?")).await?;
+//! while let Some(event) = stream.next().await {
+//!     match event? {
+//!         Event::TextDelta { text, .. } => print!("{text}"),
+//!         Event::ThinkingDelta { text, .. } => eprint!("{text}"),
+//!         _ => {}
+//!     }
+//! }
+//! // The whole reply, assembled as it streamed, with every raw byte received.
+//! let reply = stream.reply();
+//! # let _ = reply;
+//! # Ok(()) }
+//! ```
+//!
+//! # Errors
+//!
+//! Every failure is an [`Error`] whose [`Error::kind`] a program can match on: a quota
+//! that is exhausted is [`Error::ProviderQuotaExhausted`], never a rate limit; a context
+//! overflow carries its numbers; a provider error keeps its status, request id and body.
 
 pub mod backend;
 pub mod classify;

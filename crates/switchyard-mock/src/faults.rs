@@ -58,10 +58,11 @@ pub fn grpc_status(status: u16) -> &'static str {
 /// A Google duration string (`"2s"`, `"1.500s"`).
 pub fn google_duration(retry: RetryAfter) -> String {
     let ms = retry.duration().as_millis();
-    if ms % 1000 == 0 {
-        format!("{}s", ms / 1000)
+    let (secs, millis) = (ms / 1000, ms % 1000);
+    if millis == 0 {
+        format!("{secs}s")
     } else {
-        format!("{}.{:03}s", ms / 1000, ms % 1000)
+        format!("{secs}.{millis:03}s")
     }
 }
 

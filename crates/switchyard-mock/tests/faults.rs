@@ -21,7 +21,10 @@ async fn rate_limits_in_every_dialect() {
                 assert_eq!(body["error"]["code"], "rate_limit_exceeded");
                 assert_eq!(body["error"]["type"], "requests");
                 assert!(headers.contains_key("x-ratelimit-remaining-requests"));
-                assert!(headers["x-request-id"].to_str().unwrap().starts_with("req_mock_"));
+                assert!(headers["x-request-id"]
+                    .to_str()
+                    .unwrap()
+                    .starts_with("req_mock_"));
             }
             Dialect::Messages => {
                 assert_eq!(headers["retry-after"], "2");
@@ -51,7 +54,8 @@ async fn retry_after_ms_and_no_retry() {
         json_of(post_raw(&mock, Dialect::Chat, "fault-429-retry-ms-1500", "a", false).await).await;
     assert_eq!(headers["retry-after-ms"], "1500");
     assert!(headers.get("retry-after").is_none());
-    let (_, headers, _) = json_of(post_raw(&mock, Dialect::Messages, "fault-429", "a", false).await).await;
+    let (_, headers, _) =
+        json_of(post_raw(&mock, Dialect::Messages, "fault-429", "a", false).await).await;
     assert!(headers.get("retry-after").is_none());
 }
 
@@ -88,19 +92,31 @@ async fn statuses_map_to_each_dialects_error_type() {
 async fn quota_bodies() {
     let mock = MockServer::start().await;
     let (s, _, b) = json_of(post_raw(&mock, Dialect::Chat, "quota", "q", false).await).await;
-    assert_eq!((s, b["error"]["code"].as_str()), (429, Some("insufficient_quota")));
+    assert_eq!(
+        (s, b["error"]["code"].as_str()),
+        (429, Some("insufficient_quota"))
+    );
     let (s, _, b) = json_of(post_raw(&mock, Dialect::Chat, "quota-402", "q", false).await).await;
     assert_eq!((s, b["error"]["code"].as_u64()), (402, Some(402)));
     let (s, _, b) = json_of(post_raw(&mock, Dialect::Messages, "quota", "q", false).await).await;
     assert_eq!(s, 400);
     assert_eq!(b["error"]["type"], "billing_error");
-    assert!(b["error"]["message"].as_str().unwrap().contains("credit balance is too low"));
+    assert!(b["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("credit balance is too low"));
     let (s, _, b) =
         json_of(post_raw(&mock, Dialect::Messages, "quota-spend-limit", "q", false).await).await;
     assert_eq!(s, 429);
-    assert_eq!(b["error"]["details"]["error_code"], "enforced_spend_limit_reached");
+    assert_eq!(
+        b["error"]["details"]["error_code"],
+        "enforced_spend_limit_reached"
+    );
     let (s, _, b) = json_of(post_raw(&mock, Dialect::Gemini, "quota", "q", false).await).await;
-    assert_eq!((s, b["error"]["status"].as_str()), (429, Some("RESOURCE_EXHAUSTED")));
+    assert_eq!(
+        (s, b["error"]["status"].as_str()),
+        (429, Some("RESOURCE_EXHAUSTED"))
+    );
     assert!(b["error"]["details"][0]["violations"][0]["quotaId"]
         .as_str()
         .unwrap()
@@ -111,7 +127,8 @@ async fn quota_bodies() {
 async fn context_overflow_texts() {
     let mock = MockServer::start().await;
     let msg = |b: &serde_json::Value| b["error"]["message"].as_str().unwrap().to_string();
-    let (s, _, b) = json_of(post_raw(&mock, Dialect::Chat, "context-overflow", "c", false).await).await;
+    let (s, _, b) =
+        json_of(post_raw(&mock, Dialect::Chat, "context-overflow", "c", false).await).await;
     assert_eq!(s, 400);
     assert_eq!(b["error"]["code"], "context_length_exceeded");
     assert!(msg(&b).starts_with("This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens"));
@@ -120,15 +137,29 @@ async fn context_overflow_texts() {
     assert!(msg(&b).contains("maximum context length is 4096 tokens"));
     let (_, _, b) =
         json_of(post_raw(&mock, Dialect::Messages, "context-overflow", "c", false).await).await;
-    assert_eq!(msg(&b), "prompt is too long: 219898 tokens > 200000 maximum");
+    assert_eq!(
+        msg(&b),
+        "prompt is too long: 219898 tokens > 200000 maximum"
+    );
     let (_, _, b) = json_of(
-        post_raw(&mock, Dialect::Messages, "context-overflow-max-tokens", "c", false).await,
+        post_raw(
+            &mock,
+            Dialect::Messages,
+            "context-overflow-max-tokens",
+            "c",
+            false,
+        )
+        .await,
     )
     .await;
-    assert!(msg(&b).starts_with("input length and `max_tokens` exceed context limit: 197000 + 8192 > 200000"));
-    let (_, _, b) = json_of(post_raw(&mock, Dialect::Gemini, "context-overflow", "c", false).await).await;
+    assert!(msg(&b)
+        .starts_with("input length and `max_tokens` exceed context limit: 197000 + 8192 > 200000"));
+    let (_, _, b) =
+        json_of(post_raw(&mock, Dialect::Gemini, "context-overflow", "c", false).await).await;
     assert_eq!(b["error"]["status"], "INVALID_ARGUMENT");
-    assert!(msg(&b).contains("The input token count (1200000) exceeds the maximum number of tokens allowed (1048576)"));
+    assert!(msg(&b).contains(
+        "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576)"
+    ));
 }
 
 #[tokio::test]
@@ -149,7 +180,14 @@ async fn then_ok_counts_per_model_and_prompt() {
         assert_eq!(r.status().as_u16(), 200, "{d} stays ok");
     }
     mock.clear();
-    let r = post_raw(&mock, Dialect::Chat, "fault-503-2-then-ok", "first prompt", false).await;
+    let r = post_raw(
+        &mock,
+        Dialect::Chat,
+        "fault-503-2-then-ok",
+        "first prompt",
+        false,
+    )
+    .await;
     assert_eq!(r.status().as_u16(), 503, "clear resets the counters");
 }
 
@@ -164,7 +202,10 @@ async fn malformed_success_bodies() {
     let r = post_raw(&mock, Dialect::Messages, "not-json", "n", false).await;
     assert_eq!(r.status().as_u16(), 200);
     let text = r.text().await.unwrap();
-    assert!(serde_json::from_str::<serde_json::Value>(&text).is_err(), "{text}");
+    assert!(
+        serde_json::from_str::<serde_json::Value>(&text).is_err(),
+        "{text}"
+    );
     let r = post_raw(&mock, Dialect::Chat, "not-json", "n", true).await;
     assert_eq!(r.headers()["content-type"], "text/event-stream");
     assert_eq!(r.text().await.unwrap(), "data: this is not json\n\n");
@@ -180,7 +221,14 @@ async fn malformed_success_bodies() {
 async fn slow_first_byte_is_really_delayed() {
     let mock = MockServer::start().await;
     let start = Instant::now();
-    let r = post_raw(&mock, Dialect::Chat, "fault-500+slow-first-byte-150ms", "s", false).await;
+    let r = post_raw(
+        &mock,
+        Dialect::Chat,
+        "fault-500+slow-first-byte-150ms",
+        "s",
+        false,
+    )
+    .await;
     let waited = start.elapsed();
     assert_eq!(r.status().as_u16(), 500);
     assert!(waited >= Duration::from_millis(150), "{waited:?}");
@@ -209,7 +257,10 @@ async fn unknown_models_and_bad_bodies_get_dialect_errors() {
     let (s, _, b) = json_of(post_raw(&mock, Dialect::Messages, "nonsense", "x", false).await).await;
     assert_eq!(s, 404);
     assert_eq!(b["error"]["type"], "not_found_error");
-    assert!(b["error"]["message"].as_str().unwrap().contains("say:<text>"));
+    assert!(b["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("say:<text>"));
     let r = client()
         .post(endpoint(&mock, Dialect::Chat, "echo", false))
         .body("{not json")

@@ -29,11 +29,17 @@ async fn records_method_path_query_headers_and_body() {
     let requests = mock.requests();
     assert_eq!(requests.len(), 2);
     let r = &requests[0];
-    assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/v1/messages"));
+    assert_eq!(
+        (r.method.as_str(), r.path.as_str()),
+        ("POST", "/v1/messages")
+    );
     assert_eq!(r.query.as_deref(), Some("beta=true"));
     assert_eq!(r.header("x-api-key"), Some("sk-test"));
     assert_eq!(r.header("anthropic-version"), Some("2023-06-01"));
-    assert!(r.headers.iter().any(|(k, _)| k == "anthropic-version"), "lowercased names");
+    assert!(
+        r.headers.iter().any(|(k, _)| k == "anthropic-version"),
+        "lowercased names"
+    );
     assert_eq!(r.json.as_ref(), Some(&body));
     assert_eq!(r.body, serde_json::to_vec(&body).unwrap());
     assert_eq!(requests[1].header("authorization"), Some("Bearer sk-chat"));
@@ -45,17 +51,41 @@ async fn records_method_path_query_headers_and_body() {
 #[tokio::test]
 async fn small_endpoints() {
     let mock = MockServer::start().await;
-    let r = client().get(format!("{}/healthz", mock.url())).send().await.unwrap();
-    assert_eq!((r.status().as_u16(), r.text().await.unwrap().as_str()), (200, "ok"));
+    let r = client()
+        .get(format!("{}/healthz", mock.url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.status().as_u16(), r.text().await.unwrap().as_str()),
+        (200, "ok")
+    );
     let r = client().head(mock.url()).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 200);
-    let (s, _, list) = json_of(client().get(format!("{}/models", mock.base_url())).send().await.unwrap()).await;
+    let (s, _, list) = json_of(
+        client()
+            .get(format!("{}/models", mock.base_url()))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!(s, 200);
     assert_eq!(list["object"], "list");
     let first = &list["data"][0];
-    assert_eq!((first["id"].as_str(), first["object"].as_str(), first["owned_by"].as_str()),
-        (Some("echo"), Some("model"), Some("switchyard-mock")));
-    let r = client().get(format!("{}/nowhere", mock.url())).send().await.unwrap();
+    assert_eq!(
+        (
+            first["id"].as_str(),
+            first["object"].as_str(),
+            first["owned_by"].as_str()
+        ),
+        (Some("echo"), Some("model"), Some("switchyard-mock"))
+    );
+    let r = client()
+        .get(format!("{}/nowhere", mock.url()))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status().as_u16(), 404);
 }
 
@@ -96,10 +126,21 @@ async fn vertex_and_gemini_paths_split_on_the_last_colon() {
 
 #[tokio::test]
 async fn start_on_a_given_address_and_stop() {
-    let mock = MockServer::start_on("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let mock = MockServer::start_on("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
     let url = format!("{}/healthz", mock.url());
-    assert!(client().get(&url).send().await.unwrap().status().is_success());
+    assert!(client()
+        .get(&url)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .is_success());
     drop(mock);
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    assert!(reqwest::Client::new().get(&url).send().await.is_err(), "stopped on drop");
+    assert!(
+        reqwest::Client::new().get(&url).send().await.is_err(),
+        "stopped on drop"
+    );
 }

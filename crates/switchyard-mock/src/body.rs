@@ -169,6 +169,8 @@ pub fn chunked_body(
     });
     let tail: BoxStream<'static, Result<Bytes, io::Error>> = match ending {
         Ending::Cut { reset: true } => stream::once(async {
+            // Let the status line and the data before the cut reach the client first.
+            tokio::time::sleep(Duration::from_millis(20)).await;
             Err(io::Error::new(
                 io::ErrorKind::ConnectionReset,
                 "switchyard-mock: cut-stream-reset",
@@ -188,6 +190,40 @@ pub fn chunked_body(
 /// Waits until the server shuts down (or its sender is gone).
 pub async fn wait_for_shutdown(mut shutdown: watch::Receiver<bool>) {
     let _ = shutdown.wait_for(|stop| *stop).await;
+}
+
+/// Removes token usage from a JSON body: top-level `usage` / `usageMetadata`, and the
+/// `usage` of a nested `message` (Anthropic `message_start`) or `response` (Responses).
+/// Dialects whose encoders always write usage still get a reply without it (`no-usage`).
+pub fn strip_usage_json(body: &[u8]) -> Option<Vec<u8>> {
+    let mut value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let obj = value.as_object_mut()?;
+    let mut changed = obj.remove("usage").is_some() | obj.remove("usageMetadata").is_some();
+    for key in ["message", "response"] {
+        if let Some(inner) = obj.get_mut(key).and_then(|v| v.as_object_mut()) {
+            changed |= inner.remove("usage").is_some();
+        }
+    }
+    changed.then(|| value.to_string().into_bytes())
+}
+
+/// [`strip_usage_json`] on every event of an SSE chunk list.
+pub fn strip_usage_sse(chunks: Vec<(Duration, Bytes)>) -> Vec<(Duration, Bytes)> {
+    let mut parser = SseParser::new();
+    chunks
+        .into_iter()
+        .map(|(wait, bytes)| {
+            let mut out = Vec::new();
+            for event in parser.push(&bytes) {
+                let data = strip_usage_json(event.data.as_bytes())
+                    .and_then(|d| String::from_utf8(d).ok())
+                    .unwrap_or(event.data);
+                switchyard_wire::sse::write_event(&mut out, event.event.as_deref(), &data);
+            }
+            (wait, Bytes::from(out))
+        })
+        .filter(|(_, b)| !b.is_empty())
+        .collect()
 }
 
 /// A non-streamed reply's body cut in half (`cut-stream` on a non-streamed call).
@@ -217,6 +253,13 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&all).unwrap();
         assert_eq!(v, serde_json::json!([{"a":1},{"b":2}]));
         assert_eq!(as_json_array(vec![], true)[0].1, Bytes::from_static(b"[]"));
+    }
+
+    #[test]
+    fn usage_is_stripped_at_every_level() {
+        let out = strip_usage_json(br#"{"a":1,"usage":{"x":1},"message":{"usage":{}}}"#).unwrap();
+        assert_eq!(out, br#"{"a":1,"message":{}}"#);
+        assert_eq!(strip_usage_json(br#"{"a":1}"#), None);
     }
 
     #[test]

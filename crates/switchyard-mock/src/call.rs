@@ -90,11 +90,11 @@ pub async fn serve_call(shared: &Shared, route: CallRoute, body: Bytes) -> Respo
             (
                 step.behaviour.clone(),
                 step.reply.clone(),
-                format!("{name}\0step{index}"),
+                format!("{name}\0step{index}\0{dialect}"),
             )
         }
         None => match behaviour::parse(&name) {
-            Ok(b) => (b, None, name.clone()),
+            Ok(b) => (b, None, format!("{name}\0{dialect}")),
             Err(e) => {
                 return reject(404, &format!("unknown mock model `{model}`: {e}"));
             }
@@ -264,7 +264,10 @@ impl Call<'_> {
                 model: self.model,
                 json_array: self.json_array,
             };
-            let chunks = body::stream_chunks(&plan);
+            let mut chunks = body::stream_chunks(&plan);
+            if reply.usage.is_none() && !self.json_array {
+                chunks = body::strip_usage_sse(chunks);
+            }
             let content_type = if self.json_array {
                 "application/json"
             } else {
@@ -273,7 +276,10 @@ impl Call<'_> {
             let body = body::chunked_body(chunks, ending, self.shared.shutdown.clone());
             self.raw(200, content_type, body)
         } else {
-            let full = codec(self.dialect).encode_reply(&reply, &context);
+            let mut full = codec(self.dialect).encode_reply(&reply, &context);
+            if reply.usage.is_none() {
+                full = body::strip_usage_json(&full).unwrap_or(full);
+            }
             match ending {
                 Ending::Cut { reset } => {
                     let body = body::chunked_body(

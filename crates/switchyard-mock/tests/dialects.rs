@@ -136,7 +136,10 @@ async fn thinking_in_every_dialect() {
         let reply = call(&mock, d, "think+say:done", &Request::user("ponder")).await;
         assert!(!reply.thinking().is_empty(), "{d}: {reply:?}");
         assert_eq!(reply.text(), "done", "{d}");
-        assert!(reply.usage.unwrap().reasoning > 0, "{d}");
+        if d != Dialect::Messages {
+            // Anthropic's usage has no reasoning count.
+            assert!(reply.usage.unwrap().reasoning > 0, "{d}");
+        }
         if d != Dialect::Chat {
             let Some(Part::Thinking(t)) = reply.content.first() else {
                 panic!("{d}")
@@ -177,7 +180,8 @@ async fn streams_assemble_to_the_non_streamed_reply() {
             let mut all = events;
             all.extend(end.unwrap_or_else(|e| panic!("{d} {model}: {e}")));
             let streamed = assemble(&all).unwrap_or_else(|e| panic!("{d} {model}: {e}"));
-            assert!(chunks > 2, "{d} {model}: {chunks} network chunks");
+            let least = if model == "tools" { 1 } else { 3 };
+            assert!(chunks >= least, "{d} {model}: {chunks} network chunks");
             assert_eq!(streamed.text(), whole.text(), "{d} {model}");
             assert_eq!(streamed.thinking(), whole.thinking(), "{d} {model}");
             assert_eq!(
@@ -200,7 +204,7 @@ async fn streams_assemble_to_the_non_streamed_reply() {
 async fn streams_really_stream_with_per_token_delays() {
     let mock = MockServer::start().await;
     for d in Dialect::ALL {
-        let model = "say:abcdefghijklmnopqrst+chunk-5+delay-30ms";
+        let model = "chunk-5+delay-30ms+say:abcdefghijklmnopqrst";
         let body = codec(d)
             .encode_request(
                 &Request::user("x"),
@@ -244,7 +248,7 @@ async fn cut_streams_are_cut() {
         let (events, _, end) = call_stream(
             &mock,
             d,
-            "say:one two three four five six+cut-stream",
+            "cut-stream+say:one two three four five six",
             &Request::user("x"),
         )
         .await;
@@ -279,7 +283,12 @@ async fn cut_streams_are_cut() {
         )
         .unwrap();
     let r = client()
-        .post(endpoint(&mock, Dialect::Chat, "cut-stream-reset", true))
+        .post(endpoint(
+            &mock,
+            Dialect::Chat,
+            "cut-stream-reset+say:a b c d e f g h",
+            true,
+        ))
         .json(&body)
         .send()
         .await
@@ -295,7 +304,7 @@ async fn errors_mid_stream_after_some_text() {
         let (events, _, _) = call_stream(
             &mock,
             d,
-            "say:one two three four+error-mid-stream",
+            "error-mid-stream+say:one two three four",
             &Request::user("x"),
         )
         .await;

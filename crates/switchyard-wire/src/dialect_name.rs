@@ -27,6 +27,14 @@ impl Dialect {
         Dialect::Gemini,
     ];
 
+    /// Every dialect's name, in the order of [`Dialect::ALL`].
+    pub const NAMES: &'static [&'static str] = &["chat", "responses", "messages", "gemini"];
+
+    /// The dialect of a name, if it is one.
+    pub fn parse(name: &str) -> Option<Dialect> {
+        Dialect::ALL.into_iter().find(|d| d.as_str() == name)
+    }
+
     /// The name used in configs and on the command line.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -1,0 +1,72 @@
+//! The command-line grammar (clap derive).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+const OVERRIDES_HELP: &str =
+    "Overrides, `backends.<name>.<field>=<value>` with the value read as YAML \
+(e.g. `backends.vllm.apis=[chat]`, `backends.vllm.base_url=http://gpu-box:8000/v1`). \
+They win over every file and over <NAME>_BASE_URL.";
+
+/// Switchyard: name, reach, meter, record and replay every LLM a program calls.
+///
+/// A model is named by a reference, `<backend>/<model id>` (`fireworks/accounts/fireworks/models/glm-5p3-flash`,
+/// `vllm/qwen`). Backends come from layers, lowest first: the built-ins, your file
+/// (`$SWITCHYARD_BACKENDS`, else `$XDG_CONFIG_HOME/switchyard/backends.yaml`, else
+/// `~/.config/switchyard/backends.yaml`), the run config given with `--config`,
+/// `<NAME>_BASE_URL` in the environment, and overrides on the command line.
+#[derive(Debug, Parser)]
+#[command(name = "switchyard", version, propagate_version = true)]
+pub struct Cli {
+    /// A run config (YAML): its `backends:` section applies above your backends file.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Inspect the backends: where each model reference goes, with which key variable.
+    #[command(subcommand)]
+    Backends(BackendsCommand),
+}
+
+/// `switchyard backends ...`
+#[derive(Debug, Subcommand)]
+pub enum BackendsCommand {
+    /// List every backend: name, kind, base URL, dialects, key variable (set or not) and
+    /// the layers it comes from.
+    List(ListArgs),
+    /// Resolve a reference: backend, model id after aliases, the URL of each dialect, auth,
+    /// key variable, price, context window, and the layer of each field.
+    Show(ShowArgs),
+}
+
+/// Arguments of `backends list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+
+    #[arg(value_name = "OVERRIDE", help = OVERRIDES_HELP)]
+    pub overrides: Vec<String>,
+}
+
+/// Arguments of `backends show`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// The reference, `<backend>/<model id or alias>` (e.g. `vllm/qwen`).
+    pub reference: String,
+
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+
+    #[arg(value_name = "OVERRIDE", help = OVERRIDES_HELP)]
+    pub overrides: Vec<String>,
+}

@@ -1,0 +1,180 @@
+//! `switchyard backends show <reference>`: one resolved reference, field by field with layers.
+
+use serde_json::{json, Value};
+use switchyard::env::ProcessEnv;
+use switchyard::registry::{Backend, Config, Dialect, Resolved};
+use switchyard::Reference;
+
+use super::{table, to_json};
+use crate::cli::ShowArgs;
+
+/// The URL and auth of one dialect: filled from the environment when its placeholders are
+/// set, else the template and what it needs.
+fn endpoint_text(b: &Backend, d: Dialect, model: &str) -> String {
+    let env = ProcessEnv;
+    match b.endpoint(d, model, false, &env) {
+        Ok(u) => u.to_string(),
+        Err(_) => b
+            .endpoint_template(d, model, false)
+            .unwrap_or_else(|e| e.to_string()),
+    }
+}
+
+fn row<T: std::fmt::Display>(name: &str, r: &Resolved<T>) -> Vec<String> {
+    vec![name.to_string(), r.value.to_string(), r.layer.to_string()]
+}
+
+fn opt_row<T: std::fmt::Display>(name: &str, r: &Option<Resolved<T>>, none: &str) -> Vec<String> {
+    match r {
+        Some(r) => row(name, r),
+        None => vec![name.to_string(), none.to_string(), String::new()],
+    }
+}
+
+fn text(config: &Config, r: &Reference, b: &Backend) -> String {
+    let env = ProcessEnv;
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    rows.push(vec![
+        "reference".into(),
+        format!("{}/{}", r.backend, r.requested_model),
+        String::new(),
+    ]);
+    rows.push(vec![
+        "backend".into(),
+        b.name.clone(),
+        super::backends_list::layers_text(b),
+    ]);
+    match b.models.get(&r.requested_model) {
+        Some(alias) => rows.push(vec![
+            "model".into(),
+            r.model.clone(),
+            format!("alias `{}` from {}", r.requested_model, alias.layer),
+        ]),
+        None => rows.push(vec!["model".into(), r.model.clone(), String::new()]),
+    }
+    rows.push(row("kind", &b.kind));
+    rows.push(opt_row("base_url", &b.base_url, "-"));
+    if let Some(m) = &b.messages_url {
+        rows.push(row("messages_url", m));
+    }
+    if let Some(g) = &b.gemini_url {
+        rows.push(row("gemini_url", g));
+    }
+    rows.push(vec![
+        "apis".into(),
+        super::backends_list::dialects_text(b),
+        b.apis.layer.to_string(),
+    ]);
+    for d in &b.apis.value {
+        rows.push(vec![
+            format!("  {d}"),
+            endpoint_text(b, *d, &r.model),
+            format!("auth {}", b.auth_for(*d)),
+        ]);
+    }
+    rows.push(row("auth", &b.auth));
+    if b.uses_no_key() {
+        rows.push(vec![
+            "api_key_env".into(),
+            "- (not needed)".into(),
+            String::new(),
+        ]);
+    } else {
+        rows.push(vec![
+            "api_key_env".into(),
+            format!("{} ({})", b.api_key_env.value, b.key_status(&env).as_str()),
+            b.api_key_env.layer.to_string(),
+        ]);
+        rows.push(row("key_required", &b.key_required));
+    }
+    match b.price(&r.model) {
+        Some(p) => {
+            let v = p.value;
+            let mut s = format!("input {} / output {}", v.input, v.output);
+            if let Some(c) = v.cached_input {
+                s.push_str(&format!(" / cached_input {c}"));
+            }
+            if let Some(w) = v.cache_write {
+                s.push_str(&format!(" / cache_write {w}"));
+            }
+            s.push_str(" USD per million tokens");
+            rows.push(vec!["price".into(), s, p.layer.to_string()]);
+        }
+        None => rows.push(vec!["price".into(), "unknown".into(), String::new()]),
+    }
+    rows.push(opt_row("context_window", &b.context_window, "unknown"));
+    rows.push(row("developer_role", &b.developer_role));
+    for (k, v) in &b.extra_body {
+        rows.push(vec![
+            format!("extra_body.{k}"),
+            v.value.to_string(),
+            v.layer.to_string(),
+        ]);
+    }
+    if let Some(f) = &b.from {
+        rows.push(row("from", f));
+    }
+    let mut out = table::render(&rows);
+    if let Some(date) = config.registry.prices_date() {
+        if b.price(&r.model)
+            .is_some_and(|p| p.layer == switchyard::Layer::Builtin)
+        {
+            out.push_str(&format!("(built-in prices taken {date})\n"));
+        }
+    }
+    out
+}
+
+fn resolved_json<T: serde::Serialize>(r: &Resolved<T>) -> Value {
+    serde_json::to_value(r).unwrap_or(Value::Null)
+}
+
+fn json_of(r: &Reference, b: &Backend) -> Value {
+    let env = ProcessEnv;
+    let mut endpoints = serde_json::Map::new();
+    for d in &b.apis.value {
+        endpoints.insert(
+            d.to_string(),
+            json!({ "url": endpoint_text(b, *d, &r.model), "auth": b.auth_for(*d).as_str() }),
+        );
+    }
+    json!({
+        "reference": format!("{}/{}", r.backend, r.requested_model),
+        "backend": b.name,
+        "model": r.model,
+        "requested_model": r.requested_model,
+        "alias": b.models.get(&r.requested_model).map(resolved_json),
+        "kind": resolved_json(&b.kind),
+        "base_url": b.base_url.as_ref().map(resolved_json),
+        "messages_url": b.messages_url.as_ref().map(resolved_json),
+        "gemini_url": b.gemini_url.as_ref().map(resolved_json),
+        "apis": resolved_json(&b.apis),
+        "endpoints": endpoints,
+        "auth": resolved_json(&b.auth),
+        "api_key_env": resolved_json(&b.api_key_env),
+        "key_required": resolved_json(&b.key_required),
+        "key": b.key_status(&env).as_str(),
+        "price": b.price(&r.model).map(resolved_json).unwrap_or_else(|| json!("unknown")),
+        "context_window": b.context_window.as_ref().map(resolved_json).unwrap_or_else(|| json!("unknown")),
+        "developer_role": resolved_json(&b.developer_role),
+        "extra_body": serde_json::to_value(&b.extra_body).unwrap_or(Value::Null),
+        "from": b.from.as_ref().map(resolved_json),
+        "layers": b.layers.iter().map(|l| l.to_string()).collect::<Vec<_>>(),
+    })
+}
+
+pub fn run(config: &Config, args: &ShowArgs) -> Result<(), String> {
+    let registry = &config.registry;
+    let reference = registry
+        .require_reference(&args.reference)
+        .map_err(|e| format!("error: {e}"))?;
+    let backend = registry
+        .backend(&reference.backend)
+        .ok_or_else(|| format!("error: no backend `{}`", reference.backend))?;
+    if args.json {
+        println!("{}", to_json(&json_of(&reference, backend))?);
+    } else {
+        print!("{}", text(config, &reference, backend));
+    }
+    Ok(())
+}

@@ -1,0 +1,51 @@
+//! One module per command, and what they share.
+
+mod backends_list;
+mod backends_show;
+mod table;
+
+use std::path::PathBuf;
+
+use switchyard::env::ProcessEnv;
+use switchyard::registry::{Config, LoadOptions};
+
+use crate::cli::{BackendsCommand, Cli, Command};
+
+/// Runs the command; the error is the text to print.
+pub fn run(cli: Cli) -> Result<(), String> {
+    match cli.command {
+        Command::Backends(BackendsCommand::List(args)) => {
+            let config = load(cli.config, args.overrides.clone())?;
+            backends_list::run(&config, &args)
+        }
+        Command::Backends(BackendsCommand::Show(args)) => {
+            let config = load(cli.config, args.overrides.clone())?;
+            backends_show::run(&config, &args)
+        }
+    }
+}
+
+/// Loads every layer from the process environment, formatting problems for a terminal.
+fn load(run_config: Option<PathBuf>, overrides: Vec<String>) -> Result<Config, String> {
+    let env = ProcessEnv;
+    let mut opts = LoadOptions::new(&env);
+    opts.run_config = run_config;
+    opts.overrides = overrides;
+    Config::load(&opts).map_err(|errors| {
+        let n = errors.errors().len();
+        let mut out = format!(
+            "error: the configuration has {n} problem{}:",
+            if n == 1 { "" } else { "s" }
+        );
+        for e in errors.errors() {
+            out.push_str("\n  ");
+            out.push_str(&e.to_string());
+        }
+        out
+    })
+}
+
+/// Serialises to pretty JSON.
+fn to_json(value: &serde_json::Value) -> Result<String, String> {
+    serde_json::to_string_pretty(value).map_err(|e| format!("error: cannot write JSON: {e}"))
+}

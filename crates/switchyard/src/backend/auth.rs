@@ -1,0 +1,133 @@
+//! How a request proves who sends it: a bearer key, a key header, Google Application
+//! Default Credentials, or nothing. Keys are held in [`Secret`], whose `Debug` and
+//! `Display` never show the value.
+
+use crate::error::{Error, Result};
+use async_trait::async_trait;
+use std::fmt;
+use std::sync::Arc;
+use tokio::sync::OnceCell;
+
+/// A key read from the environment. Printing it prints `***`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a key.
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+
+    /// The key, for the one place that sends it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// A source of OAuth access tokens (Google Application Default Credentials).
+#[async_trait]
+pub trait TokenSource: Send + Sync {
+    /// A valid access token (sources cache and refresh).
+    async fn token(&self) -> Result<Secret>;
+}
+
+/// How a backend's requests are authenticated.
+#[derive(Clone)]
+pub enum Credential {
+    /// No credential.
+    None,
+    /// `Authorization: Bearer <key>`.
+    Bearer(Secret),
+    /// `<header>: <key>` (`x-api-key`, `x-goog-api-key`).
+    Header(&'static str, Secret),
+    /// `Authorization: Bearer <token>` from a token source.
+    Token(Arc<dyn TokenSource>),
+}
+
+impl fmt::Debug for Credential {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Credential::None => f.write_str("Credential::None"),
+            Credential::Bearer(_) => f.write_str("Credential::Bearer(***)"),
+            Credential::Header(h, _) => write!(f, "Credential::Header({h}, ***)"),
+            Credential::Token(_) => f.write_str("Credential::Token"),
+        }
+    }
+}
+
+impl Credential {
+    /// Adds the credential to a request.
+    pub async fn apply(&self, request: reqwest::RequestBuilder) -> Result<reqwest::RequestBuilder> {
+        Ok(match self {
+            Credential::None => request,
+            Credential::Bearer(key) => request.bearer_auth(key.expose()),
+            Credential::Header(name, key) => request.header(*name, key.expose()),
+            Credential::Token(source) => request.bearer_auth(source.token().await?.expose()),
+        })
+    }
+}
+
+/// The OAuth scope Vertex AI needs.
+pub const CLOUD_PLATFORM_SCOPE: &str = "https://www.googleapis.com/auth/cloud-platform";
+
+/// Application Default Credentials through the `gcp_auth` crate: the file named by
+/// `GOOGLE_APPLICATION_CREDENTIALS`, gcloud's ADC file, the metadata server, or the
+/// `gcloud` command, in that order. Found on first use, then cached with its tokens.
+#[derive(Default)]
+pub struct GoogleAdc {
+    provider: OnceCell<Arc<dyn gcp_auth::TokenProvider>>,
+}
+
+impl GoogleAdc {
+    /// A source that looks for credentials on first use.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    async fn provider(&self) -> Result<&Arc<dyn gcp_auth::TokenProvider>> {
+        self.provider
+            .get_or_try_init(|| async {
+                gcp_auth::provider().await.map_err(|e| {
+                    Error::Config(format!(
+                        "no Google Application Default Credentials found ({e}); run \
+                         `gcloud auth application-default login`, or set \
+                         GOOGLE_APPLICATION_CREDENTIALS to a service-account key file"
+                    ))
+                })
+            })
+            .await
+    }
+}
+
+#[async_trait]
+impl TokenSource for GoogleAdc {
+    async fn token(&self) -> Result<Secret> {
+        let token = self
+            .provider()
+            .await?
+            .token(&[CLOUD_PLATFORM_SCOPE])
+            .await
+            .map_err(|e| {
+                Error::Auth(Box::new(crate::error::ProviderDetails {
+                    backend: "google-adc".into(),
+                    message: format!(
+                        "could not get an access token from Application Default Credentials: {e}"
+                    ),
+                    ..Default::default()
+                }))
+            })?;
+        Ok(Secret::new(token.as_str()))
+    }
+}

@@ -1,0 +1,467 @@
+//! The HTTP backend: encodes the canonical request in the backend's dialect, sends it
+//! with the backend's auth over a pooled connection, and decodes the reply or stream.
+
+use super::auth::Credential;
+use super::{Backend, Call};
+use crate::classify;
+use crate::error::{Error, ProviderDetails, Result, TimeoutPhase};
+use crate::reply_stream::{Chunk, ReplyStream};
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::StreamExt;
+use serde_json::{Map, Value};
+use std::time::Duration;
+use switchyard_wire::{
+    codec, ByteStreamDecoder, DecodeError, Dialect, EncodeOptions, Event, Reply, Request, Role,
+    StreamError,
+};
+
+/// Where a dialect is called.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// One URL for every model (`…/v1/chat/completions`, `…/v1/messages`).
+    Fixed(String),
+    /// Gemini's per-model URL: `<models_prefix>/<model>:generateContent`, or
+    /// `:streamGenerateContent?alt=sse` for a stream.
+    Gemini {
+        /// e.g. `https://generativelanguage.googleapis.com/v1beta/models`.
+        models_prefix: String,
+    },
+}
+
+impl Endpoint {
+    /// The URL for a model, streamed or not.
+    pub fn url(&self, model: &str, stream: bool) -> String {
+        match self {
+            Endpoint::Fixed(url) => url.clone(),
+            Endpoint::Gemini { models_prefix } => {
+                let prefix = models_prefix.trim_end_matches('/');
+                if stream {
+                    format!("{prefix}/{model}:streamGenerateContent?alt=sse")
+                } else {
+                    format!("{prefix}/{model}:generateContent")
+                }
+            }
+        }
+    }
+}
+
+/// The waits of a call; `None` waits forever.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Opening a connection.
+    pub connect: Option<Duration>,
+    /// From sending the request to the reply's headers.
+    pub first_byte: Option<Duration>,
+    /// Between two chunks of a stream (or of a body).
+    pub idle: Option<Duration>,
+    /// The whole call.
+    pub total: Option<Duration>,
+}
+
+/// Everything an HTTP backend needs, resolved from the registry.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// The backend's name.
+    pub name: String,
+    /// The dialect to speak.
+    pub dialect: Dialect,
+    /// Where to send it.
+    pub endpoint: Endpoint,
+    /// The credential.
+    pub auth: Credential,
+    /// Fields merged into every request body (top level; these win).
+    pub extra_body: Map<String, Value>,
+    /// Send `developer` messages as `system` (for endpoints that refuse the role).
+    pub developer_as_system: bool,
+    /// Waits.
+    pub timeouts: Timeouts,
+}
+
+/// An HTTP backend with its own connection pool.
+pub struct HttpBackend {
+    config: HttpConfig,
+    client: reqwest::Client,
+}
+
+/// The Anthropic API version sent with every Messages request.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+impl HttpBackend {
+    /// A backend with a fresh connection pool.
+    pub fn new(config: HttpConfig) -> Result<Self> {
+        let mut builder = reqwest::Client::builder()
+            .user_agent(concat!("switchyard/", env!("CARGO_PKG_VERSION")))
+            .tcp_nodelay(true);
+        if let Some(connect) = config.timeouts.connect {
+            builder = builder.connect_timeout(connect);
+        }
+        let client = builder.build().map_err(|e| Error::Transport {
+            backend: config.name.clone(),
+            message: format!("could not build an HTTP client: {e}"),
+        })?;
+        Ok(HttpBackend { config, client })
+    }
+
+    /// The resolved configuration.
+    pub fn config(&self) -> &HttpConfig {
+        &self.config
+    }
+
+    /// The body that would be sent for a call (for records and `--dry-run`).
+    pub fn encode_body(&self, call: &Call, stream: bool) -> Result<Map<String, Value>> {
+        let request = if self.config.developer_as_system {
+            developer_to_system(&call.request)
+        } else {
+            call.request.clone()
+        };
+        let mut body = codec(self.config.dialect)
+            .encode_request(
+                &request,
+                &EncodeOptions {
+                    model: &call.model,
+                    stream,
+                },
+            )
+            .map_err(|e| {
+                Error::Unsupported(format!(
+                    "the request cannot be sent in the {} dialect: {e}",
+                    self.config.dialect
+                ))
+            })?;
+        for (key, value) in &self.config.extra_body {
+            body.insert(key.clone(), value.clone());
+        }
+        Ok(body)
+    }
+
+    async fn send(&self, call: &Call, stream: bool) -> Result<reqwest::Response> {
+        let body = serde_json::to_vec(&self.encode_body(call, stream)?)
+            .map_err(|e| Error::Unsupported(format!("the request could not be serialised: {e}")))?;
+        let url = self.config.endpoint.url(&call.model, stream);
+        let mut request = self
+            .client
+            .post(&url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
+        if stream {
+            request = request.header(reqwest::header::ACCEPT, "text/event-stream");
+        }
+        if self.config.dialect == Dialect::Messages {
+            request = request.header("anthropic-version", ANTHROPIC_VERSION);
+        }
+        let request = self.config.auth.apply(request).await?;
+        let sending = request.send();
+        let response = match self.config.timeouts.first_byte {
+            Some(limit) => tokio::time::timeout(limit, sending)
+                .await
+                .map_err(|_| self.timeout(TimeoutPhase::FirstByte, limit))?,
+            None => sending.await,
+        }
+        .map_err(|e| self.transport_error(e))?;
+        if response.status().is_success() {
+            Ok(response)
+        } else {
+            Err(self.error_response(response).await)
+        }
+    }
+
+    async fn error_response(&self, response: reqwest::Response) -> Error {
+        let status = response.status().as_u16();
+        let headers = header_pairs(response.headers());
+        let body = response.bytes().await.unwrap_or_default();
+        let (details, _) = classify::details(&self.config.name, status, &headers, body);
+        classify::classify(details)
+    }
+
+    fn timeout(&self, phase: TimeoutPhase, after: Duration) -> Error {
+        Error::Timeout {
+            backend: self.config.name.clone(),
+            phase,
+            after,
+        }
+    }
+
+    fn transport_error(&self, e: reqwest::Error) -> Error {
+        if e.is_timeout() && e.is_connect() {
+            if let Some(after) = self.config.timeouts.connect {
+                return self.timeout(TimeoutPhase::Connect, after);
+            }
+        }
+        Error::Transport {
+            backend: self.config.name.clone(),
+            message: error_chain(&e),
+        }
+    }
+
+    async fn complete_inner(&self, call: &Call) -> Result<Reply> {
+        let response = self.send(call, false).await?;
+        let status = response.status().as_u16();
+        let headers = header_pairs(response.headers());
+        let body = self.read_body(response).await?;
+        codec(self.config.dialect)
+            .decode_reply(&body)
+            .map_err(|e| self.decode_error(e, status, &headers, body))
+    }
+
+    async fn read_body(&self, response: reqwest::Response) -> Result<Bytes> {
+        let mut body = Vec::new();
+        let mut chunks = response.bytes_stream();
+        loop {
+            let next = match self.config.timeouts.idle {
+                Some(limit) => tokio::time::timeout(limit, chunks.next())
+                    .await
+                    .map_err(|_| self.timeout(TimeoutPhase::Idle, limit))?,
+                None => chunks.next().await,
+            };
+            match next {
+                Some(Ok(chunk)) => body.extend_from_slice(&chunk),
+                Some(Err(e)) => return Err(self.transport_error(e)),
+                None => return Ok(Bytes::from(body)),
+            }
+        }
+    }
+
+    fn decode_error(
+        &self,
+        error: DecodeError,
+        status: u16,
+        headers: &[(String, String)],
+        body: Bytes,
+    ) -> Error {
+        match error {
+            DecodeError::Malformed(reason) => Error::ProviderReplyMalformed {
+                backend: self.config.name.clone(),
+                reason,
+                attempts: 1,
+                body,
+            },
+            DecodeError::Provider(e) => self.stream_error(e, status, headers, body),
+        }
+    }
+
+    fn stream_error(
+        &self,
+        e: StreamError,
+        status: u16,
+        headers: &[(String, String)],
+        body: Bytes,
+    ) -> Error {
+        let (mut details, _) = classify::details(&self.config.name, status, headers, body);
+        details.status = e.status.unwrap_or(details.status);
+        details.kind = e.kind.or(details.kind);
+        details.code = e.code.or(details.code);
+        details.message = e.message;
+        classify::classify(details)
+    }
+}
+
+#[async_trait]
+impl Backend for HttpBackend {
+    fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    async fn complete(&self, call: &Call) -> Result<Reply> {
+        match self.config.timeouts.total {
+            Some(limit) => tokio::time::timeout(limit, self.complete_inner(call))
+                .await
+                .map_err(|_| self.timeout(TimeoutPhase::Total, limit))?,
+            None => self.complete_inner(call).await,
+        }
+    }
+
+    async fn stream(&self, call: &Call) -> Result<ReplyStream> {
+        let started = tokio::time::Instant::now();
+        let response = self.send(call, true).await?;
+        let status = response.status().as_u16();
+        let headers = header_pairs(response.headers());
+        let state = StreamState {
+            bytes: response.bytes_stream().boxed(),
+            decoder: ByteStreamDecoder::new(codec(self.config.dialect)),
+            name: self.config.name.clone(),
+            timeouts: self.config.timeouts,
+            deadline: self.config.timeouts.total.map(|t| started + t),
+            status,
+            headers,
+            received: Vec::new(),
+            done: false,
+            backend: StreamErrors {
+                name: self.config.name.clone(),
+            },
+        };
+        Ok(ReplyStream::new(futures::stream::unfold(
+            state,
+            |mut state| async move {
+                if state.done {
+                    return None;
+                }
+                let item = state.next_chunk().await;
+                if item.is_err() {
+                    state.done = true;
+                }
+                Some((item, state))
+            },
+        )))
+    }
+}
+
+/// Builds typed errors for a stream without borrowing the backend.
+struct StreamErrors {
+    name: String,
+}
+
+struct StreamState {
+    bytes: futures::stream::BoxStream<'static, reqwest::Result<Bytes>>,
+    decoder: ByteStreamDecoder,
+    name: String,
+    timeouts: Timeouts,
+    deadline: Option<tokio::time::Instant>,
+    status: u16,
+    headers: Vec<(String, String)>,
+    /// Every byte so far, for error details.
+    received: Vec<u8>,
+    done: bool,
+    backend: StreamErrors,
+}
+
+impl StreamState {
+    async fn next_chunk(&mut self) -> Result<Chunk> {
+        let wait = match (self.timeouts.idle, self.deadline) {
+            (Some(idle), Some(deadline)) => {
+                let now = tokio::time::Instant::now();
+                Some((
+                    idle.min(deadline.saturating_duration_since(now)),
+                    deadline <= now + idle,
+                ))
+            }
+            (Some(idle), None) => Some((idle, false)),
+            (None, Some(deadline)) => Some((
+                deadline.saturating_duration_since(tokio::time::Instant::now()),
+                true,
+            )),
+            (None, None) => None,
+        };
+        let next = match wait {
+            Some((limit, is_total)) => match tokio::time::timeout(limit, self.bytes.next()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    let (phase, after) = if is_total {
+                        (TimeoutPhase::Total, self.timeouts.total.unwrap_or(limit))
+                    } else {
+                        (TimeoutPhase::Idle, limit)
+                    };
+                    return Err(Error::Timeout {
+                        backend: self.name.clone(),
+                        phase,
+                        after,
+                    });
+                }
+            },
+            None => self.bytes.next().await,
+        };
+        match next {
+            Some(Ok(bytes)) => {
+                self.received.extend_from_slice(&bytes);
+                let events = self
+                    .decoder
+                    .push(&bytes)
+                    .map_err(|e| self.decode_error(e))?;
+                self.check_events(&events)?;
+                Ok(Chunk { raw: bytes, events })
+            }
+            Some(Err(e)) => Err(Error::Transport {
+                backend: self.name.clone(),
+                message: format!("the stream broke: {}", error_chain(&e)),
+            }),
+            None => {
+                self.done = true;
+                let events = self.decoder.finish().map_err(|e| self.decode_error(e))?;
+                self.check_events(&events)?;
+                Ok(Chunk {
+                    raw: Bytes::new(),
+                    events,
+                })
+            }
+        }
+    }
+
+    /// An error event inside the stream ends it with a typed error.
+    fn check_events(&self, events: &[Event]) -> Result<()> {
+        match events.iter().find_map(|e| match e {
+            Event::Error(err) => Some(err.clone()),
+            _ => None,
+        }) {
+            Some(err) => Err(self.provider_error(err)),
+            None => Ok(()),
+        }
+    }
+
+    fn provider_error(&self, e: StreamError) -> Error {
+        let details = ProviderDetails {
+            backend: self.backend.name.clone(),
+            status: e.status.unwrap_or(self.status),
+            request_id: self
+                .headers
+                .iter()
+                .find(|(k, _)| k == "x-request-id" || k == "request-id")
+                .map(|(_, v)| v.clone()),
+            kind: e.kind,
+            code: e.code,
+            message: e.message,
+            headers: self
+                .headers
+                .iter()
+                .filter(|(k, _)| classify::is_kept_header(k))
+                .cloned()
+                .collect(),
+            body: Bytes::copy_from_slice(&self.received),
+        };
+        classify::classify(details)
+    }
+
+    fn decode_error(&self, e: DecodeError) -> Error {
+        match e {
+            DecodeError::Malformed(reason) => Error::ProviderReplyMalformed {
+                backend: self.name.clone(),
+                reason: format!("stream: {reason}"),
+                attempts: 1,
+                body: Bytes::copy_from_slice(&self.received),
+            },
+            DecodeError::Provider(err) => self.provider_error(err),
+        }
+    }
+}
+
+/// The request with `developer` messages sent as `system`.
+fn developer_to_system(request: &Request) -> Request {
+    let mut request = request.clone();
+    for message in &mut request.messages {
+        if message.role == Role::Developer {
+            message.role = Role::System;
+        }
+    }
+    request
+}
+
+fn header_pairs(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
+        .collect()
+}
+
+/// An error and its causes on one line: reqwest's own message alone says little.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = cause.source();
+    }
+    out
+}

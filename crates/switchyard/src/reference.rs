@@ -1,0 +1,101 @@
+//! Model references: `<backend>/<model id>`, where the model id keeps its own slashes and a
+//! backend's aliases are expanded.
+
+use serde::Serialize;
+
+use crate::registry::Registry;
+use crate::suggest::nearest;
+
+/// A resolved reference.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Reference {
+    /// The backend's name (the first segment).
+    pub backend: String,
+    /// The model id on that backend, after aliases (slashes kept).
+    pub model: String,
+    /// The model as written, before aliases.
+    pub requested_model: String,
+}
+
+impl std::fmt::Display for Reference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.backend, self.model)
+    }
+}
+
+/// What a model string is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parsed {
+    /// Its first segment names a backend.
+    Reference(Reference),
+    /// Its first segment is no backend's name: a model of some other provider (for a CLI
+    /// agent, a model of the CLI's own provider, e.g. `gpt-5.4`). Holds the string as given.
+    NotAReference(String),
+}
+
+/// Why a string is not a usable reference.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReferenceError {
+    /// The first segment names no backend.
+    #[error("`{text}` is not a model reference: no backend is called `{name}`{}; known backends: {}. A reference is `<backend>/<model id>`", .nearest.as_ref().map(|n| format!(" (did you mean `{n}`?)")).unwrap_or_default(), .known.join(", "))]
+    UnknownBackend {
+        /// The string as given.
+        text: String,
+        /// Its first segment.
+        name: String,
+        /// Every backend's name.
+        known: Vec<String>,
+        /// The nearest backend name, if one is close.
+        nearest: Option<String>,
+    },
+    /// `<backend>/` with nothing after it.
+    #[error("`{text}` names backend `{backend}` but no model: write `{backend}/<model id>`")]
+    EmptyModel {
+        /// The string as given.
+        text: String,
+        /// The backend.
+        backend: String,
+    },
+}
+
+impl Registry {
+    /// Reads `text` as a reference if its first segment names a backend; otherwise says it is
+    /// not a reference. Aliases of the backend are expanded. `Err` only for `<backend>/`
+    /// with an empty model.
+    pub fn parse_reference(&self, text: &str) -> Result<Parsed, ReferenceError> {
+        let Some((name, model)) = text.split_once('/') else {
+            return Ok(Parsed::NotAReference(text.to_string()));
+        };
+        let Some(backend) = self.backend(name) else {
+            return Ok(Parsed::NotAReference(text.to_string()));
+        };
+        if model.is_empty() {
+            return Err(ReferenceError::EmptyModel {
+                text: text.to_string(),
+                backend: name.to_string(),
+            });
+        }
+        Ok(Parsed::Reference(Reference {
+            backend: name.to_string(),
+            model: backend.expand_alias(model).to_string(),
+            requested_model: model.to_string(),
+        }))
+    }
+
+    /// Reads `text` as a reference where one is required: a string naming no backend is an
+    /// error listing the known backends and the nearest match.
+    pub fn require_reference(&self, text: &str) -> Result<Reference, ReferenceError> {
+        match self.parse_reference(text)? {
+            Parsed::Reference(r) => Ok(r),
+            Parsed::NotAReference(_) => {
+                let name = text.split('/').next().unwrap_or(text).to_string();
+                Err(ReferenceError::UnknownBackend {
+                    text: text.to_string(),
+                    nearest: nearest(&name, self.names()),
+                    name,
+                    known: self.names().map(str::to_string).collect(),
+                })
+            }
+        }
+    }
+}

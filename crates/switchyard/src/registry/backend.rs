@@ -1,0 +1,294 @@
+//! A resolved backend: every field with the layer it came from, the URL each dialect is
+//! called at, and how its key is found.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::types::{Auth, DeveloperRole, Dialect, Kind, Layer, Price, Resolved};
+use super::url_template;
+use crate::env::EnvSource;
+
+/// One resolved backend.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Backend {
+    /// Its name, the first segment of a reference.
+    pub name: String,
+    /// How it is reached.
+    pub kind: Resolved<Kind>,
+    /// The OpenAI-compatible root (normally ending in `/v1`); may hold `{VARIABLE}`
+    /// placeholders. `None` for kinds other than `http`.
+    pub base_url: Option<Resolved<String>>,
+    /// The variable holding the key (default `<NAME>_API_KEY`).
+    pub api_key_env: Resolved<String>,
+    /// `false` for a server that needs no key.
+    pub key_required: Resolved<bool>,
+    /// The dialects served.
+    pub apis: Resolved<Vec<Dialect>>,
+    /// Root of the Anthropic Messages API, when set (else derived from `base_url`).
+    pub messages_url: Option<Resolved<String>>,
+    /// Root of the native Gemini API (before `/models/{model}:generateContent`), when set
+    /// (else derived from `base_url`).
+    pub gemini_url: Option<Resolved<String>>,
+    /// How the key is sent.
+    pub auth: Resolved<Auth>,
+    /// Prices by model id.
+    pub prices: BTreeMap<String, Resolved<Price>>,
+    /// Fields added to every request body.
+    pub extra_body: BTreeMap<String, Resolved<serde_json::Value>>,
+    /// Context window in tokens, when known.
+    pub context_window: Option<Resolved<u64>>,
+    /// What to do with the `developer` role.
+    pub developer_role: Resolved<DeveloperRole>,
+    /// Aliases: short name to model id.
+    pub models: BTreeMap<String, Resolved<String>>,
+    /// The backend this one was copied from.
+    pub from: Option<Resolved<String>>,
+    /// Every layer that contributed to this backend, lowest first.
+    pub layers: Vec<Layer>,
+}
+
+/// Whether a backend's key variable is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeyStatus {
+    /// The variable is set (its value is never shown).
+    Set,
+    /// The variable is unset and a key is required.
+    Unset,
+    /// No key is needed (no-key auth, a CLI kind, or `key_required: false` and unset).
+    NotNeeded,
+}
+
+impl KeyStatus {
+    /// `set`, `unset` or `not needed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeyStatus::Set => "set",
+            KeyStatus::Unset => "unset",
+            KeyStatus::NotNeeded => "not needed",
+        }
+    }
+}
+
+/// Why a call URL or a key could not be produced.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EndpointError {
+    /// The backend does not serve this dialect.
+    #[error("backend `{backend}` does not serve the `{dialect}` dialect (it serves: {served})")]
+    DialectNotServed {
+        /// The backend.
+        backend: String,
+        /// The dialect asked for.
+        dialect: Dialect,
+        /// The dialects it serves, comma-separated.
+        served: String,
+    },
+    /// The backend is not an HTTP backend (or has no base URL).
+    #[error("backend `{backend}` is not reached over HTTP (kind `{kind}`)")]
+    NotHttp {
+        /// The backend.
+        backend: String,
+        /// Its kind.
+        kind: Kind,
+    },
+    /// A `{VARIABLE}` in the URL is unset.
+    #[error(
+        "backend `{backend}`: the URL needs the environment variable {variable}, which is unset"
+    )]
+    UnsetVariable {
+        /// The backend.
+        backend: String,
+        /// The unset variable.
+        variable: String,
+    },
+    /// The URL after filling placeholders does not parse.
+    #[error("backend `{backend}`: `{url}` is not a valid URL: {reason}")]
+    BadUrl {
+        /// The backend.
+        backend: String,
+        /// The URL.
+        url: String,
+        /// The parser's message.
+        reason: String,
+    },
+    /// A required key is unset.
+    #[error("backend `{backend}` needs a key: set the environment variable {variable}")]
+    MissingKey {
+        /// The backend.
+        backend: String,
+        /// The variable to set.
+        variable: String,
+    },
+}
+
+impl Backend {
+    /// True when the backend serves `dialect`.
+    pub fn serves(&self, dialect: Dialect) -> bool {
+        self.apis.value.contains(&dialect)
+    }
+
+    /// The root the Messages API is under: `messages_url`, or `base_url` without a
+    /// trailing `/v1`. Calls go to `<root>/v1/messages`.
+    pub fn messages_root(&self) -> Option<String> {
+        if let Some(m) = &self.messages_url {
+            return Some(m.value.clone());
+        }
+        let base = &self.base_url.as_ref()?.value;
+        Some(base.strip_suffix("/v1").unwrap_or(base).to_string())
+    }
+
+    /// The root of the native Gemini API: `gemini_url`, or `base_url` without a trailing
+    /// `/openai` (Google's `…/v1beta/openai`), or `base_url` without `/v1` plus `/v1beta`.
+    /// Calls go to `<root>/models/{model}:generateContent`.
+    pub fn gemini_root(&self) -> Option<String> {
+        if let Some(g) = &self.gemini_url {
+            return Some(g.value.clone());
+        }
+        let base = &self.base_url.as_ref()?.value;
+        if let Some(root) = base.strip_suffix("/openai") {
+            return Some(root.to_string());
+        }
+        Some(format!(
+            "{}/v1beta",
+            base.strip_suffix("/v1").unwrap_or(base)
+        ))
+    }
+
+    /// The URL `dialect` is called at for `model`, with `{VARIABLE}` placeholders left in
+    /// (for display). `stream` selects Gemini's streaming method; the other dialects use
+    /// one URL for both.
+    ///
+    /// | dialect | URL |
+    /// |---|---|
+    /// | chat | `base_url` + `/chat/completions` |
+    /// | responses | `base_url` + `/responses` |
+    /// | messages | [`messages_root`](Self::messages_root) + `/v1/messages` |
+    /// | gemini | [`gemini_root`](Self::gemini_root) + `/models/{model}:generateContent` (`:streamGenerateContent?alt=sse` when streaming) |
+    pub fn endpoint_template(
+        &self,
+        dialect: Dialect,
+        model: &str,
+        stream: bool,
+    ) -> Result<String, EndpointError> {
+        let Some(base) = self
+            .base_url
+            .as_ref()
+            .filter(|_| self.kind.value == Kind::Http)
+        else {
+            return Err(EndpointError::NotHttp {
+                backend: self.name.clone(),
+                kind: self.kind.value,
+            });
+        };
+        if !self.serves(dialect) {
+            return Err(EndpointError::DialectNotServed {
+                backend: self.name.clone(),
+                dialect,
+                served: self
+                    .apis
+                    .value
+                    .iter()
+                    .map(|d| d.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+        let base = &base.value;
+        Ok(match dialect {
+            Dialect::Chat => format!("{base}/chat/completions"),
+            Dialect::Responses => format!("{base}/responses"),
+            Dialect::Messages => format!(
+                "{}/v1/messages",
+                self.messages_root().unwrap_or_else(|| base.clone())
+            ),
+            Dialect::Gemini => {
+                let root = self.gemini_root().unwrap_or_else(|| base.clone());
+                if stream {
+                    format!("{root}/models/{model}:streamGenerateContent?alt=sse")
+                } else {
+                    format!("{root}/models/{model}:generateContent")
+                }
+            }
+        })
+    }
+
+    /// The URL to call `dialect` at for `model`, placeholders filled from `env`.
+    pub fn endpoint(
+        &self,
+        dialect: Dialect,
+        model: &str,
+        stream: bool,
+        env: &dyn EnvSource,
+    ) -> Result<url::Url, EndpointError> {
+        let template = self.endpoint_template(dialect, model, stream)?;
+        let filled = url_template::expand(&template, env).map_err(|variable| {
+            EndpointError::UnsetVariable {
+                backend: self.name.clone(),
+                variable,
+            }
+        })?;
+        url::Url::parse(&filled).map_err(|e| EndpointError::BadUrl {
+            backend: self.name.clone(),
+            url: filled.clone(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// How the key is sent when calling `dialect`. The native Gemini API takes an API key
+    /// only as `x-goog-api-key`, so a `bearer` backend (Google AI Studio's OpenAI-compatible
+    /// chat) sends its key that way for `gemini`; every other case is `auth` as configured.
+    pub fn auth_for(&self, dialect: Dialect) -> Auth {
+        match (dialect, self.auth.value) {
+            (Dialect::Gemini, Auth::Bearer) => Auth::XGoogApiKey,
+            (_, auth) => auth,
+        }
+    }
+
+    /// True when this backend never sends a key from `api_key_env`.
+    pub fn uses_no_key(&self) -> bool {
+        self.kind.value != Kind::Http || matches!(self.auth.value, Auth::None | Auth::GoogleAdc)
+    }
+
+    /// Whether the key variable is set, unset, or not needed. Never reveals the value.
+    pub fn key_status(&self, env: &dyn EnvSource) -> KeyStatus {
+        if self.uses_no_key() {
+            return KeyStatus::NotNeeded;
+        }
+        match env.var(&self.api_key_env.value) {
+            Some(_) => KeyStatus::Set,
+            None if !self.key_required.value => KeyStatus::NotNeeded,
+            None => KeyStatus::Unset,
+        }
+    }
+
+    /// The key to send: `Ok(Some(key))` when set, `Ok(None)` when none is needed (no-key
+    /// auth, or `key_required: false` with the variable unset), `Err(MissingKey)` naming
+    /// the variable otherwise.
+    pub fn api_key(&self, env: &dyn EnvSource) -> Result<Option<String>, EndpointError> {
+        if self.uses_no_key() {
+            return Ok(None);
+        }
+        match env.var(&self.api_key_env.value) {
+            Some(k) => Ok(Some(k)),
+            None if !self.key_required.value => Ok(None),
+            None => Err(EndpointError::MissingKey {
+                backend: self.name.clone(),
+                variable: self.api_key_env.value.clone(),
+            }),
+        }
+    }
+
+    /// The model id an alias names on this backend, or `model` itself.
+    pub fn expand_alias<'a>(&'a self, model: &'a str) -> &'a str {
+        self.models
+            .get(model)
+            .map(|r| r.value.as_str())
+            .unwrap_or(model)
+    }
+
+    /// The price of `model` (after aliases), if known.
+    pub fn price(&self, model: &str) -> Option<&Resolved<Price>> {
+        self.prices.get(self.expand_alias(model))
+    }
+}

@@ -1,0 +1,211 @@
+//! The backend registry: every backend, resolved from layers (built-ins, the user's file,
+//! the run config, `<NAME>_BASE_URL`, command-line overrides), each field remembering its
+//! layer.
+//!
+//! ```
+//! use switchyard::env::MapEnv;
+//! use switchyard::registry::{Config, LoadOptions};
+//! use switchyard::{Dialect, Parsed};
+//!
+//! let env = MapEnv::new([("VLLM_BASE_URL", "http://gpu-box:8000/v1")]);
+//! let config = Config::load(&LoadOptions::new(&env)).unwrap();
+//! let registry = &config.registry;
+//! let Ok(Parsed::Reference(r)) = registry.parse_reference("vllm/Qwen/Qwen3-8B") else { panic!() };
+//! let backend = registry.backend(&r.backend).unwrap();
+//! let url = backend.endpoint(Dialect::Chat, &r.model, false, &env).unwrap();
+//! assert_eq!(url.as_str(), "http://gpu-box:8000/v1/chat/completions");
+//! ```
+
+mod backend;
+mod builtin;
+mod load;
+mod overrides;
+mod patch;
+mod resolve;
+mod spans;
+mod types;
+mod url_template;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+pub use backend::{Backend, EndpointError, KeyStatus};
+pub use builtin::BUILTINS_YAML;
+pub use load::{user_file_path, BACKENDS_FILE_KEYS};
+pub use overrides::{looks_like_override, parse_override, Override, SECTIONS};
+pub use patch::{FIELDS, PRICE_FIELDS};
+pub use types::{Auth, DeveloperRole, Dialect, Kind, Layer, Price, Resolved};
+
+use crate::config_error::{ConfigError, ConfigErrors};
+use crate::env::EnvSource;
+
+/// What to load.
+pub struct LoadOptions<'a> {
+    /// The environment (the user's file location, `<NAME>_BASE_URL`).
+    pub env: &'a dyn EnvSource,
+    /// The run config (`--config FILE`), if any.
+    pub run_config: Option<PathBuf>,
+    /// Command-line overrides as written (`backends.vllm.apis=[chat]`, `model=...`).
+    pub overrides: Vec<String>,
+    /// Read the user's file (default true; false for hermetic tests).
+    pub user_file: bool,
+}
+
+impl<'a> LoadOptions<'a> {
+    /// Built-ins, the user's file and the environment; no run config, no overrides.
+    pub fn new(env: &'a dyn EnvSource) -> Self {
+        LoadOptions {
+            env,
+            run_config: None,
+            overrides: Vec::new(),
+            user_file: true,
+        }
+    }
+}
+
+/// Every backend, resolved.
+#[derive(Debug, Clone, Default)]
+pub struct Registry {
+    backends: BTreeMap<String, Backend>,
+    prices_date: Option<String>,
+}
+
+/// Everything loaded: the registry and the parts of the run config and overrides that later
+/// parts of Switchyard read.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The backends.
+    pub registry: Registry,
+    /// The user's file that was read, if it existed.
+    pub user_file: Option<PathBuf>,
+    /// The run config given, if any.
+    pub run_config: Option<PathBuf>,
+    /// The run config's sections other than `backends`, unvalidated (by section name).
+    pub sections: BTreeMap<String, serde_json::Value>,
+    /// The overrides other than `backends.*`, in order.
+    pub overrides: Vec<Override>,
+}
+
+impl Config {
+    /// Loads every layer and resolves the backends, reporting every problem found.
+    ///
+    /// Precedence, lowest first: built-ins, the user's file, the run config's `backends:`,
+    /// `<NAME>_BASE_URL` in the environment, command-line overrides.
+    pub fn load(opts: &LoadOptions<'_>) -> Result<Config, ConfigErrors> {
+        let mut errors: Vec<ConfigError> = Vec::new();
+        let builtins = builtin::builtin_file(&mut errors);
+        let mut patches = builtins.patches;
+
+        let mut user_file = None;
+        if opts.user_file {
+            if let Some(path) = user_file_path(opts.env) {
+                match load::read_optional(&path) {
+                    Ok(Some(text)) => {
+                        let label = path.display().to_string();
+                        let f = load::parse_backends_file(
+                            &text,
+                            &label,
+                            Layer::UserFile(path.clone()),
+                            &mut errors,
+                        );
+                        patches.extend(f.patches);
+                        user_file = Some(path);
+                    }
+                    Ok(None) => {}
+                    Err(e) => errors.push(e),
+                }
+            }
+        }
+
+        let mut sections = BTreeMap::new();
+        if let Some(path) = &opts.run_config {
+            match std::fs::read_to_string(path) {
+                Ok(text) => {
+                    let rc = load::parse_run_config(&text, path, &mut errors);
+                    patches.extend(rc.patches);
+                    sections = rc.sections;
+                }
+                Err(e) => errors.push(ConfigError::new(
+                    crate::config_error::Location::source(path.display().to_string()),
+                    crate::config_error::ConfigProblem::Io {
+                        message: e.to_string(),
+                    },
+                )),
+            }
+        }
+
+        let parsed_overrides = match overrides::parse_overrides(&opts.overrides) {
+            Ok(o) => o,
+            Err(e) => {
+                errors.extend(e);
+                Vec::new()
+            }
+        };
+        let (override_patches, other_overrides) =
+            load::split_overrides(&parsed_overrides, &mut errors);
+
+        let mut names: Vec<&str> = patches
+            .iter()
+            .chain(override_patches.iter())
+            .map(|p| p.name.as_str())
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        let env_patches = load::env_patches(names.into_iter(), opts.env, &mut errors);
+        patches.extend(env_patches);
+        patches.extend(override_patches);
+
+        if !errors.is_empty() {
+            return Err(ConfigErrors(errors));
+        }
+        let backends = resolve::resolve_all(&patches).map_err(ConfigErrors)?;
+        Ok(Config {
+            registry: Registry {
+                backends,
+                prices_date: builtins.prices_date,
+            },
+            user_file,
+            run_config: opts.run_config.clone(),
+            sections,
+            overrides: other_overrides,
+        })
+    }
+}
+
+impl Registry {
+    /// Loads the registry (see [`Config::load`]).
+    pub fn load(opts: &LoadOptions<'_>) -> Result<Registry, ConfigErrors> {
+        Config::load(opts).map(|c| c.registry)
+    }
+
+    /// The built-in backends alone.
+    pub fn builtin() -> Result<Registry, ConfigErrors> {
+        let env = crate::env::MapEnv::default();
+        let mut opts = LoadOptions::new(&env);
+        opts.user_file = false;
+        Registry::load(&opts)
+    }
+
+    /// The backend called `name`.
+    pub fn backend(&self, name: &str) -> Option<&Backend> {
+        self.backends.get(name)
+    }
+
+    /// Every backend, by name.
+    pub fn backends(&self) -> impl Iterator<Item = &Backend> {
+        self.backends.values()
+    }
+
+    /// Every backend name, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.backends.keys().map(String::as_str)
+    }
+
+    /// The date the built-in prices were taken (`prices_date` in `builtins.yaml`).
+    pub fn prices_date(&self) -> Option<&str> {
+        self.prices_date.as_deref()
+    }
+}

@@ -1,0 +1,574 @@
+//! Parsing one layer's backend entries into [`BackendPatch`]es, collecting every problem with
+//! its position.
+
+use std::collections::BTreeMap;
+
+use serde_yaml_ng::Value;
+
+use super::spans::SpanIndex;
+use super::types::{Auth, DeveloperRole, Dialect, Kind, Layer, Price};
+use super::url_template;
+use crate::config_error::{ConfigError, ConfigProblem, Location};
+use crate::secrets;
+use crate::suggest::nearest;
+
+/// Every field a backend accepts.
+pub const FIELDS: &[&str] = &[
+    "kind",
+    "base_url",
+    "api_key_env",
+    "key_required",
+    "apis",
+    "messages_url",
+    "gemini_url",
+    "auth",
+    "prices",
+    "extra_body",
+    "context_window",
+    "developer_role",
+    "models",
+    "from",
+];
+
+/// Every field a price accepts.
+pub const PRICE_FIELDS: &[&str] = &["input", "cached_input", "cache_write", "output"];
+
+/// The fields one layer sets on one backend.
+#[derive(Debug, Clone)]
+pub struct BackendPatch {
+    pub name: String,
+    pub layer: Layer,
+    pub kind: Option<Kind>,
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
+    pub key_required: Option<bool>,
+    pub apis: Option<Vec<Dialect>>,
+    pub messages_url: Option<String>,
+    pub gemini_url: Option<String>,
+    pub auth: Option<Auth>,
+    pub prices: BTreeMap<String, Price>,
+    pub extra_body: BTreeMap<String, serde_json::Value>,
+    pub context_window: Option<u64>,
+    pub developer_role: Option<DeveloperRole>,
+    pub models: BTreeMap<String, String>,
+    pub from: Option<(String, Location)>,
+}
+
+impl BackendPatch {
+    /// An empty patch of `name` in `layer`.
+    pub fn empty(name: &str, layer: Layer) -> Self {
+        BackendPatch {
+            name: name.to_string(),
+            layer,
+            kind: None,
+            base_url: None,
+            api_key_env: None,
+            key_required: None,
+            apis: None,
+            messages_url: None,
+            gemini_url: None,
+            auth: None,
+            prices: BTreeMap::new(),
+            extra_body: BTreeMap::new(),
+            context_window: None,
+            developer_role: None,
+            models: BTreeMap::new(),
+            from: None,
+        }
+    }
+}
+
+/// One layer's source: its layer, its label for error locations and where its keys are.
+pub struct LayerSource<'a> {
+    /// The layer values are tagged with.
+    pub layer: Layer,
+    /// The `source` of error locations (a path, or `override '…'`).
+    pub label: String,
+    /// Positions of keys in the source text, when there is one.
+    pub spans: Option<&'a SpanIndex>,
+    /// The key path of the backends mapping inside the source (`["backends"]`).
+    pub prefix: Vec<String>,
+}
+
+impl LayerSource<'_> {
+    /// The location of `path` (below the prefix), as precise as the index allows.
+    pub fn loc(&self, path: &[&str]) -> Location {
+        let mut full: Vec<&str> = self.prefix.iter().map(String::as_str).collect();
+        full.extend_from_slice(path);
+        match self.spans.and_then(|s| s.find(&full)) {
+            Some((line, col)) => Location::at(self.label.clone(), line, col),
+            None => Location::source(self.label.clone()),
+        }
+    }
+
+    fn err(&self, path: &[&str], problem: ConfigProblem) -> ConfigError {
+        ConfigError::new(self.loc(path), problem)
+    }
+}
+
+/// A YAML value's type in words.
+pub fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "nothing",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Sequence(_) => "a list",
+        Value::Mapping(_) => "a mapping",
+        Value::Tagged(_) => "a tagged value",
+    }
+}
+
+/// A mapping key as text.
+pub fn key_text(k: &Value) -> String {
+    match k {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Null => "null".to_string(),
+        other => format!("<{}>", type_name(other)),
+    }
+}
+
+/// True for a valid environment variable name.
+fn is_var_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// True for a valid backend name.
+pub fn is_backend_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// Parses the backends mapping of one layer.
+pub fn parse_backends(
+    src: &LayerSource<'_>,
+    value: &Value,
+    errors: &mut Vec<ConfigError>,
+) -> Vec<BackendPatch> {
+    let mut out = Vec::new();
+    let map = match value {
+        Value::Null => return out,
+        Value::Mapping(m) => m,
+        other => {
+            errors.push(src.err(
+                &[],
+                ConfigProblem::WrongType {
+                    field: "backends".into(),
+                    expected: "a mapping of backend names to their fields".into(),
+                    found: type_name(other).into(),
+                },
+            ));
+            return out;
+        }
+    };
+    for (k, v) in map {
+        let name = key_text(k);
+        if !is_backend_name(&name) {
+            errors.push(src.err(&[&name], ConfigProblem::BadName { name: name.clone() }));
+            continue;
+        }
+        let mut patch = BackendPatch::empty(&name, src.layer.clone());
+        match v {
+            Value::Null => {}
+            Value::Mapping(fields) => {
+                for (fk, fv) in fields {
+                    let field = key_text(fk);
+                    parse_field(src, &name, &field, fv, &mut patch, errors);
+                }
+            }
+            other => errors.push(src.err(
+                &[&name],
+                ConfigProblem::WrongType {
+                    field: name.clone(),
+                    expected: "a mapping of backend fields".into(),
+                    found: type_name(other).into(),
+                },
+            )),
+        }
+        out.push(patch);
+    }
+    out
+}
+
+fn wrong(src: &LayerSource<'_>, path: &[&str], expected: &str, v: &Value) -> ConfigError {
+    src.err(
+        path,
+        ConfigProblem::WrongType {
+            field: path[1..].join("."),
+            expected: expected.into(),
+            found: type_name(v).into(),
+        },
+    )
+}
+
+fn closed<T>(
+    src: &LayerSource<'_>,
+    path: &[&str],
+    what: &str,
+    v: &Value,
+    accepted: &[&str],
+    parse: fn(&str) -> Option<T>,
+    errors: &mut Vec<ConfigError>,
+) -> Option<T> {
+    let Value::String(s) = v else {
+        errors.push(wrong(
+            src,
+            path,
+            &format!("one of {}", accepted.join(", ")),
+            v,
+        ));
+        return None;
+    };
+    let parsed = parse(s);
+    if parsed.is_none() {
+        errors.push(src.err(
+            path,
+            ConfigProblem::UnknownValue {
+                what: what.into(),
+                field: path[1..].join("."),
+                value: s.clone(),
+                accepted: accepted.iter().map(|a| a.to_string()).collect(),
+                nearest: nearest(s, accepted.iter().copied()),
+            },
+        ));
+    }
+    parsed
+}
+
+fn url_field(
+    src: &LayerSource<'_>,
+    path: &[&str],
+    v: &Value,
+    errors: &mut Vec<ConfigError>,
+) -> Option<String> {
+    let Value::String(s) = v else {
+        errors.push(wrong(src, path, "a URL string", v));
+        return None;
+    };
+    if secrets::looks_like_key(s) {
+        return None; // reported by the key scan
+    }
+    match url_template::validate(s) {
+        Ok(u) => Some(u),
+        Err(reason) => {
+            errors.push(src.err(
+                path,
+                ConfigProblem::InvalidUrl {
+                    field: path[1..].join("."),
+                    value: s.clone(),
+                    reason,
+                },
+            ));
+            None
+        }
+    }
+}
+
+fn non_negative(
+    src: &LayerSource<'_>,
+    path: &[&str],
+    v: &Value,
+    errors: &mut Vec<ConfigError>,
+) -> Option<f64> {
+    let Some(n) = v.as_f64() else {
+        errors.push(wrong(src, path, "a number (USD per million tokens)", v));
+        return None;
+    };
+    if n < 0.0 || !n.is_finite() {
+        errors.push(src.err(
+            path,
+            ConfigProblem::Negative {
+                field: path[1..].join("."),
+                value: n.to_string(),
+            },
+        ));
+        return None;
+    }
+    Some(n)
+}
+
+fn string_map(
+    src: &LayerSource<'_>,
+    path: &[&str],
+    v: &Value,
+    what: &str,
+    errors: &mut Vec<ConfigError>,
+) -> Vec<(String, Value)> {
+    match v {
+        Value::Null => Vec::new(),
+        Value::Mapping(m) => m.iter().map(|(k, v)| (key_text(k), v.clone())).collect(),
+        other => {
+            errors.push(wrong(src, path, what, other));
+            Vec::new()
+        }
+    }
+}
+
+fn parse_price(
+    src: &LayerSource<'_>,
+    path: &[&str],
+    v: &Value,
+    errors: &mut Vec<ConfigError>,
+) -> Option<Price> {
+    let entries = string_map(
+        src,
+        path,
+        v,
+        "a mapping {input, cached_input, cache_write, output}",
+        errors,
+    );
+    if !matches!(v, Value::Mapping(_)) {
+        return None;
+    }
+    let (mut input, mut cached, mut write, mut output) = (None, None, None, None);
+    let mut ok = true;
+    for (k, pv) in &entries {
+        let mut p = path.to_vec();
+        p.push(k);
+        let slot = match k.as_str() {
+            "input" => &mut input,
+            "cached_input" => &mut cached,
+            "cache_write" => &mut write,
+            "output" => &mut output,
+            _ => {
+                errors.push(src.err(
+                    &p,
+                    ConfigProblem::UnknownField {
+                        what: "price field".into(),
+                        field: k.clone(),
+                        accepted: PRICE_FIELDS.iter().map(|s| s.to_string()).collect(),
+                        nearest: nearest(k, PRICE_FIELDS.iter().copied()),
+                    },
+                ));
+                ok = false;
+                continue;
+            }
+        };
+        match non_negative(src, &p, pv, errors) {
+            Some(n) => *slot = Some(n),
+            None => ok = false,
+        }
+    }
+    for (name, val) in [("input", input), ("output", output)] {
+        if val.is_none() && ok {
+            let mut p = path.to_vec();
+            p.push(name);
+            errors.push(src.err(
+                path,
+                ConfigProblem::WrongType {
+                    field: p[1..].join("."),
+                    expected: "a number (a price needs both `input` and `output`)".into(),
+                    found: "nothing".into(),
+                },
+            ));
+            ok = false;
+        }
+    }
+    match (ok, input, output) {
+        (true, Some(input), Some(output)) => Some(Price {
+            input,
+            cached_input: cached,
+            cache_write: write,
+            output,
+        }),
+        _ => None,
+    }
+}
+
+fn parse_field(
+    src: &LayerSource<'_>,
+    name: &str,
+    field: &str,
+    v: &Value,
+    patch: &mut BackendPatch,
+    errors: &mut Vec<ConfigError>,
+) {
+    let path: [&str; 2] = [name, field];
+    match field {
+        "kind" => patch.kind = closed(src, &path, "kind", v, Kind::ALL, Kind::parse, errors),
+        "auth" => patch.auth = closed(src, &path, "auth", v, Auth::ALL, Auth::parse, errors),
+        "developer_role" => {
+            patch.developer_role = closed(
+                src,
+                &path,
+                "developer_role",
+                v,
+                DeveloperRole::ALL,
+                DeveloperRole::parse,
+                errors,
+            )
+        }
+        "base_url" => patch.base_url = url_field(src, &path, v, errors),
+        "messages_url" => patch.messages_url = url_field(src, &path, v, errors),
+        "gemini_url" => patch.gemini_url = url_field(src, &path, v, errors),
+        "api_key_env" => match v {
+            Value::String(s) if is_var_name(s) => patch.api_key_env = Some(s.clone()),
+            Value::String(s) if secrets::looks_like_key(s) => {} // reported by the key scan
+            other => errors.push(wrong(
+                src,
+                &path,
+                "the name of an environment variable (letters, digits, `_`), such as OPENAI_API_KEY",
+                other,
+            )),
+        },
+        "key_required" => match v {
+            Value::Bool(b) => patch.key_required = Some(*b),
+            other => errors.push(wrong(src, &path, "true or false", other)),
+        },
+        "apis" => {
+            let items: Vec<&Value> = match v {
+                Value::Sequence(s) => s.iter().collect(),
+                Value::String(_) => vec![v],
+                other => {
+                    errors.push(wrong(
+                        src,
+                        &path,
+                        "a list of dialects (chat, responses, messages, gemini)",
+                        other,
+                    ));
+                    return;
+                }
+            };
+            let mut apis = Vec::new();
+            let mut ok = true;
+            for item in items {
+                match closed(src, &path, "dialect", item, Dialect::NAMES, Dialect::parse, errors) {
+                    Some(d) if !apis.contains(&d) => apis.push(d),
+                    Some(_) => {}
+                    None => ok = false,
+                }
+            }
+            if ok {
+                patch.apis = Some(apis);
+            }
+        }
+        "prices" => {
+            for (model, pv) in string_map(src, &path, v, "a mapping of model ids to prices", errors)
+            {
+                let p = [name, field, model.as_str()];
+                if let Some(price) = parse_price(src, &p, &pv, errors) {
+                    patch.prices.insert(model.clone(), price);
+                }
+            }
+        }
+        "models" => {
+            for (alias, target) in
+                string_map(src, &path, v, "a mapping of aliases to model ids", errors)
+            {
+                match target {
+                    Value::String(id) if !id.is_empty() => {
+                        patch.models.insert(alias, id);
+                    }
+                    other => errors.push(wrong(
+                        src,
+                        &[name, field, alias.as_str()],
+                        "a model id (a non-empty string)",
+                        &other,
+                    )),
+                }
+            }
+        }
+        "extra_body" => {
+            for (k, ev) in string_map(src, &path, v, "a mapping of body fields", errors) {
+                match serde_json::to_value(&ev) {
+                    Ok(j) => {
+                        patch.extra_body.insert(k, j);
+                    }
+                    Err(e) => errors.push(src.err(
+                        &[name, field, k.as_str()],
+                        ConfigProblem::WrongType {
+                            field: format!("{field}.{k}"),
+                            expected: "a JSON-compatible value".into(),
+                            found: e.to_string(),
+                        },
+                    )),
+                }
+            }
+        }
+        "context_window" => match v {
+            Value::Number(n) => {
+                if let Some(u) = n.as_u64() {
+                    patch.context_window = Some(u);
+                } else if n.as_f64().is_some_and(|f| f < 0.0) {
+                    errors.push(src.err(
+                        &path,
+                        ConfigProblem::Negative {
+                            field: field.into(),
+                            value: n.to_string(),
+                        },
+                    ));
+                } else {
+                    errors.push(wrong(src, &path, "a whole number of tokens", v));
+                }
+            }
+            other => errors.push(wrong(src, &path, "a whole number of tokens", other)),
+        },
+        "from" => match v {
+            Value::String(s) => patch.from = Some((s.clone(), src.loc(&path))),
+            other => errors.push(wrong(src, &path, "the name of another backend", other)),
+        },
+        _ if secrets::is_key_field(field) => errors.push(src.err(
+            &path,
+            ConfigProblem::KeyField {
+                field: field.into(),
+            },
+        )),
+        _ => errors.push(src.err(
+            &path,
+            ConfigProblem::UnknownField {
+                what: "backend field".into(),
+                field: field.into(),
+                accepted: FIELDS.iter().map(|s| s.to_string()).collect(),
+                nearest: nearest(field, FIELDS.iter().copied()),
+            },
+        )),
+    }
+}
+
+/// Reports every string value under `value` that looks like a provider key, and every key
+/// field outside the backends mapping (e.g. in other sections of a run config). `path` is
+/// the key path of `value` in the source; `loc` places a path.
+pub fn scan_for_keys(
+    value: &Value,
+    path: &mut Vec<String>,
+    loc: &dyn Fn(&[&str]) -> Location,
+    errors: &mut Vec<ConfigError>,
+) {
+    match value {
+        Value::String(s) if secrets::looks_like_key(s) => {
+            let parent_is_key_field = path.last().is_some_and(|k| secrets::is_key_field(k));
+            if !parent_is_key_field {
+                let p: Vec<&str> = path.iter().map(String::as_str).collect();
+                errors.push(ConfigError::new(
+                    loc(&p),
+                    ConfigProblem::KeyValue {
+                        field: path.join("."),
+                    },
+                ));
+            }
+        }
+        Value::Sequence(items) => {
+            for (i, item) in items.iter().enumerate() {
+                path.push(i.to_string());
+                scan_for_keys(item, path, loc, errors);
+                path.pop();
+            }
+        }
+        Value::Mapping(m) => {
+            for (k, v) in m {
+                path.push(key_text(k));
+                scan_for_keys(v, path, loc, errors);
+                path.pop();
+            }
+        }
+        Value::Tagged(t) => scan_for_keys(&t.value, path, loc, errors),
+        _ => {}
+    }
+}

@@ -1,0 +1,256 @@
+//! Folding the layers' patches into resolved backends: field by field, `from` copies,
+//! defaults, and the checks that need every layer (unknown `from`, cycles, missing URL).
+
+use std::collections::BTreeMap;
+
+use super::backend::Backend;
+use super::patch::BackendPatch;
+use super::types::{Auth, DeveloperRole, Dialect, Kind, Layer, Resolved};
+use crate::config_error::{ConfigError, ConfigProblem, Location};
+use crate::env::env_stem;
+use crate::suggest::nearest;
+
+/// A backend being built: `None` means "not set by any layer yet".
+#[derive(Debug, Clone, Default)]
+struct Draft {
+    kind: Option<Resolved<Kind>>,
+    base_url: Option<Resolved<String>>,
+    api_key_env: Option<Resolved<String>>,
+    key_required: Option<Resolved<bool>>,
+    apis: Option<Resolved<Vec<Dialect>>>,
+    messages_url: Option<Resolved<String>>,
+    gemini_url: Option<Resolved<String>>,
+    auth: Option<Resolved<Auth>>,
+    prices: BTreeMap<String, Resolved<super::types::Price>>,
+    extra_body: BTreeMap<String, Resolved<serde_json::Value>>,
+    context_window: Option<Resolved<u64>>,
+    developer_role: Option<Resolved<DeveloperRole>>,
+    models: BTreeMap<String, Resolved<String>>,
+    from: Option<Resolved<String>>,
+    layers: Vec<Layer>,
+}
+
+fn set<T: Clone>(slot: &mut Option<Resolved<T>>, value: &Option<T>, layer: &Layer) {
+    if let Some(v) = value {
+        *slot = Some(Resolved::new(v.clone(), layer.clone()));
+    }
+}
+
+fn merge<T: Clone>(
+    map: &mut BTreeMap<String, Resolved<T>>,
+    add: &BTreeMap<String, T>,
+    layer: &Layer,
+) {
+    for (k, v) in add {
+        map.insert(k.clone(), Resolved::new(v.clone(), layer.clone()));
+    }
+}
+
+impl Draft {
+    /// Starts a copy of `source` (a `from`).
+    fn copy_of(source: &Backend) -> Self {
+        Draft {
+            kind: Some(source.kind.clone()),
+            base_url: source.base_url.clone(),
+            api_key_env: Some(source.api_key_env.clone()),
+            key_required: Some(source.key_required.clone()),
+            apis: Some(source.apis.clone()),
+            messages_url: source.messages_url.clone(),
+            gemini_url: source.gemini_url.clone(),
+            auth: Some(source.auth.clone()),
+            prices: source.prices.clone(),
+            extra_body: source.extra_body.clone(),
+            context_window: source.context_window.clone(),
+            developer_role: Some(source.developer_role.clone()),
+            models: source.models.clone(),
+            from: None,
+            layers: source.layers.clone(),
+        }
+    }
+
+    /// Applies one layer's patch, field by field. A `base_url` that moves the backend drops
+    /// the `messages_url` and `gemini_url` set below it, unless the same patch sets them.
+    fn apply(&mut self, p: &BackendPatch) {
+        let layer = &p.layer;
+        if let Some(new_base) = &p.base_url {
+            let moved = self.base_url.as_ref().is_some_and(|b| &b.value != new_base);
+            if moved {
+                if p.messages_url.is_none() {
+                    self.messages_url = None;
+                }
+                if p.gemini_url.is_none() {
+                    self.gemini_url = None;
+                }
+            }
+        }
+        set(&mut self.kind, &p.kind, layer);
+        set(&mut self.base_url, &p.base_url, layer);
+        set(&mut self.api_key_env, &p.api_key_env, layer);
+        set(&mut self.key_required, &p.key_required, layer);
+        set(&mut self.apis, &p.apis, layer);
+        set(&mut self.messages_url, &p.messages_url, layer);
+        set(&mut self.gemini_url, &p.gemini_url, layer);
+        set(&mut self.auth, &p.auth, layer);
+        set(&mut self.context_window, &p.context_window, layer);
+        set(&mut self.developer_role, &p.developer_role, layer);
+        merge(&mut self.prices, &p.prices, layer);
+        merge(&mut self.extra_body, &p.extra_body, layer);
+        merge(&mut self.models, &p.models, layer);
+        if let Some((from, _)) = &p.from {
+            self.from = Some(Resolved::new(from.clone(), layer.clone()));
+        }
+        if !self.layers.contains(layer) {
+            self.layers.push(layer.clone());
+        }
+    }
+
+    fn finish(self, name: &str) -> Backend {
+        let kind = self
+            .kind
+            .unwrap_or_else(|| Resolved::default_value(Kind::Http));
+        let http = kind.value == Kind::Http;
+        let default_auth = if http { Auth::Bearer } else { Auth::None };
+        let default_apis = if http {
+            vec![Dialect::Chat]
+        } else {
+            Vec::new()
+        };
+        Backend {
+            name: name.to_string(),
+            kind,
+            base_url: self.base_url,
+            api_key_env: self
+                .api_key_env
+                .unwrap_or_else(|| Resolved::default_value(format!("{}_API_KEY", env_stem(name)))),
+            key_required: self
+                .key_required
+                .unwrap_or_else(|| Resolved::default_value(true)),
+            apis: self
+                .apis
+                .unwrap_or_else(|| Resolved::default_value(default_apis)),
+            messages_url: self.messages_url,
+            gemini_url: self.gemini_url,
+            auth: self
+                .auth
+                .unwrap_or_else(|| Resolved::default_value(default_auth)),
+            prices: self.prices,
+            extra_body: self.extra_body,
+            context_window: self.context_window,
+            developer_role: self
+                .developer_role
+                .unwrap_or_else(|| Resolved::default_value(DeveloperRole::Keep)),
+            models: self.models,
+            from: self.from,
+            layers: self.layers,
+        }
+    }
+}
+
+struct Resolver<'a> {
+    patches: BTreeMap<&'a str, Vec<&'a BackendPatch>>,
+    done: BTreeMap<String, Backend>,
+    failed: Vec<String>,
+    errors: Vec<ConfigError>,
+}
+
+impl<'a> Resolver<'a> {
+    fn resolve(&mut self, name: &str, stack: &mut Vec<String>) -> Option<Backend> {
+        if let Some(b) = self.done.get(name) {
+            return Some(b.clone());
+        }
+        if self.failed.iter().any(|f| f == name) {
+            return None;
+        }
+        let patches = self.patches.get(name).cloned().unwrap_or_default();
+        let from = patches.iter().rev().find_map(|p| p.from.clone());
+        stack.push(name.to_string());
+        let mut draft = match &from {
+            None => Draft::default(),
+            Some((source, loc)) => match self.copy_source(name, source, loc, stack) {
+                Some(b) => Draft::copy_of(&b),
+                None => {
+                    stack.pop();
+                    self.failed.push(name.to_string());
+                    return None;
+                }
+            },
+        };
+        stack.pop();
+        for p in &patches {
+            draft.apply(p);
+        }
+        let backend = draft.finish(name);
+        if backend.kind.value == Kind::Http && backend.base_url.is_none() {
+            let loc = patches
+                .last()
+                .map(|p| Location::source(p.layer.to_string()))
+                .unwrap_or_else(|| Location::source("configuration"));
+            self.errors.push(ConfigError::new(
+                loc,
+                ConfigProblem::MissingBaseUrl {
+                    backend: name.to_string(),
+                },
+            ));
+            self.failed.push(name.to_string());
+            return None;
+        }
+        self.done.insert(name.to_string(), backend.clone());
+        Some(backend)
+    }
+
+    fn copy_source(
+        &mut self,
+        name: &str,
+        source: &str,
+        loc: &Location,
+        stack: &mut Vec<String>,
+    ) -> Option<Backend> {
+        if !self.patches.contains_key(source) {
+            let known: Vec<&str> = self.patches.keys().copied().collect();
+            self.errors.push(ConfigError::new(
+                loc.clone(),
+                ConfigProblem::UnknownFrom {
+                    backend: name.to_string(),
+                    from: source.to_string(),
+                    nearest: nearest(source, known),
+                },
+            ));
+            return None;
+        }
+        if let Some(pos) = stack.iter().position(|s| s == source) {
+            let mut cycle: Vec<String> = stack[pos..].to_vec();
+            cycle.push(source.to_string());
+            self.errors.push(ConfigError::new(
+                loc.clone(),
+                ConfigProblem::FromCycle { cycle },
+            ));
+            return None;
+        }
+        self.resolve(source, stack)
+    }
+}
+
+/// Resolves every backend named by `patches` (given lowest layer first).
+pub fn resolve_all(
+    patches: &[BackendPatch],
+) -> Result<BTreeMap<String, Backend>, Vec<ConfigError>> {
+    let mut by_name: BTreeMap<&str, Vec<&BackendPatch>> = BTreeMap::new();
+    for p in patches {
+        by_name.entry(p.name.as_str()).or_default().push(p);
+    }
+    let names: Vec<String> = by_name.keys().map(|s| s.to_string()).collect();
+    let mut r = Resolver {
+        patches: by_name,
+        done: BTreeMap::new(),
+        failed: Vec::new(),
+        errors: Vec::new(),
+    };
+    for name in names {
+        r.resolve(&name, &mut Vec::new());
+    }
+    if r.errors.is_empty() {
+        Ok(r.done)
+    } else {
+        Err(r.errors)
+    }
+}

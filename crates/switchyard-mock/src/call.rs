@@ -123,7 +123,7 @@ pub async fn serve_call(shared: &Shared, route: CallRoute, body: Bytes) -> Respo
     };
     match fault {
         Some(f) => call.fault(&f, decoded).await,
-        None => call.success(decoded, Ending::Normal, |_| {}),
+        None => call.success(decoded, Ending::Normal, |_| {}).await,
     }
 }
 
@@ -195,13 +195,21 @@ impl Call<'_> {
                     self.raw(200, "application/json", Body::from(html))
                 }
             }
-            Fault::NoText => self.success(decoded, Ending::Normal, |r| r.content.clear()),
-            Fault::NoUsage => self.success(decoded, Ending::Normal, |r| r.usage = None),
-            Fault::CutStream { reset } => self.success(decoded, Ending::Cut { reset }, |_| {}),
+            Fault::NoText => {
+                self.success(decoded, Ending::Normal, |r| r.content.clear())
+                    .await
+            }
+            Fault::NoUsage => {
+                self.success(decoded, Ending::Normal, |r| r.usage = None)
+                    .await
+            }
+            Fault::CutStream { reset } => {
+                self.success(decoded, Ending::Cut { reset }, |_| {}).await
+            }
             Fault::ErrorMidStream(status) => {
                 let status = status.unwrap_or_else(|| faults::default_stream_error_status(d));
                 if self.stream {
-                    self.success(decoded, Ending::Error(status), |_| {})
+                    self.success(decoded, Ending::Error(status), |_| {}).await
                 } else {
                     // A non-streamed call gets the error object in a 200 body.
                     let body = faults::status_body(d, status, self.model, spec.retry, rid);
@@ -210,7 +218,7 @@ impl Call<'_> {
             }
             Fault::Hang => {
                 if self.stream {
-                    self.success(decoded, Ending::Hang, |_| {})
+                    self.success(decoded, Ending::Hang, |_| {}).await
                 } else {
                     body::wait_for_shutdown(self.shared.shutdown.clone()).await;
                     self.raw(
@@ -223,7 +231,7 @@ impl Call<'_> {
         }
     }
 
-    fn success(
+    async fn success(
         &self,
         decoded: Result<DecodedRequest, switchyard_wire::DecodeError>,
         ending: Ending,
@@ -276,6 +284,22 @@ impl Call<'_> {
             let body = body::chunked_body(chunks, ending, self.shared.shutdown.clone());
             self.raw(200, content_type, body)
         } else {
+            // A non-streamed reply takes as long as streaming it would have.
+            let deltas = switchyard_wire::reply_events(&reply, self.behaviour.chunk_chars)
+                .iter()
+                .filter(|e| {
+                    matches!(
+                        e,
+                        switchyard_wire::Event::TextDelta { .. }
+                            | switchyard_wire::Event::ThinkingDelta { .. }
+                            | switchyard_wire::Event::ToolCallDelta { .. }
+                    )
+                })
+                .count();
+            let generation = self.behaviour.delay * u32::try_from(deltas).unwrap_or(u32::MAX);
+            if !generation.is_zero() {
+                tokio::time::sleep(generation).await;
+            }
             let mut full = codec(self.dialect).encode_reply(&reply, &context);
             if reply.usage.is_none() {
                 full = body::strip_usage_json(&full).unwrap_or(full);

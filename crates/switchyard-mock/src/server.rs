@@ -27,6 +27,8 @@ pub struct MockServer {
     addr: SocketAddr,
     shared: Arc<Shared>,
     stop: watch::Sender<bool>,
+    /// The thread running the server, for [`MockServer::start_in_thread`].
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl MockServer {
@@ -62,7 +64,41 @@ impl MockServer {
         let (stop, stopped) = watch::channel(false);
         let shared = Arc::new(Shared::new(config, stopped.clone()));
         tokio::spawn(run(listener, shared.clone(), stopped));
-        Ok(MockServer { addr, shared, stop })
+        Ok(MockServer {
+            addr,
+            shared,
+            stop,
+            thread: None,
+        })
+    }
+
+    /// Starts on `addr` in a thread of its own with its own runtime: for synchronous
+    /// tests, or async tests that block (running a subprocess against the mock on a
+    /// current-thread runtime would otherwise starve it). Dropping the server stops the
+    /// thread and waits for it.
+    pub fn start_in_thread(addr: SocketAddr, config: MockConfig) -> io::Result<MockServer> {
+        let std_listener = std::net::TcpListener::bind(addr)?;
+        std_listener.set_nonblocking(true)?;
+        let addr = std_listener.local_addr()?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let (stop, stopped) = watch::channel(false);
+        let shared = Arc::new(Shared::new(config, stopped.clone()));
+        let listener = {
+            let _guard = runtime.enter();
+            TcpListener::from_std(std_listener)?
+        };
+        let server_state = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("switchyard-mock".into())
+            .spawn(move || runtime.block_on(run(listener, server_state, stopped)))?;
+        Ok(MockServer {
+            addr,
+            shared,
+            stop,
+            thread: Some(thread),
+        })
     }
 
     /// The bound address.
@@ -101,6 +137,9 @@ impl MockServer {
 impl Drop for MockServer {
     fn drop(&mut self) {
         self.shutdown();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
 

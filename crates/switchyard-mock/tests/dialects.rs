@@ -466,3 +466,17 @@ async fn gemini_stream_without_alt_sse_is_a_json_array() {
     assert_eq!(s, 200);
     assert!(v.as_array().is_some_and(|a| !a.is_empty()), "{v}");
 }
+
+#[tokio::test]
+async fn a_non_streamed_reply_takes_as_long_as_its_stream() {
+    let mock = MockServer::start().await;
+    let model = "chunk-5+delay-30ms+say:abcdefghijklmnopqrst";
+    let start = Instant::now();
+    let reply = call(&mock, Dialect::Chat, model, &Request::user("x")).await;
+    assert_eq!(reply.text(), "abcdefghijklmnopqrst");
+    assert!(
+        start.elapsed() >= Duration::from_millis(120),
+        "{:?}",
+        start.elapsed()
+    );
+}

@@ -144,3 +144,29 @@ async fn start_on_a_given_address_and_stop() {
         "stopped on drop"
     );
 }
+
+#[test]
+fn a_server_in_its_own_thread_serves_synchronous_callers() {
+    use std::io::{Read, Write};
+    let mock = MockServer::start_in_thread(
+        "127.0.0.1:0".parse().unwrap(),
+        switchyard_mock::MockConfig::default(),
+    )
+    .unwrap();
+    let mut tcp = std::net::TcpStream::connect(mock.addr()).unwrap();
+    tcp.write_all(
+        b"GET /healthz HTTP/1.1\r\nHost: mock\r\nX-Probe: 1\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut answer = String::new();
+    tcp.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.ends_with("ok"), "{answer}");
+    assert_eq!(mock.requests()[0].header("x-probe"), Some("1"));
+    let addr = mock.addr();
+    drop(mock);
+    assert!(
+        std::net::TcpStream::connect(addr).is_err(),
+        "stopped and joined on drop"
+    );
+}

@@ -33,6 +33,43 @@ pub enum Command {
     /// Inspect the backends: where each model reference goes, with which key variable.
     #[command(subcommand)]
     Backends(BackendsCommand),
+    /// Ask a model one question and print the reply and a one-line usage summary.
+    ///
+    /// Example: `switchyard ask mock/echo "hello"` (start `switchyard mock` first).
+    Ask(AskArgs),
+}
+
+/// Arguments of `ask`.
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// The model, `<backend>/<model id>` (e.g. `mock/echo`, `openai/gpt-5.4`).
+    pub reference: String,
+
+    /// The prompt (the user message).
+    pub prompt: String,
+
+    /// A system prompt.
+    #[arg(long, value_name = "TEXT")]
+    pub system: Option<String>,
+
+    /// The most output tokens.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
+
+    /// Stream the reply as it is written (the default when the output is a terminal).
+    #[arg(long, conflicts_with = "no_stream")]
+    pub stream: bool,
+
+    /// Wait for the whole reply before printing it.
+    #[arg(long)]
+    pub no_stream: bool,
+
+    /// Print the whole reply as JSON (content, finish reason, usage, model, id).
+    #[arg(long)]
+    pub json: bool,
+
+    #[arg(value_name = "OVERRIDE", help = OVERRIDES_HELP)]
+    pub overrides: Vec<String>,
 }
 
 /// `switchyard backends ...`

@@ -6,7 +6,7 @@
 //! every dialect meets at the canonical types, N dialects need N codecs, not N×M
 //! converters.
 //!
-//! ```no_run
+//! ```
 //! use switchyard_wire::{codec, Dialect, EncodeOptions, Request};
 //!
 //! let request = Request::user("hello").with_system("be brief").with_max_tokens(64);

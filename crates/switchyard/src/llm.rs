@@ -36,7 +36,11 @@ impl std::fmt::Debug for Llm {
 impl Llm {
     /// A handle on `backend` for `model`; `label` names it in messages (usually the
     /// reference as written).
-    pub fn new(label: impl Into<String>, backend: Arc<dyn Backend>, model: impl Into<String>) -> Self {
+    pub fn new(
+        label: impl Into<String>,
+        backend: Arc<dyn Backend>,
+        model: impl Into<String>,
+    ) -> Self {
         Llm {
             label: label.into(),
             model: model.into(),
@@ -101,4 +105,47 @@ pub fn check_reply(backend: &str, reply: &Reply) -> Result<()> {
         attempts: 1,
         body: reply.raw.clone(),
     })
+}
+
+impl Llm {
+    /// A handle for a reference such as `mock/echo` or `openai/gpt-5.4`, resolved against
+    /// the built-in backends, the user's file and the environment.
+    pub fn from_reference(reference: &str) -> Result<Llm> {
+        let env = crate::env::ProcessEnv;
+        let registry = crate::registry::Registry::load(&crate::registry::LoadOptions::new(&env))
+            .map_err(|e| Error::Config(e.to_string()))?;
+        Llm::resolve(&registry, reference, &env)
+    }
+
+    /// A handle for a reference resolved against `registry`, reading keys from `env`.
+    pub fn resolve(
+        registry: &crate::registry::Registry,
+        reference: &str,
+        env: &dyn crate::env::EnvSource,
+    ) -> Result<Llm> {
+        let resolved = registry
+            .require_reference(reference)
+            .map_err(reference_error)?;
+        let backend = registry
+            .backend(&resolved.backend)
+            .ok_or_else(|| Error::Config(format!("backend `{}` vanished", resolved.backend)))?;
+        let callable = crate::connect::backend_for(backend, &resolved.model, env)?;
+        Ok(Llm::new(reference, callable, resolved.model))
+    }
+}
+
+fn reference_error(e: crate::reference::ReferenceError) -> Error {
+    match e {
+        crate::reference::ReferenceError::UnknownBackend {
+            name,
+            known,
+            nearest,
+            ..
+        } => Error::UnknownBackend {
+            name,
+            known,
+            nearest,
+        },
+        crate::reference::ReferenceError::EmptyModel { text, .. } => Error::NotAReference { text },
+    }
 }

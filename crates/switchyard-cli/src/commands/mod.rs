@@ -1,5 +1,6 @@
 //! One module per command, and what they share.
 
+mod ask;
 mod backends_list;
 mod backends_show;
 mod table;
@@ -21,6 +22,10 @@ pub fn run(cli: Cli) -> Result<(), String> {
         Command::Backends(BackendsCommand::Show(args)) => {
             let config = load(cli.config, args.overrides.clone())?;
             backends_show::run(&config, &args)
+        }
+        Command::Ask(args) => {
+            let config = load(cli.config, args.overrides.clone())?;
+            ask::run(&config, &args)
         }
     }
 }

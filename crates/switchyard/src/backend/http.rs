@@ -16,32 +16,31 @@ use switchyard_wire::{
     StreamError,
 };
 
-/// Where a dialect is called.
+/// Where a backend's dialect is called for its model.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Endpoint {
-    /// One URL for every model (`…/v1/chat/completions`, `…/v1/messages`).
-    Fixed(String),
-    /// Gemini's per-model URL: `<models_prefix>/<model>:generateContent`, or
-    /// `:streamGenerateContent?alt=sse` for a stream.
-    Gemini {
-        /// e.g. `https://generativelanguage.googleapis.com/v1beta/models`.
-        models_prefix: String,
-    },
+pub struct Endpoint {
+    /// The URL of a whole reply.
+    pub complete: String,
+    /// The URL of a streamed reply (differs only for Gemini).
+    pub stream: String,
 }
 
 impl Endpoint {
-    /// The URL for a model, streamed or not.
-    pub fn url(&self, model: &str, stream: bool) -> String {
-        match self {
-            Endpoint::Fixed(url) => url.clone(),
-            Endpoint::Gemini { models_prefix } => {
-                let prefix = models_prefix.trim_end_matches('/');
-                if stream {
-                    format!("{prefix}/{model}:streamGenerateContent?alt=sse")
-                } else {
-                    format!("{prefix}/{model}:generateContent")
-                }
-            }
+    /// One URL for both.
+    pub fn fixed(url: impl Into<String>) -> Self {
+        let url = url.into();
+        Endpoint {
+            complete: url.clone(),
+            stream: url,
+        }
+    }
+
+    /// The URL to call.
+    pub fn url(&self, stream: bool) -> &str {
+        if stream {
+            &self.stream
+        } else {
+            &self.complete
         }
     }
 }
@@ -66,7 +65,7 @@ pub struct HttpConfig {
     pub name: String,
     /// The dialect to speak.
     pub dialect: Dialect,
-    /// Where to send it.
+    /// Where to send it (for Gemini the model is in the URL: one backend per model).
     pub endpoint: Endpoint,
     /// The credential.
     pub auth: Credential,
@@ -138,10 +137,10 @@ impl HttpBackend {
     async fn send(&self, call: &Call, stream: bool) -> Result<reqwest::Response> {
         let body = serde_json::to_vec(&self.encode_body(call, stream)?)
             .map_err(|e| Error::Unsupported(format!("the request could not be serialised: {e}")))?;
-        let url = self.config.endpoint.url(&call.model, stream);
+        let url = self.config.endpoint.url(stream);
         let mut request = self
             .client
-            .post(&url)
+            .post(url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body);
         if stream {

@@ -1,0 +1,121 @@
+//! `switchyard ask`: one question, the reply, and a usage line.
+
+use std::io::{IsTerminal, Write};
+use std::time::Instant;
+
+use futures::StreamExt;
+use switchyard::env::ProcessEnv;
+use switchyard::registry::Config;
+use switchyard::wire::{Event, Request};
+use switchyard::{Llm, Reply};
+
+use crate::cli::AskArgs;
+
+/// Runs `ask`.
+pub fn run(config: &Config, args: &AskArgs) -> Result<(), String> {
+    let llm = Llm::resolve(&config.registry, &args.reference, &ProcessEnv)
+        .map_err(|e| format!("error: {e}"))?;
+    let mut request = Request::user(args.prompt.clone());
+    if let Some(system) = &args.system {
+        request = request.with_system(system.clone());
+    }
+    request.max_tokens = args.max_tokens;
+    let stream = !args.json && !args.no_stream && (args.stream || std::io::stdout().is_terminal());
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("error: cannot start the async runtime: {e}"))?;
+    let started = Instant::now();
+    let reply = runtime.block_on(async {
+        if stream {
+            print_stream(&llm, request).await
+        } else {
+            llm.complete(request)
+                .await
+                .map_err(|e| format!("error: {e}"))
+        }
+    })?;
+    let elapsed = started.elapsed();
+
+    if args.json {
+        let json = serde_json::to_string_pretty(&reply)
+            .map_err(|e| format!("error: cannot write JSON: {e}"))?;
+        println!("{json}");
+    } else if !stream {
+        let thinking = reply.thinking();
+        if !thinking.is_empty() {
+            eprintln!("[thinking] {thinking}");
+        }
+        println!("{}", reply.text());
+        for call in reply.tool_calls() {
+            println!("[tool call {}] {}({})", call.id, call.name, call.arguments);
+        }
+    }
+    eprintln!("{}", usage_line(&llm, &reply, elapsed));
+    Ok(())
+}
+
+/// Prints text as it arrives (thinking to standard error) and returns the whole reply.
+async fn print_stream(llm: &Llm, request: Request) -> Result<Reply, String> {
+    let mut stream = llm
+        .stream(request)
+        .await
+        .map_err(|e| format!("error: {e}"))?;
+    let mut out = std::io::stdout().lock();
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(Event::TextDelta { text, .. }) => {
+                let _ = out.write_all(text.as_bytes());
+                let _ = out.flush();
+            }
+            Ok(Event::ThinkingDelta { text, .. }) => eprint!("{text}"),
+            Ok(Event::ToolCallEnd { part }) => {
+                if let Some(switchyard::Part::ToolCall(call)) = stream.reply().content.get(part) {
+                    let _ = writeln!(
+                        out,
+                        "[tool call {}] {}({})",
+                        call.id, call.name, call.arguments
+                    );
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                let _ = writeln!(out);
+                return Err(format!("error: {e}"));
+            }
+        }
+    }
+    let _ = writeln!(out);
+    let reply = stream.reply();
+    switchyard::check_reply(llm.backend().name(), &reply).map_err(|e| format!("error: {e}"))?;
+    Ok(reply)
+}
+
+fn usage_line(llm: &Llm, reply: &Reply, elapsed: std::time::Duration) -> String {
+    let model = reply.model.as_deref().unwrap_or(llm.model());
+    let usage = match reply.usage {
+        Some(u) => {
+            let mut text = format!("{} in", u.input);
+            if u.cached_input > 0 || u.cache_write > 0 {
+                text.push_str(&format!(
+                    " ({} cached, {} cache write)",
+                    u.cached_input, u.cache_write
+                ));
+            }
+            text.push_str(&format!(" · {} out", u.output));
+            if u.reasoning > 0 {
+                text.push_str(&format!(" ({} reasoning)", u.reasoning));
+            }
+            text
+        }
+        None => "usage not reported".to_string(),
+    };
+    format!(
+        "[{} · {model} · {usage} · finish {:?} · {:.2} s]",
+        llm.label(),
+        reply.finish,
+        elapsed.as_secs_f64()
+    )
+    .to_lowercase()
+}

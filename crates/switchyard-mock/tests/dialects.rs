@@ -232,10 +232,11 @@ async fn streams_really_stream_with_per_token_delays() {
             total >= Duration::from_millis(120),
             "{d}: 4 deltas x 30 ms, took {total:?}"
         );
+        // Really streamed: the chunks arrive spread over the deltas' delays.
+        let spread = arrivals[arrivals.len() - 1] - arrivals[0];
         assert!(
-            arrivals[0] < Duration::from_millis(100),
-            "{d}: first chunk at {:?}",
-            arrivals[0]
+            spread >= Duration::from_millis(90),
+            "{d}: arrivals {arrivals:?}"
         );
         assert!(arrivals.len() >= 4, "{d}: {arrivals:?}");
     }

@@ -232,9 +232,6 @@ async fn slow_first_byte_is_really_delayed() {
     let waited = start.elapsed();
     assert_eq!(r.status().as_u16(), 500);
     assert!(waited >= Duration::from_millis(150), "{waited:?}");
-    let start = Instant::now();
-    let _ = post_raw(&mock, Dialect::Chat, "fault-500", "s", false).await;
-    assert!(start.elapsed() < Duration::from_millis(150));
 }
 
 #[tokio::test]

@@ -235,7 +235,7 @@ async fn streams_really_stream_with_per_token_delays() {
         // Really streamed: the chunks arrive spread over the deltas' delays.
         let spread = arrivals[arrivals.len() - 1] - arrivals[0];
         assert!(
-            spread >= Duration::from_millis(90),
+            spread >= Duration::from_millis(55),
             "{d}: arrivals {arrivals:?}"
         );
         assert!(arrivals.len() >= 4, "{d}: {arrivals:?}");

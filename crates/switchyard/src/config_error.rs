@@ -169,6 +169,31 @@ pub enum ConfigProblem {
         /// The name as written.
         name: String,
     },
+    /// A role setting the role's backend does not take.
+    #[error("role `{role}`: backend `{backend}` ({called}) does not take `{setting}`{}; it takes: {}", did_you_mean(.nearest), .accepted.join(", "))]
+    SettingNotTaken {
+        /// The role.
+        role: String,
+        /// The setting as written.
+        setting: String,
+        /// The role's backend.
+        backend: String,
+        /// How it is called: `kind http, dialect messages`.
+        called: String,
+        /// The settings it takes.
+        accepted: Vec<String>,
+        /// The accepted setting nearest to what was written.
+        nearest: Option<String>,
+    },
+    /// A role that cannot be resolved (no model, an unknown backend, an inline endpoint
+    /// missing a field...).
+    #[error("role `{role}`: {message}")]
+    Role {
+        /// The role.
+        role: String,
+        /// What is wrong and what is accepted.
+        message: String,
+    },
     /// A malformed command-line override.
     #[error("invalid override `{text}`: {reason}; expected `backends.<name>.<field>=<value>` or `<section>...=<value>` with a section among: {}", .accepted.join(", "))]
     BadOverride {

@@ -55,11 +55,13 @@ pub mod classify;
 pub mod config_error;
 pub mod connect;
 pub mod env;
+pub mod env_file;
 pub mod error;
 mod llm;
 pub mod reference;
 pub mod registry;
 mod reply_stream;
+pub mod run;
 mod secrets;
 mod suggest;
 mod text;
@@ -71,6 +73,7 @@ pub use llm::{check_reply, Llm};
 pub use reference::{Parsed, Reference, ReferenceError};
 pub use registry::{Config, Layer, LoadOptions, Registry, Resolved};
 pub use reply_stream::{Chunk, ReplyStream};
+pub use run::{llm, Run};
 pub use switchyard_wire as wire;
 pub use switchyard_wire::{
     Dialect, Event, FinishReason, Message, Part, Reply, Request, Role, Usage,

@@ -20,9 +20,9 @@ mod backend;
 mod builtin;
 mod load;
 mod overrides;
-mod patch;
-mod resolve;
-mod spans;
+pub(crate) mod patch;
+pub(crate) mod resolve;
+pub(crate) mod spans;
 mod types;
 mod url_template;
 
@@ -35,7 +35,7 @@ use std::path::PathBuf;
 pub use backend::{Backend, EndpointError, KeyStatus};
 pub use builtin::BUILTINS_YAML;
 pub use load::{user_file_path, BACKENDS_FILE_KEYS};
-pub use overrides::{looks_like_override, parse_override, Override, SECTIONS};
+pub use overrides::{looks_like_override, parse_override, redacted, Override, SECTIONS};
 pub use patch::{FIELDS, PRICE_FIELDS};
 pub use types::{Auth, DeveloperRole, Dialect, Kind, Layer, Price, Resolved};
 

@@ -311,7 +311,7 @@ fn string_map(
     }
 }
 
-fn parse_price(
+pub(crate) fn parse_price(
     src: &LayerSource<'_>,
     path: &[&str],
     v: &Value,
@@ -382,7 +382,7 @@ fn parse_price(
     }
 }
 
-fn parse_field(
+pub(crate) fn parse_field(
     src: &LayerSource<'_>,
     name: &str,
     field: &str,

@@ -254,3 +254,31 @@ pub fn resolve_all(
         Err(r.errors)
     }
 }
+
+/// One backend outside the registry (a run's inline endpoint): `patches` (lowest first)
+/// applied over a copy of `base` (or over nothing), with the same defaults and checks as a
+/// registry backend.
+pub(crate) fn resolve_one(
+    name: &str,
+    base: Option<&Backend>,
+    patches: &[BackendPatch],
+) -> Result<Backend, ConfigError> {
+    let mut draft = base.map(Draft::copy_of).unwrap_or_default();
+    for p in patches {
+        draft.apply(p);
+    }
+    let backend = draft.finish(name);
+    if backend.kind.value == Kind::Http && backend.base_url.is_none() {
+        let loc = patches
+            .last()
+            .map(|p| Location::source(p.layer.to_string()))
+            .unwrap_or_else(|| Location::source("configuration"));
+        return Err(ConfigError::new(
+            loc,
+            ConfigProblem::MissingBaseUrl {
+                backend: name.to_string(),
+            },
+        ));
+    }
+    Ok(backend)
+}

@@ -1,0 +1,276 @@
+//! A run: one config naming a model and settings for each role (planner, proposer,
+//! reviewer…), resolved once, before the first call, with every problem listed.
+//!
+//! ```no_run
+//! # fn demo() -> switchyard::Result<()> {
+//! use switchyard::run::Run;
+//!
+//! // model: mock/echo
+//! // llm:
+//! //   planner: {model: mock/think, max_tokens: 2000}
+//! //   reviewer: mock/echo
+//! let run = Run::open("run.yaml")?;
+//! let planner = run.llm("planner")?;
+//! # let _ = planner;
+//! # Ok(()) }
+//! ```
+//!
+//! See `docs/configuration.md` for the three forms of a role, the settings each backend
+//! kind takes and the precedence of models.
+
+mod check;
+mod precedence;
+mod resolve;
+mod role_backend;
+mod roles;
+mod settings;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use check::{CheckReport, Problem, RoleCheck};
+pub use precedence::{ModelSource, MODEL_VAR};
+pub use resolve::RoleInfo;
+pub use role_backend::RoleBackend;
+pub use roles::{InlineKind, RoleForm, INLINE_KEYS, MAPPING_KEYS};
+pub use settings::{accepted as accepted_settings, SettingSpec, Settings, ValueShape, SETTINGS};
+
+use crate::backend::Backend;
+use crate::config_error::ConfigErrors;
+use crate::env::{EnvSource, ProcessEnv};
+use crate::error::{Error, Result};
+use crate::llm::Llm;
+use crate::registry::{Config, LoadOptions};
+use crate::suggest::nearest;
+
+/// A resolved run: a handle per role.
+pub struct Run {
+    config: Config,
+    roles: Vec<RoleInfo>,
+    llms: BTreeMap<String, Llm>,
+    report: CheckReport,
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Run")
+            .field("config", &self.report.config)
+            .field("roles", &self.llms.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Run {
+    /// Loads `path` (with the built-ins, your backends file and the process environment),
+    /// resolves every role and checks that each can work; the error lists every problem.
+    pub fn open(path: impl AsRef<Path>) -> Result<Run> {
+        Run::builder(path).open()
+    }
+
+    /// Like [`open`](Self::open), with overrides (`llm.planner.model=…`, `model=…`,
+    /// `backends.vllm.base_url=…`) and the environment to read keys and
+    /// `SWITCHYARD_MODEL` from.
+    pub fn open_with<S: Into<String>>(
+        path: impl AsRef<Path>,
+        overrides: impl IntoIterator<Item = S>,
+        env: &dyn EnvSource,
+    ) -> Result<Run> {
+        Run::builder(path).overrides(overrides).env(env).open()
+    }
+
+    /// A run with more options: overrides, an environment, a backend of your own for a role.
+    pub fn builder<'a>(path: impl AsRef<Path>) -> RunBuilder<'a> {
+        RunBuilder {
+            path: path.as_ref().to_path_buf(),
+            overrides: Vec::new(),
+            env: None,
+            user_file: true,
+            custom: BTreeMap::new(),
+        }
+    }
+
+    /// The handle of `role`. An unknown role is an error listing the roles.
+    pub fn llm(&self, role: &str) -> Result<Llm> {
+        self.llms.get(role).cloned().ok_or_else(|| {
+            let hint = nearest(role, self.llms.keys().map(String::as_str))
+                .map(|n| format!(" (did you mean `{n}`?)"))
+                .unwrap_or_default();
+            Error::Config(format!(
+                "the run config {} has no role `{role}`{hint}; roles: {}",
+                self.report.config,
+                self.role_names().join(", ")
+            ))
+        })
+    }
+
+    /// Every role, resolved, sorted by name.
+    pub fn roles(&self) -> &[RoleInfo] {
+        &self.roles
+    }
+
+    /// The role called `name`.
+    pub fn role(&self, name: &str) -> Option<&RoleInfo> {
+        self.roles.iter().find(|r| r.name == name)
+    }
+
+    /// The roles' names, sorted.
+    pub fn role_names(&self) -> Vec<&str> {
+        self.roles.iter().map(|r| r.name.as_str()).collect()
+    }
+
+    /// The loaded config (backends, sections, overrides).
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The check made when the run was opened (every role fine).
+    pub fn report(&self) -> &CheckReport {
+        &self.report
+    }
+}
+
+/// Options of a [`Run`].
+pub struct RunBuilder<'a> {
+    path: PathBuf,
+    overrides: Vec<String>,
+    env: Option<&'a dyn EnvSource>,
+    user_file: bool,
+    custom: BTreeMap<String, Arc<dyn Backend>>,
+}
+
+impl<'a> RunBuilder<'a> {
+    /// Adds overrides, as on the command line: `llm.planner.model=openai/gpt-5`,
+    /// `llm.planner.max_tokens=4000`, `model=vllm/qwen`, `backends.vllm.base_url=…`.
+    pub fn overrides<S: Into<String>>(mut self, overrides: impl IntoIterator<Item = S>) -> Self {
+        self.overrides.extend(overrides.into_iter().map(Into::into));
+        self
+    }
+
+    /// Gives `role` the model `reference` (the override `llm.<role>.model=<reference>`).
+    pub fn model_for_role(mut self, role: &str, reference: &str) -> Self {
+        self.overrides.push(format!("llm.{role}.model={reference}"));
+        self
+    }
+
+    /// Reads keys, `<NAME>_BASE_URL`, `SWITCHYARD_MODEL` and the user's file location
+    /// from `env` instead of the process environment.
+    pub fn env(mut self, env: &'a dyn EnvSource) -> Self {
+        self.env = Some(env);
+        self
+    }
+
+    /// Whether to read your backends file (default true; false for hermetic tests).
+    pub fn user_file(mut self, read: bool) -> Self {
+        self.user_file = read;
+        self
+    }
+
+    /// Calls `role` through `backend` instead of the backend its config names. The model
+    /// id still comes from the config, and the role's settings still apply; the configured
+    /// backend's key and dialect are then not required.
+    pub fn backend_for_role(mut self, role: &str, backend: Arc<dyn Backend>) -> Self {
+        self.custom.insert(role.to_string(), backend);
+        self
+    }
+
+    fn prepare(&self) -> resolve::Prepared {
+        let process = ProcessEnv;
+        let env: &dyn EnvSource = self.env.unwrap_or(&process);
+        let mut opts = LoadOptions::new(env);
+        opts.run_config = Some(self.path.clone());
+        opts.overrides = self.overrides.clone();
+        opts.user_file = self.user_file;
+        match Config::load(&opts) {
+            Ok(config) => resolve::prepare(config, &self.path, env, &self.custom),
+            Err(ConfigErrors(errors)) => resolve::Prepared {
+                config: None,
+                roles: Vec::new(),
+                role_names: Vec::new(),
+                llms: BTreeMap::new(),
+                problems: errors
+                    .into_iter()
+                    .map(|error| resolve::Found { role: None, error })
+                    .collect(),
+            },
+        }
+    }
+
+    fn report(&self, p: &resolve::Prepared) -> CheckReport {
+        let process = ProcessEnv;
+        let env: &dyn EnvSource = self.env.unwrap_or(&process);
+        CheckReport::from_prepared(
+            self.path.display().to_string(),
+            p,
+            &|role| self.custom.contains_key(role),
+            env,
+        )
+    }
+
+    /// Checks the config without opening the run: every role and every problem.
+    pub fn check(&self) -> CheckReport {
+        let p = self.prepare();
+        self.report(&p)
+    }
+
+    /// Opens the run, or gives the check report when a role cannot work.
+    pub fn open_checked(self) -> std::result::Result<Run, CheckReport> {
+        let p = self.prepare();
+        let report = self.report(&p);
+        match p.config {
+            Some(config) if report.ok => Ok(Run {
+                config,
+                roles: p.roles,
+                llms: p.llms,
+                report,
+            }),
+            _ => Err(report),
+        }
+    }
+
+    /// Opens the run; the error ([`Error::Config`]) lists every problem.
+    pub fn open(self) -> Result<Run> {
+        self.open_checked()
+            .map_err(|report| Error::Config(report.problems_text()))
+    }
+}
+
+/// Checks a run config, as `switchyard check` does: the function every command that runs
+/// a config calls first, refusing to start when the report is not [`ok`](CheckReport::ok).
+pub fn check<S: Into<String>>(
+    path: impl AsRef<Path>,
+    overrides: impl IntoIterator<Item = S>,
+    env: &dyn EnvSource,
+) -> CheckReport {
+    Run::builder(path).overrides(overrides).env(env).check()
+}
+
+/// A handle for a script with no run config: `reference`, or else the model named by the
+/// `SWITCHYARD_MODEL` environment variable.
+///
+/// ```no_run
+/// # async fn demo() -> switchyard::Result<()> {
+/// // SWITCHYARD_MODEL=mock/echo
+/// let llm = switchyard::llm(None)?;
+/// let reply = llm.complete(switchyard::Request::user("hello")).await?;
+/// # let _ = reply;
+/// # Ok(()) }
+/// ```
+pub fn llm(reference: Option<&str>) -> Result<Llm> {
+    llm_with(reference, &ProcessEnv)
+}
+
+/// [`llm`] reading the environment from `env`.
+pub fn llm_with(reference: Option<&str>, env: &dyn EnvSource) -> Result<Llm> {
+    let reference = match reference {
+        Some(r) => r.to_string(),
+        None => env.var(MODEL_VAR).ok_or_else(|| {
+            Error::Config(format!(
+                "no model: set the environment variable {MODEL_VAR} to a reference such as `mock/echo` or `openai/gpt-5`, or pass one"
+            ))
+        })?,
+    };
+    let registry = crate::registry::Registry::load(&LoadOptions::new(env))
+        .map_err(|e| Error::Config(e.to_string()))?;
+    Llm::resolve(&registry, &reference, env)
+}

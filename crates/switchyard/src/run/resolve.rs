@@ -1,0 +1,591 @@
+//! From a loaded config to resolved roles: the model by precedence, the backend (from the
+//! registry or an inline endpoint), the dialect, the settings checked against what the
+//! backend takes, and every problem that would stop a role from working.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_yaml_ng::Value;
+
+use super::precedence::{self, Candidates, ModelSource, MODEL_VAR};
+use super::role_backend::RoleBackend;
+use super::roles::{self, InlineKind, Located, RoleEntry, RoleForm};
+use super::settings::{self, Settings};
+use crate::backend::Backend as CallableBackend;
+use crate::config_error::{ConfigError, ConfigProblem, Location};
+use crate::env::EnvSource;
+use crate::llm::Llm;
+use crate::registry::patch::{BackendPatch, LayerSource};
+use crate::registry::spans::SpanIndex;
+use crate::registry::{Auth, Backend, Config, Dialect, KeyStatus, Kind, Layer, Resolved};
+use crate::suggest::nearest;
+
+/// A role, resolved.
+#[derive(Debug, Clone, Serialize)]
+pub struct RoleInfo {
+    /// The role's name.
+    pub name: String,
+    /// How it is written.
+    pub form: RoleForm,
+    /// The reference it resolves to (`anthropic/claude-opus-4-5`; an inline endpoint is
+    /// `role:<name>/<model>`).
+    pub reference: String,
+    /// Where the model came from.
+    pub model_from: ModelSource,
+    /// The backend, with the role's price, context window and `extra_body` folded in.
+    #[serde(skip)]
+    pub backend: Backend,
+    /// The model id on the backend (after aliases).
+    pub model: String,
+    /// The dialect it is called in (HTTP backends).
+    pub dialect: Option<Dialect>,
+    /// The settings every request gets unless it sets its own.
+    pub settings: Settings,
+    /// The call log a replay role answers from.
+    pub replay_log: Option<String>,
+}
+
+/// A problem found while resolving, with the role it belongs to.
+#[derive(Debug, Clone)]
+pub(crate) struct Found {
+    pub role: Option<String>,
+    pub error: ConfigError,
+}
+
+/// Everything resolved from one config.
+pub(crate) struct Prepared {
+    pub config: Option<Config>,
+    pub roles: Vec<RoleInfo>,
+    /// Every role named in the config, including those that failed to resolve.
+    pub role_names: Vec<String>,
+    pub llms: BTreeMap<String, Llm>,
+    pub problems: Vec<Found>,
+}
+
+/// The top-level `model:` of the file and where it is.
+fn top_level_model(
+    config: &Config,
+    label: &str,
+    spans: &SpanIndex,
+    problems: &mut Vec<Found>,
+) -> Option<Located<String>> {
+    let v = config.sections.get("model")?;
+    let loc = match spans.find(&["model"]) {
+        Some((l, c)) => Location::at(label, l, c),
+        None => Location::source(label),
+    };
+    match v.as_str() {
+        Some(s) if !s.is_empty() => Some(Located {
+            value: s.to_string(),
+            loc,
+        }),
+        _ => {
+            problems.push(Found {
+                role: None,
+                error: ConfigError::new(
+                    loc,
+                    ConfigProblem::WrongType {
+                        field: "model".into(),
+                        expected: "a reference `<backend>/<model>`".into(),
+                        found: json_type(v).into(),
+                    },
+                ),
+            });
+            None
+        }
+    }
+}
+
+fn json_type(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "nothing",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "a list",
+        serde_json::Value::Object(_) => "a mapping",
+    }
+}
+
+/// A section of the run config with the overrides of that section applied.
+pub(crate) fn effective_section(config: &Config, name: &str) -> Option<serde_json::Value> {
+    let mut value = config.sections.get(name).cloned();
+    for o in config.overrides.iter().filter(|o| o.path[0] == name) {
+        set_path(
+            value.get_or_insert(serde_json::Value::Null),
+            &o.path[1..],
+            o.value.clone(),
+        );
+    }
+    value
+}
+
+fn set_path(slot: &mut serde_json::Value, path: &[String], v: serde_json::Value) {
+    let Some((first, rest)) = path.split_first() else {
+        *slot = v;
+        return;
+    };
+    if !slot.is_object() {
+        *slot = serde_json::Value::Object(Default::default());
+    }
+    if let Some(map) = slot.as_object_mut() {
+        let next = map.entry(first.clone()).or_insert(serde_json::Value::Null);
+        set_path(next, rest, v);
+    }
+}
+
+/// Resolves every role of `config` (read from `path`), reading keys and
+/// `SWITCHYARD_MODEL` from `env`. Roles in `custom` are called through the given backend.
+pub(crate) fn prepare(
+    config: Config,
+    path: &Path,
+    env: &dyn EnvSource,
+    custom: &BTreeMap<String, Arc<dyn CallableBackend>>,
+) -> Prepared {
+    let mut problems = Vec::new();
+    let label = path.display().to_string();
+    // The file is read again for positions only: `Config` keeps the sections as values.
+    let spans = std::fs::read_to_string(path)
+        .map(|t| SpanIndex::build(&t))
+        .unwrap_or_default();
+    let src = LayerSource {
+        layer: Layer::RunConfig(path.to_path_buf()),
+        label: label.clone(),
+        spans: Some(&spans),
+        prefix: vec!["llm".into()],
+    };
+    let llm_yaml: Option<Value> = config
+        .sections
+        .get("llm")
+        .and_then(|j| serde_yaml_ng::to_value(j).ok());
+    let mut errors = Vec::new();
+    let mut entries = roles::parse_section(llm_yaml.as_ref(), &src, &mut errors);
+    roles::apply_overrides(&mut entries, &config.overrides, &mut errors);
+    problems.extend(errors.into_iter().map(|e| Found {
+        role: role_of(&e),
+        error: e,
+    }));
+
+    for name in custom.keys() {
+        if !entries.contains_key(name) {
+            let known: Vec<&str> = entries.keys().map(String::as_str).collect();
+            problems.push(Found {
+                role: Some(name.clone()),
+                error: ConfigError::new(
+                    Location::source("a custom backend given in code"),
+                    ConfigProblem::Role {
+                        role: name.clone(),
+                        message: format!(
+                            "a backend was given for this role, but the config has no such role{}; roles: {}",
+                            nearest(name, known.iter().copied())
+                                .map(|n| format!(" (did you mean `{n}`?)"))
+                                .unwrap_or_default(),
+                            known.join(", ")
+                        ),
+                    },
+                ),
+            });
+        }
+    }
+
+    let defaults = Defaults {
+        model_override: roles::model_override(&config.overrides),
+        env_var: env.var(MODEL_VAR).map(|v| Located {
+            value: v,
+            loc: Location::source(format!("environment variable {MODEL_VAR}")),
+        }),
+        top_level: top_level_model(&config, &label, &spans, &mut problems),
+    };
+    let budget = effective_section(&config, "budget");
+    let max_usd = budget
+        .as_ref()
+        .and_then(|b| b.get("max_usd"))
+        .and_then(serde_json::Value::as_f64);
+    let allow_unknown_cost = effective_section(&config, "unknown_cost")
+        .as_ref()
+        .and_then(serde_json::Value::as_str)
+        == Some("allow");
+
+    let mut roles_out = Vec::new();
+    let mut llms = BTreeMap::new();
+    for entry in entries.values() {
+        let mut found = Vec::new();
+        let info = resolve_role(&config, entry, &defaults, &mut found);
+        if let Some(info) = info {
+            let custom_backend = custom.get(&info.name).cloned();
+            if custom_backend.is_none() {
+                connection_problems(&info, &entry.loc, env, &mut found);
+            }
+            if let (Some(limit), false) = (max_usd, allow_unknown_cost) {
+                if info.backend.price(&info.model).is_none() {
+                    found.push(role_problem(
+                        entry.loc.clone(),
+                        &info.name,
+                        format!(
+                            "the run has a dollar budget (budget.max_usd: {limit}) but the price of `{}` is unknown; \
+                             give the role a `price: {{input, output}}` (USD per million tokens), add the model to the \
+                             backend's `prices`, or write `unknown_cost: allow`",
+                            info.reference
+                        ),
+                    ));
+                }
+            }
+            if found.is_empty() {
+                match build_llm(&info, env, custom_backend) {
+                    Ok(llm) => {
+                        llms.insert(info.name.clone(), llm);
+                    }
+                    Err(e) => {
+                        found.push(role_problem(entry.loc.clone(), &info.name, e.to_string()))
+                    }
+                }
+            }
+            roles_out.push(info);
+        }
+        problems.extend(found.into_iter().map(|error| Found {
+            role: Some(entry.name.clone()),
+            error,
+        }));
+    }
+    Prepared {
+        role_names: entries.keys().cloned().collect(),
+        config: Some(config),
+        roles: roles_out,
+        llms,
+        problems,
+    }
+}
+
+fn role_of(e: &ConfigError) -> Option<String> {
+    match e.problem.as_ref() {
+        ConfigProblem::Role { role, .. } | ConfigProblem::SettingNotTaken { role, .. } => {
+            Some(role.clone())
+        }
+        _ => None,
+    }
+}
+
+struct Defaults {
+    model_override: Option<Located<String>>,
+    env_var: Option<Located<String>>,
+    top_level: Option<Located<String>>,
+}
+
+fn role_problem(loc: Location, role: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError::new(
+        loc,
+        ConfigProblem::Role {
+            role: role.to_string(),
+            message: message.into(),
+        },
+    )
+}
+
+fn resolve_role(
+    config: &Config,
+    entry: &RoleEntry,
+    defaults: &Defaults,
+    found: &mut Vec<ConfigError>,
+) -> Option<RoleInfo> {
+    let name = &entry.name;
+    for (key, loc) in &entry.stray_backend_keys {
+        found.push(role_problem(
+            loc.clone(),
+            name,
+            format!(
+                "`{key}` belongs to an inline endpoint: add `backend: <kind>` ({}) to make the role one, \
+                 or set it on the backend the model names (`backends.<name>.{key}`)",
+                InlineKind::ALL.join(", ")
+            ),
+        ));
+    }
+    let (mut backend, model, reference, model_from, replay_log) = match &entry.inline {
+        Some(inline) => {
+            let Some(model) = entry.model_override.as_ref().or(entry.model.as_ref()) else {
+                found.push(role_problem(
+                    entry.loc.clone(),
+                    name,
+                    "an inline endpoint needs `model`: the model id on that endpoint",
+                ));
+                return None;
+            };
+            let from = if entry.model_override.is_some() {
+                ModelSource::RoleOverride
+            } else {
+                ModelSource::RoleEntry
+            };
+            let backend = inline_backend(config, entry, inline, found)?;
+            if inline.kind.value == InlineKind::Replay && inline.log.is_none() {
+                found.push(role_problem(
+                    inline.kind.loc.clone(),
+                    name,
+                    "a replay endpoint needs `log`: the recorded run's call log (`<run_dir>/llm_log`)",
+                ));
+            }
+            let reference = format!("{}/{}", backend.name, model.value);
+            (
+                backend,
+                model.value.clone(),
+                reference,
+                from,
+                inline.log.as_ref().map(|l| l.value.clone()),
+            )
+        }
+        None if entry.form == RoleForm::Inline => return None, // its kind was refused
+        None => {
+            let c = Candidates {
+                role_override: entry.model_override.as_ref().map(|m| m.value.as_str()),
+                role_entry: entry.model.as_ref().map(|m| m.value.as_str()),
+                model_override: defaults.model_override.as_ref().map(|m| m.value.as_str()),
+                env_var: defaults.env_var.as_ref().map(|m| m.value.as_str()),
+                top_level: defaults.top_level.as_ref().map(|m| m.value.as_str()),
+            };
+            let Some((text, from)) = precedence::choose(&c) else {
+                found.push(role_problem(
+                    entry.loc.clone(),
+                    name,
+                    precedence::no_model_message(name),
+                ));
+                return None;
+            };
+            let loc = match from {
+                ModelSource::RoleOverride => entry.model_override.as_ref().map(|m| &m.loc),
+                ModelSource::RoleEntry => entry.model.as_ref().map(|m| &m.loc),
+                ModelSource::ModelOverride => defaults.model_override.as_ref().map(|m| &m.loc),
+                ModelSource::EnvVar => defaults.env_var.as_ref().map(|m| &m.loc),
+                ModelSource::TopLevel => defaults.top_level.as_ref().map(|m| &m.loc),
+            }
+            .cloned()
+            .unwrap_or_else(|| entry.loc.clone());
+            let r = match config.registry.require_reference(text) {
+                Ok(r) => r,
+                Err(e) => {
+                    found.push(role_problem(loc, name, e.to_string()));
+                    return None;
+                }
+            };
+            let Some(backend) = config.registry.backend(&r.backend) else {
+                found.push(role_problem(
+                    loc,
+                    name,
+                    format!("backend `{}` vanished", r.backend),
+                ));
+                return None;
+            };
+            (
+                backend.clone(),
+                r.model.clone(),
+                text.to_string(),
+                from,
+                None,
+            )
+        }
+    };
+
+    // The role's own price, context window and body fields, at the run config's layer.
+    let layer = config
+        .run_config
+        .clone()
+        .map(Layer::RunConfig)
+        .unwrap_or(Layer::Override);
+    if let Some(p) = &entry.price {
+        backend
+            .prices
+            .insert(model.clone(), Resolved::new(p.value, layer.clone()));
+    }
+    if let Some(cw) = entry.context_window {
+        backend.context_window = Some(Resolved::new(cw, layer.clone()));
+    }
+
+    // The dialect.
+    let dialect = match (backend.kind.value, &entry.dialect) {
+        (Kind::Http, Some(d)) => Some(d.value),
+        (Kind::Http, None) => crate::connect::preferred_dialect(&backend),
+        (kind, Some(d)) => {
+            found.push(role_problem(
+                d.loc.clone(),
+                name,
+                format!(
+                    "`dialect` applies to HTTP backends; backend `{}` is of kind `{kind}`",
+                    backend.name
+                ),
+            ));
+            None
+        }
+        (_, None) => None,
+    };
+
+    // The settings, each checked against what this backend takes.
+    let accepted = settings::accepted(backend.kind.value, dialect);
+    let called = match dialect {
+        Some(d) => format!("kind {}, dialect {d}", backend.kind.value),
+        None => format!("kind {}", backend.kind.value),
+    };
+    let mut resolved = Settings::default();
+    for (setting, value, loc) in &entry.settings {
+        if accepted.contains(&setting.as_str()) {
+            resolved.set(setting, value);
+        } else {
+            found.push(ConfigError::new(
+                loc.clone(),
+                ConfigProblem::SettingNotTaken {
+                    role: name.clone(),
+                    setting: setting.clone(),
+                    backend: backend.name.clone(),
+                    called: called.clone(),
+                    accepted: accepted.iter().map(|s| s.to_string()).collect(),
+                    nearest: nearest_setting(setting, accepted),
+                },
+            ));
+        }
+    }
+    for (k, v) in &resolved.extra_body {
+        backend
+            .extra_body
+            .insert(k.clone(), Resolved::new(v.clone(), layer.clone()));
+    }
+
+    Some(RoleInfo {
+        name: name.clone(),
+        form: entry.form,
+        reference,
+        model_from,
+        backend,
+        model,
+        dialect,
+        settings: resolved,
+        replay_log,
+    })
+}
+
+/// An inline endpoint as an anonymous backend `role:<name>`: the kind's built-in backend
+/// (if any) as the base, the kind's dialect and auth, then the fields as written.
+fn inline_backend(
+    config: &Config,
+    entry: &RoleEntry,
+    inline: &roles::Inline,
+    found: &mut Vec<ConfigError>,
+) -> Option<Backend> {
+    let kind = inline.kind.value;
+    let name = format!("role:{}", entry.name);
+    let base = kind.home().and_then(|h| config.registry.backend(h));
+    let mut defaults = BackendPatch::empty(&name, Layer::Default);
+    defaults.kind = Some(kind.kind());
+    if let Some(d) = kind.dialect() {
+        defaults.apis = Some(vec![d]);
+    }
+    let sets_key_var = inline.patches.iter().any(|p| p.api_key_env.is_some());
+    defaults.auth = Some(match kind {
+        InlineKind::Anthropic => Auth::XApiKey,
+        // A bare OpenAI-compatible endpoint without `api_key_env` is a keyless server.
+        InlineKind::OpenaiCompatible if !sets_key_var => Auth::None,
+        InlineKind::OpenaiCompatible | InlineKind::OpenaiResponses | InlineKind::Gemini => {
+            Auth::Bearer
+        }
+        InlineKind::ClaudeCode | InlineKind::Codex | InlineKind::Replay => Auth::None,
+    });
+    let mut patches = vec![defaults];
+    patches.extend(inline.patches.iter().cloned());
+    // The native Gemini API's root is the base URL given (no `/openai` to strip).
+    if kind == InlineKind::Gemini {
+        if let Some(p) = inline.patches.iter().rev().find(|p| p.base_url.is_some()) {
+            let mut g = BackendPatch::empty(&name, p.layer.clone());
+            g.gemini_url = p.base_url.clone();
+            patches.push(g);
+        }
+    }
+    if kind == InlineKind::OpenaiCompatible && !patches.iter().any(|p| p.base_url.is_some()) {
+        found.push(role_problem(
+            inline.kind.loc.clone(),
+            &entry.name,
+            "an `openai_compatible` endpoint needs `base_url` (its OpenAI-compatible root, e.g. https://api.deepseek.com)",
+        ));
+        return None;
+    }
+    match crate::registry::resolve::resolve_one(&name, base, &patches) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            found.push(e);
+            None
+        }
+    }
+}
+
+/// Problems that stop a configured backend from being called: a dialect not served, an
+/// unset key, an unset URL variable.
+fn connection_problems(
+    info: &RoleInfo,
+    loc: &Location,
+    env: &dyn EnvSource,
+    found: &mut Vec<ConfigError>,
+) {
+    let b = &info.backend;
+    if b.kind.value == Kind::Http {
+        match info.dialect {
+            None => found.push(role_problem(
+                loc.clone(),
+                &info.name,
+                format!(
+                    "backend `{}` lists no dialect in `apis`; accepted: {}",
+                    b.name,
+                    Dialect::NAMES.join(", ")
+                ),
+            )),
+            Some(d) => {
+                if let Err(e) = b.endpoint(d, &info.model, false, env) {
+                    found.push(role_problem(loc.clone(), &info.name, e.to_string()));
+                }
+            }
+        }
+    }
+    if b.key_status(env) == KeyStatus::Unset {
+        found.push(role_problem(
+            loc.clone(),
+            &info.name,
+            format!(
+                "backend `{}` needs a key: set the environment variable {} (e.g. with `switchyard init --backend {} --env-file .env.switchyard`)",
+                b.name, b.api_key_env.value, b.name
+            ),
+        ));
+    }
+}
+
+/// The handle of a role: its backend (configured or custom) with its settings.
+fn build_llm(
+    info: &RoleInfo,
+    env: &dyn EnvSource,
+    custom: Option<Arc<dyn CallableBackend>>,
+) -> crate::error::Result<Llm> {
+    let inner: Arc<dyn CallableBackend> = match custom {
+        Some(c) => c,
+        None => match (info.backend.kind.value, info.dialect) {
+            (Kind::Http, Some(d)) => Arc::new(crate::connect::http_backend(
+                &info.backend,
+                &info.model,
+                Some(d),
+                env,
+            )?),
+            _ => crate::connect::backend_for(&info.backend, &info.model, env)?,
+        },
+    };
+    let wrapped = Arc::new(RoleBackend::new(inner, info.settings.clone()));
+    Ok(Llm::new(
+        info.reference.clone(),
+        wrapped,
+        info.model.clone(),
+    ))
+}
+
+/// The accepted setting nearest to `setting`: a token limit under another dialect's name
+/// points at the one this backend takes.
+fn nearest_setting(setting: &str, accepted: &[&str]) -> Option<String> {
+    const LIMITS: &[&str] = &["max_tokens", "max_completion_tokens", "max_output_tokens"];
+    if LIMITS.contains(&setting) {
+        if let Some(l) = LIMITS.iter().find(|l| accepted.contains(l)) {
+            return Some(l.to_string());
+        }
+    }
+    nearest(setting, accepted.iter().copied())
+}

@@ -1,0 +1,76 @@
+//! A role's backend: the configured (or custom) backend with the role's settings applied
+//! to every request as defaults.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use switchyard_wire::Reply;
+
+use super::settings::Settings;
+use crate::backend::{Backend, Call};
+use crate::error::{Error, Result, TimeoutPhase};
+use crate::reply_stream::ReplyStream;
+
+/// Wraps a backend so that every call carries the role's settings where the request sets
+/// none of its own.
+pub struct RoleBackend {
+    inner: Arc<dyn Backend>,
+    settings: Settings,
+}
+
+impl RoleBackend {
+    /// `inner` with `settings`.
+    pub fn new(inner: Arc<dyn Backend>, settings: Settings) -> Self {
+        RoleBackend { inner, settings }
+    }
+
+    /// The role's settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    fn prepare(&self, call: &Call) -> Call {
+        let mut call = call.clone();
+        self.settings.apply(&mut call.request);
+        call
+    }
+
+    fn timeout(&self, after: std::time::Duration) -> Error {
+        Error::Timeout {
+            backend: self.inner.name().to_string(),
+            phase: TimeoutPhase::Total,
+            after,
+        }
+    }
+}
+
+#[async_trait]
+impl Backend for RoleBackend {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    async fn complete(&self, call: &Call) -> Result<Reply> {
+        let call = self.prepare(call);
+        // `timeout_seconds` bounds the whole call here until the handle's own retry and
+        // timeout policy takes it over.
+        match self.settings.timeout {
+            Some(limit) => tokio::time::timeout(limit, self.inner.complete(&call))
+                .await
+                .map_err(|_| self.timeout(limit))?,
+            None => self.inner.complete(&call).await,
+        }
+    }
+
+    async fn stream(&self, call: &Call) -> Result<ReplyStream> {
+        let call = self.prepare(call);
+        // For a stream the limit bounds its opening; the stream's own idle timeout covers
+        // the rest.
+        match self.settings.timeout {
+            Some(limit) => tokio::time::timeout(limit, self.inner.stream(&call))
+                .await
+                .map_err(|_| self.timeout(limit))?,
+            None => self.inner.stream(&call).await,
+        }
+    }
+}

@@ -9,6 +9,11 @@ const OVERRIDES_HELP: &str =
 (e.g. `backends.vllm.apis=[chat]`, `backends.vllm.base_url=http://gpu-box:8000/v1`). \
 They win over every file and over <NAME>_BASE_URL.";
 
+const RUN_OVERRIDES_HELP: &str =
+    "Overrides of the run config, the value read as YAML: `llm.<role>.model=<reference>`, \
+`llm.<role>.<setting>=<value>`, `model=<reference>` (the default of roles that name none), \
+`backends.<name>.<field>=<value>`.";
+
 /// Switchyard: name, reach, meter, record and replay every LLM a program calls.
 ///
 /// A model is named by a reference, `<backend>/<model id>` (`fireworks/accounts/fireworks/models/glm-5p3-flash`,
@@ -22,6 +27,12 @@ pub struct Cli {
     /// A run config (YAML): its `backends:` section applies above your backends file.
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
+
+    /// An env file (`KEY=VALUE` lines, `#` comments, quotes) whose variables are used,
+    /// over the process environment, for keys, `<NAME>_BASE_URL` and `SWITCHYARD_MODEL`.
+    /// For `init`, the file written.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub env_file: Option<PathBuf>,
 
     #[command(subcommand)]
     pub command: Command,
@@ -37,6 +48,48 @@ pub enum Command {
     ///
     /// Example: `switchyard ask mock/echo "hello"` (start `switchyard mock` first).
     Ask(AskArgs),
+    /// Check a run config: per role the reference, backend, dialect, whether it is served,
+    /// the key variable, the price and the context window, and every problem at once.
+    ///
+    /// Exits non-zero when a role cannot work. Every command that runs a config runs this
+    /// check first. Example: `switchyard check --config run.yaml llm.planner.model=mock/echo`.
+    Check(CheckArgs),
+    /// Write a backend's key into an env file (created 0600) and print the variable's name.
+    ///
+    /// Example: `switchyard init --backend openai --api-key-stdin --env-file .env.switchyard`,
+    /// then `switchyard --env-file .env.switchyard ...`. For a Google ADC backend (vertex),
+    /// checks the credentials and GOOGLE_CLOUD_PROJECT instead.
+    Init(InitArgs),
+}
+
+/// Arguments of `check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+
+    #[arg(value_name = "OVERRIDE", help = RUN_OVERRIDES_HELP)]
+    pub overrides: Vec<String>,
+}
+
+/// Arguments of `init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The backend whose key to write (e.g. `openai`, `deepseek`, `vertex`).
+    #[arg(long, value_name = "NAME")]
+    pub backend: String,
+
+    /// The key (it stays in your shell history: prefer --api-key-stdin).
+    #[arg(long, value_name = "KEY", conflicts_with = "api_key_stdin")]
+    pub api_key: Option<String>,
+
+    /// Read the key from standard input (one line).
+    #[arg(long)]
+    pub api_key_stdin: bool,
+
+    #[arg(value_name = "OVERRIDE", help = OVERRIDES_HELP)]
+    pub overrides: Vec<String>,
 }
 
 /// Arguments of `ask`.

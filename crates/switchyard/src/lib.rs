@@ -63,7 +63,7 @@ pub mod registry;
 mod reply_stream;
 pub mod run;
 mod secrets;
-mod suggest;
+pub mod suggest;
 mod text;
 
 pub use backend::{Backend, Call};

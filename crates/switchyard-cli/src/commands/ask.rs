@@ -3,8 +3,8 @@
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
+use super::CliEnv;
 use futures::StreamExt;
-use switchyard::env::ProcessEnv;
 use switchyard::registry::Config;
 use switchyard::wire::{Event, Request};
 use switchyard::{Llm, Reply};
@@ -13,7 +13,7 @@ use crate::cli::AskArgs;
 
 /// Runs `ask`.
 pub fn run(config: &Config, args: &AskArgs) -> Result<(), String> {
-    let llm = Llm::resolve(&config.registry, &args.reference, &ProcessEnv)
+    let llm = Llm::resolve(&config.registry, &args.reference, &CliEnv)
         .map_err(|e| format!("error: {e}"))?;
     let mut request = Request::user(args.prompt.clone());
     if let Some(system) = &args.system {

@@ -1,6 +1,6 @@
 //! `switchyard backends list`: every backend in a table or JSON.
 
-use switchyard::env::ProcessEnv;
+use super::CliEnv;
 use switchyard::registry::{Backend, Config, Layer};
 
 use super::{table, to_json};
@@ -45,7 +45,7 @@ fn shorten(s: &str, max: usize) -> String {
 }
 
 pub fn run(config: &Config, args: &ListArgs) -> Result<(), String> {
-    let env = ProcessEnv;
+    let env = CliEnv;
     let registry = &config.registry;
     if args.json {
         let mut items = Vec::new();

@@ -1,7 +1,7 @@
 //! `switchyard backends show <reference>`: one resolved reference, field by field with layers.
 
+use super::CliEnv;
 use serde_json::{json, Value};
-use switchyard::env::ProcessEnv;
 use switchyard::registry::{Backend, Config, Dialect, Resolved};
 use switchyard::Reference;
 
@@ -11,7 +11,7 @@ use crate::cli::ShowArgs;
 /// The URL and auth of one dialect: filled from the environment when its placeholders are
 /// set, else the template and what it needs.
 fn endpoint_text(b: &Backend, d: Dialect, model: &str) -> String {
-    let env = ProcessEnv;
+    let env = CliEnv;
     match b.endpoint(d, model, false, &env) {
         Ok(u) => u.to_string(),
         Err(_) => b
@@ -32,7 +32,7 @@ fn opt_row<T: std::fmt::Display>(name: &str, r: &Option<Resolved<T>>, none: &str
 }
 
 fn text(config: &Config, r: &Reference, b: &Backend) -> String {
-    let env = ProcessEnv;
+    let env = CliEnv;
     let mut rows: Vec<Vec<String>> = Vec::new();
     rows.push(vec![
         "reference".into(),
@@ -130,7 +130,7 @@ fn resolved_json<T: serde::Serialize>(r: &Resolved<T>) -> Value {
 }
 
 fn json_of(r: &Reference, b: &Backend) -> Value {
-    let env = ProcessEnv;
+    let env = CliEnv;
     let mut endpoints = serde_json::Map::new();
     for d in &b.apis.value {
         endpoints.insert(

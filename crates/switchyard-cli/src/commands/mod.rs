@@ -3,18 +3,51 @@
 mod ask;
 mod backends_list;
 mod backends_show;
+mod check;
+mod init;
 mod table;
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
-use switchyard::env::ProcessEnv;
+use switchyard::env::{EnvSource, ProcessEnv};
+use switchyard::env_file::EnvFile;
 use switchyard::registry::{Config, LoadOptions};
 
 use crate::cli::{BackendsCommand, Cli, Command};
 
+/// The variables of `--env-file`, loaded once before any command runs.
+static ENV_FILE: OnceLock<EnvFile> = OnceLock::new();
+
+/// The environment every command resolves with: the `--env-file` variables over the
+/// process environment. The process environment itself is not changed (no `set_var`):
+/// what reads it directly — Google's ADC lookup inside `gcp_auth`, a CLI agent run as a
+/// subprocess — sees only the shell's variables, so such variables belong in the shell.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CliEnv;
+
+impl EnvSource for CliEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        match ENV_FILE.get().and_then(|f| f.get(name)) {
+            Some(v) if !v.is_empty() => Some(v.to_string()),
+            _ => ProcessEnv.var(name),
+        }
+    }
+}
+
 /// Runs the command; the error is the text to print.
 pub fn run(cli: Cli) -> Result<(), String> {
+    if let Command::Init(args) = &cli.command {
+        // For `init` the env file is the one written, and may not exist yet.
+        return init::run(cli.config.clone(), cli.env_file.as_deref(), args);
+    }
+    if let Some(path) = &cli.env_file {
+        let file = EnvFile::load(path).map_err(|e| format!("error: {e}"))?;
+        let _ = ENV_FILE.set(file);
+    }
     match cli.command {
+        Command::Check(args) => check::run(cli.config.as_deref(), &args),
+        Command::Init(_) => Ok(()),
         Command::Backends(BackendsCommand::List(args)) => {
             let config = load(cli.config, args.overrides.clone())?;
             backends_list::run(&config, &args)
@@ -24,6 +57,9 @@ pub fn run(cli: Cli) -> Result<(), String> {
             backends_show::run(&config, &args)
         }
         Command::Ask(args) => {
+            if let Some(path) = &cli.config {
+                check::preflight(path, &args.overrides)?;
+            }
             let config = load(cli.config, args.overrides.clone())?;
             ask::run(&config, &args)
         }
@@ -32,7 +68,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
 
 /// Loads every layer from the process environment, formatting problems for a terminal.
 fn load(run_config: Option<PathBuf>, overrides: Vec<String>) -> Result<Config, String> {
-    let env = ProcessEnv;
+    let env = CliEnv;
     let mut opts = LoadOptions::new(&env);
     opts.run_config = run_config;
     opts.overrides = overrides;

@@ -544,10 +544,17 @@ fn connection_problems(
         found.push(role_problem(
             loc.clone(),
             &info.name,
-            format!(
-                "backend `{}` needs a key: set the environment variable {} (e.g. with `switchyard init --backend {} --env-file .env.switchyard`)",
-                b.name, b.api_key_env.value, b.name
-            ),
+            if b.name.starts_with("role:") {
+                format!(
+                    "backend `{}` needs a key: set the environment variable {} (in the shell, or in an env file passed with `--env-file`)",
+                    b.name, b.api_key_env.value
+                )
+            } else {
+                format!(
+                    "backend `{}` needs a key: set the environment variable {} (e.g. with `switchyard init --backend {} --env-file .env.switchyard`)",
+                    b.name, b.api_key_env.value, b.name
+                )
+            },
         ));
     }
 }

@@ -253,3 +253,62 @@ async fn the_key_never_appears_in_an_error() {
         assert!(!format!("{e:?}").contains(KEY), "{d}: {e:?}");
     }
 }
+
+#[test]
+fn vertex_urls_come_from_project_and_location() {
+    let registry = switchyard::Registry::builtin().unwrap();
+    let vertex = registry.backend("vertex").unwrap();
+    let env = |location: &str| {
+        MapEnv::new([
+            ("GOOGLE_CLOUD_PROJECT", "test-proj"),
+            ("GOOGLE_CLOUD_LOCATION", location),
+        ])
+    };
+    let gemini = |location: &str, model: &str| {
+        let b = connect::http_backend(vertex, model, None, &env(location)).unwrap();
+        assert_eq!(b.config().dialect, Dialect::Gemini);
+        // Application Default Credentials: a token source, no key variable.
+        assert_eq!(format!("{:?}", b.config().auth), "Credential::Token");
+        b.config().endpoint.clone()
+    };
+
+    let regional = gemini("us-central1", "gemini-2.5-flash");
+    assert_eq!(
+        regional.complete,
+        "https://us-central1-aiplatform.googleapis.com/v1/projects/test-proj/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent"
+    );
+    assert_eq!(
+        regional.stream,
+        "https://us-central1-aiplatform.googleapis.com/v1/projects/test-proj/locations/us-central1/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    );
+    // `global` (what Gemini 3 models need) has no regional host.
+    let global = gemini("global", "gemini-3-pro-preview");
+    assert_eq!(
+        global.complete,
+        "https://aiplatform.googleapis.com/v1/projects/test-proj/locations/global/publishers/google/models/gemini-3-pro-preview:generateContent"
+    );
+    let chat = connect::http_backend(
+        vertex,
+        "google/gemini-3-pro-preview",
+        Some(Dialect::Chat),
+        &env("global"),
+    )
+    .unwrap();
+    assert_eq!(
+        chat.config().endpoint.complete,
+        "https://aiplatform.googleapis.com/v1beta1/projects/test-proj/locations/global/endpoints/openapi/chat/completions"
+    );
+
+    // The project unset: an error naming the variable, before any call.
+    let e = connect::http_backend(
+        vertex,
+        "gemini-2.5-flash",
+        None,
+        &MapEnv::new([("GOOGLE_CLOUD_LOCATION", "global")]),
+    )
+    .err()
+    .unwrap();
+    assert_eq!(e.kind(), ErrorKind::Config);
+    assert!(e.to_string().contains("GOOGLE_CLOUD_PROJECT"), "{e}");
+    assert!(e.to_string().contains("vertex"), "{e}");
+}

@@ -180,3 +180,34 @@ fn a_missing_key_names_the_variable() {
     assert!(r.err.contains("MOCK_API_KEY"), "{}", r.err);
     assert!(mock.requests().is_empty());
 }
+
+#[test]
+fn the_usage_line_keeps_the_case_of_the_reference() {
+    // Model ids are case-sensitive; only the finish reason is spelled as in JSON.
+    let mock = mock();
+    let r = ask(&mock, &["mock/say:Hello World", "hi", "--no-stream"]);
+    assert!(r.ok, "{}", r.err);
+    assert_eq!(r.out, "Hello World\n");
+    let usage = r.err.lines().last().unwrap();
+    assert!(
+        usage.starts_with("[mock/say:Hello World · say:Hello World · "),
+        "{usage}"
+    );
+}
+
+#[test]
+fn a_tool_call_is_printed_with_its_arguments() {
+    let mock = mock();
+    for mode in ["--no-stream", "--stream"] {
+        let r = ask(&mock, &["mock/tools", "weather?", mode]);
+        assert!(r.ok, "{mode}: {}", r.err);
+        let line = r.out.lines().next().unwrap_or_default();
+        assert!(line.starts_with("[tool call call_"), "{mode}: {}", r.out);
+        assert!(
+            line.ends_with("] get_weather({\"city\":\"Paris\"})"),
+            "{mode}: {}",
+            r.out
+        );
+        assert!(r.err.contains("finish tool_calls"), "{mode}: {}", r.err);
+    }
+}

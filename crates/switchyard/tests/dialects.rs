@@ -613,3 +613,41 @@ async fn thinking_before_a_tool_call_round_trips_with_the_tool_result() {
         }
     }
 }
+
+#[tokio::test]
+async fn any_model_id_reaches_the_server_intact() {
+    // Gemini names the model in the URL path: `?`, `#`, `%`, spaces and braces must be
+    // escaped there, and arrive as written.
+    let mock = MockServer::start().await;
+    let model = "say:Hello {World}? #1 at 50%";
+    for d in Dialect::ALL {
+        let reply = llm(&mock, d, model)
+            .complete(Request::user("hi"))
+            .await
+            .unwrap_or_else(|e| panic!("{d}: {e}"));
+        assert_eq!(reply.text(), "Hello {World}? #1 at 50%", "{d}");
+        let (stream, _) = stream_all(&llm(&mock, d, model), Request::user("hi")).await;
+        assert!(!stream.is_empty(), "{d}");
+    }
+    let gemini: Vec<_> = mock
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.starts_with("/v1beta/"))
+        .map(|r| (r.path, r.query))
+        .collect();
+    assert_eq!(
+        gemini,
+        [
+            (
+                "/v1beta/models/say:Hello%20%7BWorld%7D%3F%20%231%20at%2050%25:generateContent"
+                    .to_string(),
+                None
+            ),
+            (
+                "/v1beta/models/say:Hello%20%7BWorld%7D%3F%20%231%20at%2050%25:streamGenerateContent"
+                    .to_string(),
+                Some("alt=sse".to_string())
+            ),
+        ]
+    );
+}

@@ -5,6 +5,7 @@ mod backends_list;
 mod backends_show;
 mod check;
 mod init;
+mod mock;
 mod table;
 
 use std::path::PathBuf;
@@ -63,6 +64,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
             let config = load(cli.config, args.overrides.clone())?;
             ask::run(&config, &args)
         }
+        Command::Mock(args) => mock::run(&args),
     }
 }
 

@@ -44,6 +44,37 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # A run with roles
+//!
+//! A run config names a model and settings per role; [`Run::open`] resolves and checks
+//! them all at once (every problem listed, before anything is spent), and each role gets
+//! its handle. See [`run`] and `docs/configuration.md`.
+//!
+//! ```no_run
+//! # async fn demo() -> switchyard::Result<()> {
+//! // run.yaml:
+//! //   model: mock/echo                       # the default of roles that name none
+//! //   llm:
+//! //     planner: {model: mock/think, max_tokens: 2000, reasoning_effort: high}
+//! //     reviewer: anthropic/sonnet
+//! //     summarizer: {temperature: 0.2}
+//! use switchyard::{Request, Run};
+//!
+//! let run = Run::builder("run.yaml")
+//!     .overrides(["llm.reviewer.model=mock/echo"]) // as on the command line
+//!     .open()?;
+//! let plan = run.llm("planner")?.complete(Request::user("plan the work")).await?;
+//! let review = run
+//!     .llm("reviewer")?
+//!     .complete(Request::user(format!("review: {}", plan.text())))
+//!     .await?;
+//! # let _ = review;
+//! // A script without a config: the model named by SWITCHYARD_MODEL.
+//! let llm = switchyard::llm(None)?;
+//! # let _ = llm;
+//! # Ok(()) }
+//! ```
+//!
 //! # Errors
 //!
 //! Every failure is an [`Error`] whose [`Error::kind`] a program can match on: a quota

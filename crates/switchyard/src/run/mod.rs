@@ -23,7 +23,7 @@ mod precedence;
 mod resolve;
 mod role_backend;
 mod roles;
-mod settings;
+pub mod settings;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

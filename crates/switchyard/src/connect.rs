@@ -34,6 +34,17 @@ pub fn http_backend(
     dialect: Option<Dialect>,
     env: &dyn EnvSource,
 ) -> Result<HttpBackend> {
+    http_backend_pooled(backend, model, dialect, env, &ClientPool::new())
+}
+
+/// [`http_backend`] taking its connection pool from `pool`.
+pub fn http_backend_pooled(
+    backend: &registry::Backend,
+    model: &str,
+    dialect: Option<Dialect>,
+    env: &dyn EnvSource,
+    pool: &ClientPool,
+) -> Result<HttpBackend> {
     if backend.kind.value != Kind::Http {
         return Err(Error::Unsupported(format!(
             "backend `{}` is of kind `{}`, which is not called over HTTP",
@@ -65,7 +76,7 @@ pub fn http_backend(
         (Auth::XApiKey, Some(key)) => Credential::Header("x-api-key", key),
         (Auth::XGoogApiKey, Some(key)) => Credential::Header("x-goog-api-key", key),
     };
-    let client = pooled_client(&backend.name, DEFAULT_TIMEOUTS.connect)?;
+    let client = pool.client(&backend.name, DEFAULT_TIMEOUTS.connect)?;
     Ok(HttpBackend::with_client(
         HttpConfig {
             name: backend.name.clone(),
@@ -84,24 +95,39 @@ pub fn http_backend(
     ))
 }
 
-/// The process's connection pool for a backend: every handle on the same backend (and
-/// the same connect timeout) shares one client, so connections are reused across roles.
-fn pooled_client(backend: &str, connect: Option<Duration>) -> Result<reqwest::Client> {
-    type Pools = Mutex<HashMap<(String, Option<Duration>), reqwest::Client>>;
-    static POOLS: OnceLock<Pools> = OnceLock::new();
-    let pools = POOLS.get_or_init(Pools::default);
-    let key = (backend.to_string(), connect);
-    // A poisoned lock only means another thread panicked while inserting; the map is
-    // still usable.
-    let mut pools = pools
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(client) = pools.get(&key) {
-        return Ok(client.clone());
+/// Connection pools by backend, for a program that makes many handles (a run's roles, the
+/// gateway): every handle on the same backend reuses one client's connections.
+///
+/// Owned by the caller rather than global, because a client's connections belong to the
+/// async runtime they were opened on: a pool shared across runtimes (one per test, say)
+/// would hand out connections whose runtime is gone.
+#[derive(Debug, Default, Clone)]
+pub struct ClientPool {
+    clients: Arc<Mutex<HashMap<(String, Option<Duration>), reqwest::Client>>>,
+}
+
+impl ClientPool {
+    /// An empty pool.
+    pub fn new() -> Self {
+        Self::default()
     }
-    let client = new_client(backend, connect)?;
-    pools.insert(key, client.clone());
-    Ok(client)
+
+    /// The client for `backend`, made on first use.
+    pub fn client(&self, backend: &str, connect: Option<Duration>) -> Result<reqwest::Client> {
+        // A poisoned lock only means another thread panicked while inserting; the map is
+        // still usable.
+        let mut clients = self
+            .clients
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let key = (backend.to_string(), connect);
+        if let Some(client) = clients.get(&key) {
+            return Ok(client.clone());
+        }
+        let client = new_client(backend, connect)?;
+        clients.insert(key, client.clone());
+        Ok(client)
+    }
 }
 
 /// A callable backend for any kind the library can call.

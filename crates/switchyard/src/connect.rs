@@ -103,8 +103,11 @@ pub fn http_backend_pooled(
 /// would hand out connections whose runtime is gone.
 #[derive(Debug, Default, Clone)]
 pub struct ClientPool {
-    clients: Arc<Mutex<HashMap<(String, Option<Duration>), reqwest::Client>>>,
+    clients: Arc<Mutex<HashMap<PoolKey, reqwest::Client>>>,
 }
+
+/// A backend's name and its connect timeout.
+type PoolKey = (String, Option<Duration>);
 
 impl ClientPool {
     /// An empty pool.

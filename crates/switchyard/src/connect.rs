@@ -33,6 +33,17 @@ pub fn http_backend(
     dialect: Option<Dialect>,
     env: &dyn EnvSource,
 ) -> Result<HttpBackend> {
+    http_backend_with(backend, model, dialect, env, DEFAULT_TIMEOUTS)
+}
+
+/// [`http_backend`] with its own timeouts.
+pub fn http_backend_with(
+    backend: &registry::Backend,
+    model: &str,
+    dialect: Option<Dialect>,
+    env: &dyn EnvSource,
+    timeouts: Timeouts,
+) -> Result<HttpBackend> {
     if backend.kind.value != Kind::Http {
         return Err(Error::Unsupported(format!(
             "backend `{}` is of kind `{}`, which is not called over HTTP",
@@ -75,7 +86,7 @@ pub fn http_backend(
             .map(|(k, v)| (k.clone(), v.value.clone()))
             .collect(),
         developer_as_system: backend.developer_role.value == DeveloperRole::System,
-        timeouts: DEFAULT_TIMEOUTS,
+        timeouts,
     })
 }
 
@@ -85,8 +96,20 @@ pub fn backend_for(
     model: &str,
     env: &dyn EnvSource,
 ) -> Result<Arc<dyn Backend>> {
+    backend_with(backend, model, env, DEFAULT_TIMEOUTS)
+}
+
+/// [`backend_for`] with its own timeouts.
+pub fn backend_with(
+    backend: &registry::Backend,
+    model: &str,
+    env: &dyn EnvSource,
+    timeouts: Timeouts,
+) -> Result<Arc<dyn Backend>> {
     match backend.kind.value {
-        Kind::Http => Ok(Arc::new(http_backend(backend, model, None, env)?)),
+        Kind::Http => Ok(Arc::new(http_backend_with(
+            backend, model, None, env, timeouts,
+        )?)),
         other => Err(Error::Unsupported(format!(
             "backend `{}` is of kind `{other}`, which this version cannot call yet",
             backend.name

@@ -108,6 +108,8 @@ pub enum ErrorKind {
     Provider,
     /// See [`Error::Unsupported`].
     Unsupported,
+    /// See [`Error::Cancelled`].
+    Cancelled,
 }
 
 impl ErrorKind {
@@ -129,6 +131,7 @@ impl ErrorKind {
             ErrorKind::BadRequest => "BadRequest",
             ErrorKind::Provider => "Provider",
             ErrorKind::Unsupported => "Unsupported",
+            ErrorKind::Cancelled => "Cancelled",
         }
     }
 }
@@ -242,6 +245,15 @@ pub enum Error {
     /// The backend cannot do what was asked (a dialect it does not serve…).
     #[error("{0}")]
     Unsupported(String),
+    /// The caller cancelled the call (through the handle's cancellation token) during an
+    /// attempt or a wait between attempts.
+    #[error("the call to {backend} was cancelled {during}")]
+    Cancelled {
+        /// The backend.
+        backend: String,
+        /// When: `during attempt 1`, `while waiting 30 s before attempt 2 (rate_limited)`.
+        during: String,
+    },
 }
 
 impl Error {
@@ -263,6 +275,7 @@ impl Error {
             Error::BadRequest(_) => ErrorKind::BadRequest,
             Error::Provider(_) => ErrorKind::Provider,
             Error::Unsupported(_) => ErrorKind::Unsupported,
+            Error::Cancelled { .. } => ErrorKind::Cancelled,
         }
     }
 

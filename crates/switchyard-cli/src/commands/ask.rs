@@ -87,9 +87,8 @@ async fn print_stream(llm: &Llm, request: Request) -> Result<Reply, String> {
         }
     }
     let _ = writeln!(out);
-    let reply = stream.reply();
-    switchyard::check_reply(llm.backend().name(), &reply).map_err(|e| format!("error: {e}"))?;
-    Ok(reply)
+    // The stream itself ends with `ProviderReplyMalformed` when its reply is not one.
+    Ok(stream.reply())
 }
 
 fn usage_line(llm: &Llm, reply: &Reply, elapsed: std::time::Duration) -> String {

@@ -174,7 +174,7 @@ pub enum Error {
         variable: String,
     },
     /// Rate limited, and the waits ran out.
-    #[error("rate limited after {attempts} attempts and {} waiting: {last}", fmt_duration(*.waited))]
+    #[error("rate limited{}: {last}", rate_hint(*.attempts, *.waited))]
     RateLimited {
         /// Attempts made.
         attempts: u32,
@@ -301,6 +301,14 @@ fn nearest_hint(nearest: &Option<String>) -> String {
         .unwrap_or_default()
 }
 
+fn rate_hint(attempts: u32, waited: Duration) -> String {
+    match attempts {
+        0 | 1 if waited.is_zero() => String::new(),
+        1 => format!(" after 1 attempt and {} waiting", fmt_duration(waited)),
+        n => format!(" after {n} attempts and {} waiting", fmt_duration(waited)),
+    }
+}
+
 fn attempts_hint(attempts: u32) -> String {
     if attempts > 1 {
         format!(" {attempts} times")
@@ -341,7 +349,10 @@ pub fn fmt_duration(d: Duration) -> String {
         }
     } else {
         let secs = d.as_secs();
-        format!("{} min {} s", secs / 60, secs % 60)
+        match secs % 60 {
+            0 => format!("{} min", secs / 60),
+            s => format!("{} min {s} s", secs / 60),
+        }
     }
 }
 

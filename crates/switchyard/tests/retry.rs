@@ -59,3 +59,37 @@ async fn cancelling_ends_a_wait_with_cancelled() {
     assert_eq!(outcome.attempts.len(), 1);
     assert_eq!(mock.requests().len(), 1);
 }
+
+#[tokio::test]
+async fn the_final_errors_count_attempts_and_waiting() {
+    let mock = MockServer::start().await;
+    let (llm, _) = handle(&mock, Dialect::Gemini, "fault-429", default_timeouts());
+    let error = llm.complete(Request::user("hi")).await.expect_err("429s");
+    match &error {
+        switchyard::Error::RateLimited {
+            attempts,
+            waited,
+            last,
+        } => {
+            assert_eq!(*attempts, 4);
+            assert_eq!(*waited, Duration::from_secs(210));
+            assert_eq!(last.kind.as_deref(), Some("RESOURCE_EXHAUSTED"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        error.to_string().starts_with(
+            "rate limited after 4 attempts and 3 min 30 s waiting: mock answered HTTP 429"
+        ),
+        "{error}"
+    );
+
+    let (llm, _) = handle(&mock, Dialect::Chat, "null-body-blank", default_timeouts());
+    let error = llm.complete(Request::user("hi")).await.expect_err("null");
+    assert!(
+        error
+            .to_string()
+            .starts_with("mock sent a malformed reply 3 times:"),
+        "{error}"
+    );
+}

@@ -13,6 +13,13 @@ use crate::cli::AskArgs;
 
 /// Runs `ask`.
 pub fn run(config: &Config, args: &AskArgs) -> Result<(), String> {
+    // Waits between attempts are announced as warnings: show them, briefly, on stderr.
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(tracing::Level::WARN)
+        .without_time()
+        .with_target(false)
+        .try_init();
     let llm = Llm::resolve(&config.registry, &args.reference, &ProcessEnv)
         .map_err(|e| format!("error: {e}"))?;
     let mut request = Request::user(args.prompt.clone());
@@ -82,6 +89,12 @@ async fn print_stream(llm: &Llm, request: Request) -> Result<Reply, String> {
             Ok(_) => {}
             Err(e) => {
                 let _ = writeln!(out);
+                let shown = stream.reply().text().chars().count();
+                if shown > 0 {
+                    return Err(format!(
+                        "error after {shown} characters of output (kept above; not sent again): {e}"
+                    ));
+                }
                 return Err(format!("error: {e}"));
             }
         }

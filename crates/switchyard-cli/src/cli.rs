@@ -37,6 +37,24 @@ pub enum Command {
     ///
     /// Example: `switchyard ask mock/echo "hello"` (start `switchyard mock` first).
     Ask(AskArgs),
+    /// Run the mock provider: every dialect, behaviours picked by model name (see
+    /// docs/mock.md), until ctrl-c.
+    ///
+    /// Example: `switchyard mock`, then `switchyard ask mock/echo "hello"`.
+    Mock(MockArgs),
+}
+
+/// Arguments of `mock`.
+#[derive(Debug, Args)]
+pub struct MockArgs {
+    /// The port on 127.0.0.1 (0: any free port, printed at start). 4010 is where the
+    /// built-in `mock` backend points.
+    #[arg(long, default_value_t = 4010, value_name = "N")]
+    pub port: u16,
+
+    /// A scenario file (YAML or JSON) scripting more behaviours (see docs/mock.md).
+    #[arg(long, value_name = "FILE")]
+    pub scenarios: Option<PathBuf>,
 }
 
 /// Arguments of `ask`.

@@ -3,6 +3,7 @@
 mod ask;
 mod backends_list;
 mod backends_show;
+mod mock;
 mod table;
 
 use std::path::PathBuf;
@@ -27,6 +28,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
             let config = load(cli.config, args.overrides.clone())?;
             ask::run(&config, &args)
         }
+        Command::Mock(args) => mock::run(&args),
     }
 }
 

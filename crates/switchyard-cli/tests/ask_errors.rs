@@ -58,9 +58,8 @@ fn a_stream_cut_after_output_keeps_the_text_and_says_it_was_not_resent() {
     let words = out.split_whitespace().count();
     assert!(words > 0 && words < 30, "{out}");
     assert!(
-        err.contains(
-            "characters of output (kept above; not sent again): mock sent a malformed reply"
-        ),
+        err.starts_with("error: mock sent a malformed reply: stream:")
+            && err.contains("characters of output, shown above; it was not sent again)"),
         "{err}"
     );
     assert_eq!(mock.requests().len(), 1);

@@ -49,6 +49,9 @@
 //! Every failure is an [`Error`] whose [`Error::kind`] a program can match on: a quota
 //! that is exhausted is [`Error::ProviderQuotaExhausted`], never a rate limit; a context
 //! overflow carries its numbers; a provider error keeps its status, request id and body.
+//! Rate limits are waited out (30 s, 60 s, 120 s) and malformed replies asked again (5 s,
+//! 30 s) by the handle's [`RetryPolicy`]; [`Llm::complete_detailed`] gives every
+//! [`Attempt`]. `docs/errors.md` has the table.
 
 pub mod attempt;
 pub mod backend;

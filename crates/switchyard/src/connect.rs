@@ -34,15 +34,27 @@ pub fn http_backend(
     dialect: Option<Dialect>,
     env: &dyn EnvSource,
 ) -> Result<HttpBackend> {
-    http_backend_pooled(backend, model, dialect, env, &ClientPool::new())
+    http_backend_with(backend, model, dialect, env, DEFAULT_TIMEOUTS)
 }
 
-/// [`http_backend`] taking its connection pool from `pool`.
+/// [`http_backend`] with its own timeouts.
+pub fn http_backend_with(
+    backend: &registry::Backend,
+    model: &str,
+    dialect: Option<Dialect>,
+    env: &dyn EnvSource,
+    timeouts: Timeouts,
+) -> Result<HttpBackend> {
+    http_backend_pooled(backend, model, dialect, env, timeouts, &ClientPool::new())
+}
+
+/// [`http_backend_with`] taking its connection pool from `pool`.
 pub fn http_backend_pooled(
     backend: &registry::Backend,
     model: &str,
     dialect: Option<Dialect>,
     env: &dyn EnvSource,
+    timeouts: Timeouts,
     pool: &ClientPool,
 ) -> Result<HttpBackend> {
     if backend.kind.value != Kind::Http {
@@ -76,7 +88,7 @@ pub fn http_backend_pooled(
         (Auth::XApiKey, Some(key)) => Credential::Header("x-api-key", key),
         (Auth::XGoogApiKey, Some(key)) => Credential::Header("x-goog-api-key", key),
     };
-    let client = pool.client(&backend.name, DEFAULT_TIMEOUTS.connect)?;
+    let client = pool.client(&backend.name, timeouts.connect)?;
     Ok(HttpBackend::with_client(
         HttpConfig {
             name: backend.name.clone(),
@@ -89,7 +101,7 @@ pub fn http_backend_pooled(
                 .map(|(k, v)| (k.clone(), v.value.clone()))
                 .collect(),
             developer_as_system: backend.developer_role.value == DeveloperRole::System,
-            timeouts: DEFAULT_TIMEOUTS,
+            timeouts,
         },
         client,
     ))
@@ -139,8 +151,20 @@ pub fn backend_for(
     model: &str,
     env: &dyn EnvSource,
 ) -> Result<Arc<dyn Backend>> {
+    backend_with(backend, model, env, DEFAULT_TIMEOUTS)
+}
+
+/// [`backend_for`] with its own timeouts.
+pub fn backend_with(
+    backend: &registry::Backend,
+    model: &str,
+    env: &dyn EnvSource,
+    timeouts: Timeouts,
+) -> Result<Arc<dyn Backend>> {
     match backend.kind.value {
-        Kind::Http => Ok(Arc::new(http_backend(backend, model, None, env)?)),
+        Kind::Http => Ok(Arc::new(http_backend_with(
+            backend, model, None, env, timeouts,
+        )?)),
         other => Err(Error::Unsupported(format!(
             "backend `{}` is of kind `{other}`, which this version cannot call yet",
             backend.name

@@ -139,6 +139,11 @@ pub struct AskArgs {
     #[arg(long)]
     pub json: bool,
 
+    /// Fail at the first error instead of waiting out rate limits (30 s, 60 s, 120 s) and
+    /// asking again after a malformed reply (5 s, 30 s).
+    #[arg(long)]
+    pub no_retry: bool,
+
     #[arg(value_name = "OVERRIDE", help = OVERRIDES_HELP)]
     pub overrides: Vec<String>,
 }

@@ -220,7 +220,9 @@ fn a_setting_the_backend_does_not_take_is_refused_with_the_list() {
         e.contains(
             "role `planner`: backend `anthropic` (kind http, dialect messages) does not take \
              `max_completion_tokens` (did you mean `max_tokens`?); it takes: max_tokens, temperature, \
-             top_p, stop, reasoning_effort, thinking_budget, timeout_seconds, extra_body"
+             top_p, stop, reasoning_effort, thinking_budget, extra_body, timeout_seconds, \
+             connect_timeout_seconds, first_byte_timeout_seconds, idle_timeout_seconds, retry, \
+             context_check"
         ),
         "{e}"
     );
@@ -228,7 +230,7 @@ fn a_setting_the_backend_does_not_take_is_refused_with_the_list() {
     let dir = config("llm:\n  reviewer: {model: claude-code/opus, temperature: 0.2}\n");
     let e = err(open(&dir, &[], &MapEnv::default()));
     assert!(
-        e.contains("backend `claude-code` (kind claude-code) does not take `temperature`; it takes: effort, timeout_seconds"),
+        e.contains("backend `claude-code` (kind claude-code) does not take `temperature`; it takes: effort, timeout_seconds, retry, context_check"),
         "{e}"
     );
 }
@@ -483,6 +485,64 @@ fn llm_none_builds_a_handle_from_switchyard_model() {
         .to_string();
     assert!(
         e.contains("set the environment variable SWITCHYARD_MODEL"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_runs_retry_and_timeouts_reach_each_handle_with_the_roles_own_over_them() {
+    use std::time::Duration;
+    let dir = config(
+        "\
+retry: {rate_limited: [1, 2], malformed: [3]}
+timeouts: {timeout_seconds: 600, idle_timeout_seconds: 30}
+llm:
+  planner: {model: mock/mock-small, timeout_seconds: 900, retry: {malformed: []}, context_check: false}
+  reviewer: mock/echo
+",
+    );
+    let run = open(&dir, &[], &MapEnv::default()).unwrap();
+    let planner = run.llm("planner").unwrap();
+    let p = planner.policy();
+    assert_eq!(p.total_timeout, Some(Duration::from_secs(900)));
+    assert_eq!(p.idle_timeout, Some(Duration::from_secs(30)));
+    assert_eq!(
+        p.retry.rate_limited,
+        [Duration::from_secs(1), Duration::from_secs(2)]
+    );
+    assert!(p.retry.malformed.is_empty());
+    assert!(!p.context_check);
+    assert_eq!(planner.context_window(), Some(32768));
+    let reviewer = run.llm("reviewer").unwrap();
+    let r = reviewer.policy();
+    assert_eq!(r.total_timeout, Some(Duration::from_secs(600)));
+    assert_eq!(r.retry.malformed, [Duration::from_secs(3)]);
+    assert!(r.context_check);
+    // An override reaches it too.
+    let run = open(
+        &dir,
+        &["llm.reviewer.timeout_seconds=2m"],
+        &MapEnv::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        run.llm("reviewer").unwrap().policy().total_timeout,
+        Some(Duration::from_secs(120))
+    );
+}
+
+#[test]
+fn a_bad_policy_is_refused_where_it_is_written() {
+    let dir =
+        config("retry: {rate_limitd: [1]}\nllm:\n  a: {model: mock/echo, timeout_seconds: soon}\n");
+    let e = err(open(&dir, &[], &MapEnv::default()));
+    assert!(
+        e.contains("run.yaml:1:1: `retry` must be a call policy"),
+        "{e}"
+    );
+    assert!(e.contains("rate_limitd"), "{e}");
+    assert!(
+        e.contains("run.yaml:3:25: role `a`: `timeout_seconds`: `soon` is not a wait; write a number of seconds"),
         "{e}"
     );
 }

@@ -15,8 +15,10 @@ use super::roles::{self, InlineKind, Located, RoleEntry, RoleForm};
 use super::settings::{self, Settings};
 use crate::backend::Backend as CallableBackend;
 use crate::config_error::{ConfigError, ConfigProblem, Location};
+use crate::connect::ClientPool;
 use crate::env::EnvSource;
 use crate::llm::Llm;
+use crate::policy::CallPolicy;
 use crate::registry::patch::{BackendPatch, LayerSource};
 use crate::registry::spans::SpanIndex;
 use crate::registry::{Auth, Backend, Config, Dialect, KeyStatus, Kind, Layer, Resolved};
@@ -45,6 +47,9 @@ pub struct RoleInfo {
     pub settings: Settings,
     /// The call log a replay role answers from.
     pub replay_log: Option<String>,
+    /// Retries, timeouts and the context check: the run's `retry:` and `timeouts:` with
+    /// the role's own fields laid over them.
+    pub policy: CallPolicy,
 }
 
 /// A problem found while resolving, with the role it belongs to.
@@ -208,11 +213,14 @@ pub(crate) fn prepare(
         .and_then(serde_json::Value::as_str)
         == Some("allow");
 
+    let run_policy = run_policy(&config, &label, &spans, &mut problems);
+    // One connection pool for the run: roles on the same backend share connections.
+    let pool = ClientPool::new();
     let mut roles_out = Vec::new();
     let mut llms = BTreeMap::new();
     for entry in entries.values() {
         let mut found = Vec::new();
-        let info = resolve_role(&config, entry, &defaults, &mut found);
+        let info = resolve_role(&config, entry, &defaults, &run_policy, &mut found);
         if let Some(info) = info {
             let custom_backend = custom.get(&info.name).cloned();
             if custom_backend.is_none() {
@@ -233,7 +241,7 @@ pub(crate) fn prepare(
                 }
             }
             if found.is_empty() {
-                match build_llm(&info, env, custom_backend) {
+                match build_llm(&info, env, custom_backend, &pool) {
                     Ok(llm) => {
                         llms.insert(info.name.clone(), llm);
                     }
@@ -287,6 +295,7 @@ fn resolve_role(
     config: &Config,
     entry: &RoleEntry,
     defaults: &Defaults,
+    run_policy: &serde_json::Map<String, serde_json::Value>,
     found: &mut Vec<ConfigError>,
 ) -> Option<RoleInfo> {
     let name = &entry.name;
@@ -447,7 +456,20 @@ fn resolve_role(
             .insert(k.clone(), Resolved::new(v.clone(), layer.clone()));
     }
 
+    let policy = match role_policy(run_policy, &resolved.policy) {
+        Ok(p) => p,
+        Err(e) => {
+            found.push(role_problem(
+                entry.loc.clone(),
+                name,
+                format!("its call policy (the run's `retry:`/`timeouts:` with the role's own) cannot be read: {e}"),
+            ));
+            CallPolicy::default()
+        }
+    };
+
     Some(RoleInfo {
+        policy,
         name: name.clone(),
         form: entry.form,
         reference,
@@ -559,30 +581,148 @@ fn connection_problems(
     }
 }
 
-/// The handle of a role: its backend (configured or custom) with its settings.
+/// The handle of a role: its backend (configured or custom) with its settings and policy.
 fn build_llm(
     info: &RoleInfo,
     env: &dyn EnvSource,
     custom: Option<Arc<dyn CallableBackend>>,
+    pool: &ClientPool,
 ) -> crate::error::Result<Llm> {
-    let inner: Arc<dyn CallableBackend> = match custom {
-        Some(c) => c,
+    let timeouts = info.policy.timeouts();
+    let (inner, total): (Arc<dyn CallableBackend>, _) = match custom {
+        Some(c) => (c, info.policy.total_timeout),
         None => match (info.backend.kind.value, info.dialect) {
-            (Kind::Http, Some(d)) => Arc::new(crate::connect::http_backend(
-                &info.backend,
-                &info.model,
-                Some(d),
-                env,
-            )?),
-            _ => crate::connect::backend_for(&info.backend, &info.model, env)?,
+            (Kind::Http, Some(d)) => (
+                Arc::new(crate::connect::http_backend_pooled(
+                    &info.backend,
+                    &info.model,
+                    Some(d),
+                    env,
+                    timeouts,
+                    pool,
+                )?),
+                None,
+            ),
+            _ => (
+                crate::connect::backend_with(&info.backend, &info.model, env, timeouts)?,
+                None,
+            ),
         },
     };
-    let wrapped = Arc::new(RoleBackend::new(inner, info.settings.clone()));
-    Ok(Llm::new(
-        info.reference.clone(),
-        wrapped,
-        info.model.clone(),
-    ))
+    let wrapped = Arc::new(RoleBackend::new(inner, info.settings.clone(), total));
+    Ok(
+        Llm::new(info.reference.clone(), wrapped, info.model.clone())
+            .with_context_window(info.backend.context_window.as_ref().map(|w| w.value))
+            .with_policy(info.policy.clone()),
+    )
+}
+
+/// The run's policy fields: `retry:` as the retry schedules, and the fields of `timeouts:`
+/// (`timeout_seconds`, `connect_timeout_seconds`, `first_byte_timeout_seconds`,
+/// `idle_timeout_seconds`, `context_check`). Checked once here, so a mistake is reported
+/// at the section rather than once per role.
+fn run_policy(
+    config: &Config,
+    label: &str,
+    spans: &SpanIndex,
+    problems: &mut Vec<Found>,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut out = serde_json::Map::new();
+    if let Some(retry) = effective_section(config, "retry") {
+        out.insert("retry".into(), retry);
+    }
+    match effective_section(config, "timeouts") {
+        None | Some(serde_json::Value::Null) => {}
+        Some(serde_json::Value::Object(m)) => {
+            for (k, v) in m {
+                if k == "retry" {
+                    continue; // refused below as an unknown timeouts field
+                }
+                out.insert(k, v);
+            }
+        }
+        Some(other) => problems.push(Found {
+            role: None,
+            error: ConfigError::new(
+                section_loc(label, spans, "timeouts"),
+                ConfigProblem::WrongType {
+                    field: "timeouts".into(),
+                    expected: "a mapping {timeout_seconds, connect_timeout_seconds, first_byte_timeout_seconds, idle_timeout_seconds, context_check}".into(),
+                    found: json_type(&other).into(),
+                },
+            ),
+        }),
+    }
+    // Each section checked on its own, so the error names the one at fault.
+    let mut ok = true;
+    let timeouts: serde_json::Map<_, _> = out
+        .iter()
+        .filter(|(k, _)| *k != "retry")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let checks = [
+        (
+            "retry",
+            out.get("retry").map(|r| {
+                serde_json::from_value::<crate::retry::RetryPolicy>(r.clone()).map(|_| ())
+            }),
+        ),
+        (
+            "timeouts",
+            Some(
+                serde_json::from_value::<CallPolicy>(serde_json::Value::Object(timeouts))
+                    .map(|_| ()),
+            ),
+        ),
+    ];
+    for (section, result) in checks {
+        if let Some(Err(e)) = result {
+            ok = false;
+            problems.push(Found {
+                role: None,
+                error: ConfigError::new(
+                    section_loc(label, spans, section),
+                    ConfigProblem::WrongType {
+                        field: section.into(),
+                        expected: "a call policy as docs/errors.md describes".into(),
+                        found: e.to_string(),
+                    },
+                ),
+            });
+        }
+    }
+    if !ok {
+        return serde_json::Map::new();
+    }
+    out
+}
+
+fn section_loc(label: &str, spans: &SpanIndex, section: &str) -> Location {
+    match spans.find(&[section]) {
+        Some((l, c)) => Location::at(label, l, c),
+        None => Location::source(label),
+    }
+}
+
+/// The run's policy fields with the role's laid over them (`retry` reason by reason).
+fn role_policy(
+    run: &serde_json::Map<String, serde_json::Value>,
+    role: &serde_json::Map<String, serde_json::Value>,
+) -> Result<CallPolicy, serde_json::Error> {
+    let mut merged = run.clone();
+    for (k, v) in role {
+        match (merged.get_mut(k), v) {
+            (Some(serde_json::Value::Object(have)), serde_json::Value::Object(add)) => {
+                for (k, v) in add {
+                    have.insert(k.clone(), v.clone());
+                }
+            }
+            _ => {
+                merged.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    serde_json::from_value(serde_json::Value::Object(merged))
 }
 
 /// The accepted setting nearest to `setting`: a token limit under another dialect's name

@@ -16,12 +16,23 @@ use crate::reply_stream::ReplyStream;
 pub struct RoleBackend {
     inner: Arc<dyn Backend>,
     settings: Settings,
+    total: Option<std::time::Duration>,
 }
 
 impl RoleBackend {
-    /// `inner` with `settings`.
-    pub fn new(inner: Arc<dyn Backend>, settings: Settings) -> Self {
-        RoleBackend { inner, settings }
+    /// `inner` with `settings`. `total` bounds each call here, for a backend that does
+    /// not enforce the policy's `timeout_seconds` itself (one given in code); the HTTP
+    /// backend is given its timeouts when it is made, so this is `None` for it.
+    pub fn new(
+        inner: Arc<dyn Backend>,
+        settings: Settings,
+        total: Option<std::time::Duration>,
+    ) -> Self {
+        RoleBackend {
+            inner,
+            settings,
+            total,
+        }
     }
 
     /// The role's settings.
@@ -52,9 +63,7 @@ impl Backend for RoleBackend {
 
     async fn complete(&self, call: &Call) -> Result<Reply> {
         let call = self.prepare(call);
-        // `timeout_seconds` bounds the whole call here until the handle's own retry and
-        // timeout policy takes it over.
-        match self.settings.timeout {
+        match self.total {
             Some(limit) => tokio::time::timeout(limit, self.inner.complete(&call))
                 .await
                 .map_err(|_| self.timeout(limit))?,
@@ -66,7 +75,7 @@ impl Backend for RoleBackend {
         let call = self.prepare(call);
         // For a stream the limit bounds its opening; the stream's own idle timeout covers
         // the rest.
-        match self.settings.timeout {
+        match self.total {
             Some(limit) => tokio::time::timeout(limit, self.inner.stream(&call))
                 .await
                 .map_err(|_| self.timeout(limit))?,

@@ -446,6 +446,10 @@ fn parse_key(
                 };
                 match settings::check_value(spec, &json) {
                     Ok(()) => entry.settings.push((f.to_string(), json, loc.clone())),
+                    // The policy's reader says what is wrong and what is accepted.
+                    Err(message) if spec.shape == settings::ValueShape::Policy => {
+                        errors.push(role_error(loc.clone(), &name, format!("`{f}`: {message}")))
+                    }
                     Err(expected) => errors.push(wrong(&expected)),
                 }
             }

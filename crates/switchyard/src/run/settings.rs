@@ -1,8 +1,6 @@
 //! Role settings, declared as data: what each setting holds, which backend kinds and
 //! dialects take it, and how it becomes a default of every request the role sends.
 
-use std::time::Duration;
-
 use serde::Serialize;
 use serde_json::{Map, Value};
 use switchyard_wire::{Reasoning, Request};
@@ -26,6 +24,9 @@ pub enum ValueShape {
     Seconds,
     /// A mapping of body fields.
     Body,
+    /// A field of the call policy (retry schedules, timeouts, the context check), read
+    /// as [`CallPolicy`](crate::CallPolicy) reads it.
+    Policy,
 }
 
 impl ValueShape {
@@ -39,6 +40,7 @@ impl ValueShape {
             ValueShape::Summary => format!("one of {}", SUMMARIES.join(", ")),
             ValueShape::Seconds => "a positive number of seconds".into(),
             ValueShape::Body => "a mapping of request body fields".into(),
+            ValueShape::Policy => "a call policy field (see docs/errors.md)".into(),
         }
     }
 }
@@ -115,8 +117,33 @@ pub const SETTINGS: &[SettingSpec] = &[
     },
     SettingSpec {
         name: "timeout_seconds",
-        shape: ValueShape::Seconds,
-        doc: "the longest a whole call may take",
+        shape: ValueShape::Policy,
+        doc: "the longest one attempt may take, sending to last byte (30, 1.5, \"2m\")",
+    },
+    SettingSpec {
+        name: "connect_timeout_seconds",
+        shape: ValueShape::Policy,
+        doc: "the longest opening a connection may take",
+    },
+    SettingSpec {
+        name: "first_byte_timeout_seconds",
+        shape: ValueShape::Policy,
+        doc: "the longest from sending to the reply's headers",
+    },
+    SettingSpec {
+        name: "idle_timeout_seconds",
+        shape: ValueShape::Policy,
+        doc: "the longest between two chunks of a reply or stream",
+    },
+    SettingSpec {
+        name: "retry",
+        shape: ValueShape::Policy,
+        doc: "retry schedules by reason, over the run's `retry:` (docs/errors.md)",
+    },
+    SettingSpec {
+        name: "context_check",
+        shape: ValueShape::Policy,
+        doc: "refuse before sending what cannot fit the context window",
     },
     SettingSpec {
         name: "extra_body",
@@ -137,8 +164,13 @@ const CHAT: &[&str] = &[
     "top_p",
     "stop",
     "reasoning_effort",
-    "timeout_seconds",
     "extra_body",
+    "timeout_seconds",
+    "connect_timeout_seconds",
+    "first_byte_timeout_seconds",
+    "idle_timeout_seconds",
+    "retry",
+    "context_check",
 ];
 const RESPONSES: &[&str] = &[
     "max_tokens",
@@ -147,8 +179,13 @@ const RESPONSES: &[&str] = &[
     "top_p",
     "reasoning_effort",
     "reasoning_summary",
-    "timeout_seconds",
     "extra_body",
+    "timeout_seconds",
+    "connect_timeout_seconds",
+    "first_byte_timeout_seconds",
+    "idle_timeout_seconds",
+    "retry",
+    "context_check",
 ];
 const MESSAGES: &[&str] = &[
     "max_tokens",
@@ -157,22 +194,18 @@ const MESSAGES: &[&str] = &[
     "stop",
     "reasoning_effort",
     "thinking_budget",
-    "timeout_seconds",
     "extra_body",
-];
-const GEMINI: &[&str] = &[
-    "max_tokens",
-    "temperature",
-    "top_p",
-    "stop",
-    "reasoning_effort",
-    "thinking_budget",
     "timeout_seconds",
-    "extra_body",
+    "connect_timeout_seconds",
+    "first_byte_timeout_seconds",
+    "idle_timeout_seconds",
+    "retry",
+    "context_check",
 ];
-const CLI_AGENT: &[&str] = &["effort", "timeout_seconds"];
+const GEMINI: &[&str] = MESSAGES;
+const CLI_AGENT: &[&str] = &["effort", "timeout_seconds", "retry", "context_check"];
 /// A replay answers with what was recorded, whatever the settings say; it takes every
-/// request setting so that the config of the recorded run replays unchanged.
+/// setting so that the config of the recorded run replays unchanged.
 const REPLAY: &[&str] = &[
     "max_tokens",
     "max_completion_tokens",
@@ -184,8 +217,13 @@ const REPLAY: &[&str] = &[
     "reasoning_summary",
     "thinking_budget",
     "effort",
-    "timeout_seconds",
     "extra_body",
+    "timeout_seconds",
+    "connect_timeout_seconds",
+    "first_byte_timeout_seconds",
+    "idle_timeout_seconds",
+    "retry",
+    "context_check",
 ];
 
 /// The settings a backend of `kind` called in `dialect` takes. An HTTP backend with no
@@ -196,7 +234,7 @@ pub fn accepted(kind: Kind, dialect: Option<Dialect>) -> &'static [&'static str]
         (Kind::Http, Some(Dialect::Responses)) => RESPONSES,
         (Kind::Http, Some(Dialect::Messages)) => MESSAGES,
         (Kind::Http, Some(Dialect::Gemini)) => GEMINI,
-        (Kind::Http, None) => &["timeout_seconds"],
+        (Kind::Http, None) => &["timeout_seconds", "retry", "context_check"],
         (Kind::ClaudeCode | Kind::Codex, _) => CLI_AGENT,
         (Kind::Replay, _) => REPLAY,
     }
@@ -216,6 +254,13 @@ pub fn check_value(spec: &SettingSpec, v: &Value) -> Result<(), String> {
         ValueShape::Summary => v.as_str().is_some_and(|s| SUMMARIES.contains(&s)),
         ValueShape::Seconds => v.as_f64().is_some_and(|n| n > 0.0 && n.is_finite()),
         ValueShape::Body => v.is_object(),
+        ValueShape::Policy => {
+            let mut one = Map::new();
+            one.insert(spec.name.to_string(), v.clone());
+            return serde_json::from_value::<crate::policy::CallPolicy>(Value::Object(one))
+                .map(|_| ())
+                .map_err(|e| e.to_string());
+        }
     };
     if ok {
         Ok(())
@@ -249,24 +294,13 @@ pub struct Settings {
     /// Responses reasoning summary.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning_summary: Option<String>,
-    /// The longest a whole call may take.
-    #[serde(skip_serializing_if = "Option::is_none", with = "seconds")]
-    pub timeout: Option<Duration>,
+    /// Call policy fields (`retry`, `timeout_seconds`, … `context_check`), as written;
+    /// laid over the run's `retry:` and `timeouts:`.
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    pub policy: Map<String, Value>,
     /// Fields added to every request body.
     #[serde(skip_serializing_if = "Map::is_empty")]
     pub extra_body: Map<String, Value>,
-}
-
-mod seconds {
-    use serde::Serializer;
-    use std::time::Duration;
-
-    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-        match d {
-            Some(d) => s.serialize_f64(d.as_secs_f64()),
-            None => s.serialize_none(),
-        }
-    }
 }
 
 impl Settings {
@@ -291,7 +325,28 @@ impl Settings {
             "reasoning_effort" | "effort" => self.effort = v.as_str().map(str::to_string),
             "reasoning_summary" => self.reasoning_summary = v.as_str().map(str::to_string),
             "thinking_budget" => self.thinking_budget = v.as_u64(),
-            "timeout_seconds" => self.timeout = v.as_f64().map(Duration::from_secs_f64),
+            "retry" => {
+                // A role's schedules are laid over those written before, reason by reason.
+                let slot = self
+                    .policy
+                    .entry("retry")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                match (slot, v) {
+                    (Value::Object(have), Value::Object(add)) => {
+                        for (k, v) in add {
+                            have.insert(k.clone(), v.clone());
+                        }
+                    }
+                    (slot, v) => *slot = v.clone(),
+                }
+            }
+            "timeout_seconds"
+            | "connect_timeout_seconds"
+            | "first_byte_timeout_seconds"
+            | "idle_timeout_seconds"
+            | "context_check" => {
+                self.policy.insert(name.to_string(), v.clone());
+            }
             "extra_body" => {
                 if let Value::Object(m) = v {
                     for (k, v) in m {

@@ -87,6 +87,7 @@ pub fn backend_for(
 ) -> Result<Arc<dyn Backend>> {
     match backend.kind.value {
         Kind::Http => Ok(Arc::new(http_backend(backend, model, None, env)?)),
+        Kind::ClaudeCode | Kind::Codex => crate::backend::cli::cli_backend(backend, env),
         other => Err(Error::Unsupported(format!(
             "backend `{}` is of kind `{other}`, which this version cannot call yet",
             backend.name

@@ -44,6 +44,9 @@ pub struct Backend {
     pub models: BTreeMap<String, Resolved<String>>,
     /// The backend this one was copied from.
     pub from: Option<Resolved<String>>,
+    /// For `claude-code` and `codex`: the program to run (and arguments put before
+    /// Switchyard's own), when not the CLI's usual name on `PATH`.
+    pub command: Option<Resolved<Vec<String>>>,
     /// Every layer that contributed to this backend, lowest first.
     pub layers: Vec<Layer>,
 }

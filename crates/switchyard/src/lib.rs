@@ -51,12 +51,14 @@
 //! overflow carries its numbers; a provider error keeps its status, request id and body.
 
 pub mod backend;
+pub mod bind;
 pub mod classify;
 pub mod config_error;
 pub mod connect;
 pub mod env;
 pub mod error;
 mod llm;
+pub mod probe;
 pub mod reference;
 pub mod registry;
 mod reply_stream;

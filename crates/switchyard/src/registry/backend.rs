@@ -239,6 +239,23 @@ impl Backend {
         })
     }
 
+    /// A root URL of this backend (`base_url`, `messages_url`…) with its placeholders
+    /// filled from `env`.
+    pub fn fill_url(&self, template: &str, env: &dyn EnvSource) -> Result<url::Url, EndpointError> {
+        let filled = url_template::expand(template, env).map_err(|variable| {
+            EndpointError::UnsetVariable {
+                backend: self.name.clone(),
+                variable,
+            }
+        })?;
+        let filled = vertex_global_host(&filled);
+        url::Url::parse(&filled).map_err(|e| EndpointError::BadUrl {
+            backend: self.name.clone(),
+            url: filled.clone(),
+            reason: e.to_string(),
+        })
+    }
+
     /// How the key is sent when calling `dialect`. The native Gemini API takes an API key
     /// only as `x-goog-api-key`, so a `bearer` backend (Google AI Studio's OpenAI-compatible
     /// chat) sends its key that way for `gemini`; every other case is `auth` as configured.

@@ -279,6 +279,19 @@ fn bind_finds_the_cli_through_the_command_field_or_says_it_is_missing() {
     ]));
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(out.trim(), "stand-in ran");
+    let (code, out, err) = run(switchyard(home.path()).args([
+        "backends",
+        "show",
+        "codex/gpt-5",
+        "backends.codex.command=[npx, -y, \"@openai/codex\"]",
+    ]));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.lines().any(|l| l.starts_with("command")
+            && l.contains("npx -y @openai/codex")
+            && l.contains("override")),
+        "{out}"
+    );
     let (code, _, err) = run(switchyard(home.path()).args(["bind", "codex", "vllm/qwen"]));
     assert_eq!(code, Some(1));
     assert!(err.contains("`codex` was not found on PATH"), "{err}");

@@ -42,6 +42,11 @@ pub enum Command {
     /// Example: `switchyard bind claude deepseek/deepseek-chat -- -p "hello"`,
     /// `switchyard bind codex vllm/qwen --print`.
     Bind(BindArgs),
+    /// Run the mock provider: every dialect, behaviours picked by model name (see
+    /// docs/mock.md), until ctrl-c.
+    ///
+    /// Example: `switchyard mock`, then `switchyard ask mock/echo "hello"`.
+    Mock(MockArgs),
 }
 
 /// The CLI agents `bind` can run.
@@ -74,6 +79,19 @@ pub struct BindArgs {
     /// Arguments for the CLI, after `--` (they come after Switchyard's, so they win).
     #[arg(last = true, value_name = "CLI ARGS")]
     pub args: Vec<String>,
+}
+
+/// Arguments of `mock`.
+#[derive(Debug, Args)]
+pub struct MockArgs {
+    /// The port on 127.0.0.1 (0: any free port, printed at start). 4010 is where the
+    /// built-in `mock` backend points.
+    #[arg(long, default_value_t = 4010, value_name = "N")]
+    pub port: u16,
+
+    /// A scenario file (YAML or JSON) scripting more behaviours (see docs/mock.md).
+    #[arg(long, value_name = "FILE")]
+    pub scenarios: Option<PathBuf>,
 }
 
 /// Arguments of `ask`.

@@ -6,6 +6,7 @@ mod backends_list;
 mod backends_shell;
 mod backends_show;
 mod bind;
+mod mock;
 mod table;
 
 use std::path::PathBuf;
@@ -53,6 +54,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
             let config = load(cli.config, args.overrides.clone())?;
             ask::run(&config, &args)
         }
+        Command::Mock(args) => mock::run(&args),
     }
 }
 

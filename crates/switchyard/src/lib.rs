@@ -55,6 +55,7 @@
 
 pub mod attempt;
 pub mod backend;
+pub mod bind;
 pub mod classify;
 pub mod config_error;
 pub mod connect;
@@ -63,6 +64,7 @@ pub mod env;
 pub mod error;
 mod llm;
 pub mod policy;
+pub mod probe;
 pub mod reference;
 pub mod registry;
 mod reply_stream;

@@ -165,6 +165,7 @@ pub fn backend_with(
         Kind::Http => Ok(Arc::new(http_backend_with(
             backend, model, None, env, timeouts,
         )?)),
+        Kind::ClaudeCode | Kind::Codex => crate::backend::cli::cli_backend(backend, env),
         other => Err(Error::Unsupported(format!(
             "backend `{}` is of kind `{other}`, which this version cannot call yet",
             backend.name

@@ -86,6 +86,7 @@
 
 pub mod attempt;
 pub mod backend;
+pub mod bind;
 pub mod classify;
 pub mod config_error;
 pub mod connect;
@@ -95,6 +96,7 @@ pub mod env_file;
 pub mod error;
 mod llm;
 pub mod policy;
+pub mod probe;
 pub mod reference;
 pub mod registry;
 mod reply_stream;

@@ -6,10 +6,10 @@ use std::path::Path;
 use switchyard::run::{self, CheckReport, RoleCheck};
 
 use super::{table, to_json, CliEnv};
-use crate::cli::CheckArgs;
+use crate::cli::RunCheckArgs;
 
 /// Runs `check`: prints the report; fails (exit 1) when a role cannot work.
-pub fn run(config: Option<&Path>, args: &CheckArgs) -> Result<(), String> {
+pub fn run(config: Option<&Path>, args: &RunCheckArgs) -> Result<(), String> {
     let Some(path) = config else {
         return Err(
             "error: `check` needs a run config: `switchyard check --config run.yaml [overrides...]`"

@@ -603,9 +603,11 @@ fn build_llm(
                 )?),
                 None,
             ),
+            // The CLI backends keep their own run limit; the role's `timeout_seconds`
+            // bounds each call here.
             _ => (
                 crate::connect::backend_with(&info.backend, &info.model, env, timeouts)?,
-                None,
+                info.policy.total_timeout,
             ),
         },
     };

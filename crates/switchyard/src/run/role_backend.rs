@@ -21,8 +21,8 @@ pub struct RoleBackend {
 
 impl RoleBackend {
     /// `inner` with `settings`. `total` bounds each call here, for a backend that does
-    /// not enforce the policy's `timeout_seconds` itself (one given in code); the HTTP
-    /// backend is given its timeouts when it is made, so this is `None` for it.
+    /// not take the policy's `timeout_seconds` itself (one given in code, a CLI agent); the
+    /// HTTP backend is given its timeouts when it is made, so this is `None` for it.
     pub fn new(
         inner: Arc<dyn Backend>,
         settings: Settings,

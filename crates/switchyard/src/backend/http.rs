@@ -102,6 +102,13 @@ impl HttpBackend {
         Ok(HttpBackend { config, client })
     }
 
+    /// The same backend on `client`'s connection pool (the gateway keeps one pool per
+    /// backend for every model and dialect it calls there).
+    pub fn with_client(mut self, client: reqwest::Client) -> Self {
+        self.client = client;
+        self
+    }
+
     /// The resolved configuration.
     pub fn config(&self) -> &HttpConfig {
         &self.config

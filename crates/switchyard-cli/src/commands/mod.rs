@@ -4,6 +4,7 @@ mod ask;
 mod backends_list;
 mod backends_show;
 mod mock;
+mod serve;
 mod table;
 
 use std::path::PathBuf;
@@ -29,6 +30,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
             ask::run(&config, &args)
         }
         Command::Mock(args) => mock::run(&args),
+        Command::Serve(args) => serve::run(cli.config, &args),
     }
 }
 

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
+use switchyard::RetryPolicy;
 
 /// The default bound on a request body: large enough for long agent transcripts with
 /// images, small enough that one client cannot exhaust memory.
@@ -44,6 +45,9 @@ pub struct GatewayConfig {
     pub max_body_bytes: usize,
     /// How long shutdown waits for calls in flight.
     pub drain_timeout: Duration,
+    /// Retries of upstream calls (the run config's `retry:`, as everywhere): whole calls,
+    /// and streams before their first byte.
+    pub retry: RetryPolicy,
 }
 
 impl Default for GatewayConfig {
@@ -55,6 +59,7 @@ impl Default for GatewayConfig {
             store: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+            retry: RetryPolicy::default(),
         }
     }
 }
@@ -160,6 +165,12 @@ impl GatewayConfig {
                 }
                 Value::Null => {}
                 other => errors.push(format!("keys: expected a list of keys, found {other}")),
+            }
+        }
+        if let Some(retry) = sections.get("retry") {
+            match serde_json::from_value::<RetryPolicy>(retry.clone()) {
+                Ok(r) => config.retry = r,
+                Err(e) => errors.push(format!("retry: {e}")),
             }
         }
         if let Some(store) = sections.get("store") {

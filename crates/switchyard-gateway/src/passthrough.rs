@@ -17,8 +17,9 @@ use axum::response::Response;
 use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use switchyard::backend::http::ANTHROPIC_VERSION;
-use switchyard::{classify, Dialect};
+use switchyard::{classify, retry_hint, Dialect, RetryPolicy, RetryReason};
 use switchyard_wire::sse::{write_event, SseParser};
 use switchyard_wire::{codec, ByteStreamDecoder, Event};
 
@@ -107,26 +108,44 @@ pub async fn forward(
         .await
         .map_err(|e| ApiError::from_upstream(&e))?;
     meter.sent();
-    let response = request.send().await.map_err(|e| {
-        ApiError::new(
-            Category::Upstream,
-            format!(
-                "could not reach backend `{}`: {}",
-                target.backend,
-                chain(&e)
-            ),
-        )
-    })?;
-    meter.answered();
-    let status = response.status();
-    let mut out_headers = HeaderMap::new();
-    for (k, v) in response.headers() {
-        if kept_header(k.as_str()) {
-            out_headers.insert(k.clone(), v.clone());
+    let mut failures: HashMap<RetryReason, usize> = HashMap::new();
+    let (status, out_headers, response) = loop {
+        let attempt = request.try_clone().ok_or_else(|| {
+            ApiError::new(Category::Internal, "the request could not be sent again")
+        })?;
+        let response = match attempt.send().await {
+            Ok(r) => r,
+            Err(e) => {
+                let error = switchyard::Error::Transport {
+                    backend: target.backend.clone(),
+                    message: chain(&e),
+                };
+                if wait_to_retry(&target.retry, &error, &mut failures).await {
+                    continue;
+                }
+                return Err(ApiError::new(
+                    Category::Upstream,
+                    format!(
+                        "could not reach backend `{}`: {}",
+                        target.backend,
+                        chain(&e)
+                    ),
+                ));
+            }
+        };
+        meter.answered();
+        let status = response.status();
+        let mut out_headers = HeaderMap::new();
+        for (k, v) in response.headers() {
+            if kept_header(k.as_str()) {
+                out_headers.insert(k.clone(), v.clone());
+            }
         }
-    }
-    if !status.is_success() {
-        // The upstream's error is already in the client's dialect: it goes back as is.
+        if status.is_success() {
+            break (status, out_headers, response);
+        }
+        // The upstream's error is already in the client's dialect: unless it is retried,
+        // it goes back as is.
         let body = response.bytes().await.unwrap_or_default();
         let pairs: Vec<(String, String)> = out_headers
             .iter()
@@ -134,12 +153,15 @@ pub async fn forward(
             .collect();
         let (details, _) =
             classify::details(&target.backend, status.as_u16(), &pairs, body.clone());
-        let kind = classify::classify(details).kind();
-        meter.outcome(status.as_u16(), Some(kind.as_str().to_string()));
+        let error = classify::classify(details);
+        if wait_to_retry(&target.retry, &error, &mut failures).await {
+            continue;
+        }
+        meter.outcome(status.as_u16(), Some(error.kind().as_str().to_string()));
         meter.complete();
         meter.head();
         return Ok(build(status, out_headers, Body::from(body)));
-    }
+    };
     if !stream {
         let body = response.bytes().await.map_err(|e| {
             ApiError::new(
@@ -177,6 +199,30 @@ pub async fn forward(
         }
     });
     Ok(build(status, out_headers, Body::from_stream(relayed)))
+}
+
+/// Waits before the next attempt when `policy` retries `error` (the n-th failure of a
+/// kind waits the n-th wait of its schedule, or longer when the provider asks, up to the
+/// policy's longest wait). False when the error is not retried.
+async fn wait_to_retry(
+    policy: &RetryPolicy,
+    error: &switchyard::Error,
+    failures: &mut HashMap<RetryReason, usize>,
+) -> bool {
+    let Some(reason) = RetryReason::of(error) else {
+        return false;
+    };
+    let n = failures.entry(reason).or_insert(0);
+    let Some(planned) = policy.schedule(reason).get(*n).copied() else {
+        return false;
+    };
+    *n += 1;
+    let wait = retry_hint(error).map_or(planned, |hint| hint.max(planned));
+    if policy.max_wait.is_some_and(|max| wait > max) {
+        return false;
+    }
+    tokio::time::sleep(wait).await;
+    true
 }
 
 /// Reads usage from a copy of the stream's bytes, and drops the usage-only chat chunk a

@@ -53,7 +53,7 @@ impl Gateway {
             errors.extend(e);
             Keys::default()
         });
-        let upstreams = Upstreams::new(registry, config.models.clone(), env);
+        let upstreams = Upstreams::new(registry, config.models.clone(), env, config.retry.clone());
         if let Err(e) = upstreams.check_models() {
             errors.extend(e);
         }

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use futures::{FutureExt, StreamExt};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
-use switchyard::{Backend, Call, Dialect, Event, ReplyStream};
+use switchyard::{Dialect, Event, ReplyStream};
 use switchyard_wire::{codec, ServerContext, StreamEncoder};
 
 /// Translates a call between the client's dialect and the target's.
@@ -41,14 +41,10 @@ pub async fn forward(
             .and_then(|v| v.as_bool())
             == Some(true);
     let mut restore = ids::prepare(&mut request, target.dialect);
-    let call = Call {
-        model: target.model.clone(),
-        request,
-    };
     let context = server_context(dialect);
     meter.sent();
     if !stream {
-        let mut reply = target.http.complete(&call).await.map_err(|e| {
+        let mut reply = target.llm.complete(request).await.map_err(|e| {
             meter.outcome(0, Some(e.kind().as_str().to_string()));
             ApiError::from_upstream(&e)
         })?;
@@ -68,7 +64,7 @@ pub async fn forward(
             .insert("content-type", HeaderValue::from_static("application/json"));
         return Ok(response);
     }
-    let upstream = target.http.stream(&call).await.map_err(|e| {
+    let upstream = target.llm.stream(request).await.map_err(|e| {
         meter.outcome(0, Some(e.kind().as_str().to_string()));
         ApiError::from_upstream(&e)
     })?;

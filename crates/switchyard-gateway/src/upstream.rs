@@ -5,12 +5,12 @@
 
 use crate::errors::{ApiError, Category};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 use switchyard::backend::http::HttpBackend;
-use switchyard::connect::{http_backend, preferred_dialect, DEFAULT_TIMEOUTS};
+use switchyard::connect::{http_backend_pooled, preferred_dialect, ClientPool, DEFAULT_TIMEOUTS};
 use switchyard::env::EnvSource;
 use switchyard::registry::{Kind, Price, Registry};
-use switchyard::{Dialect, Parsed, Reference};
+use switchyard::{Dialect, Llm, Parsed, Reference, RetryPolicy};
 
 /// Where one client request goes.
 pub struct Target {
@@ -22,8 +22,12 @@ pub struct Target {
     pub reference: String,
     /// The dialect spoken upstream.
     pub dialect: Dialect,
-    /// The library's HTTP backend (translation uses it: encode, send, classify, decode).
-    pub http: HttpBackend,
+    /// The library's HTTP backend: its URL, credential and settings.
+    pub http: Arc<HttpBackend>,
+    /// A handle on it with the retry policy (translation calls through it).
+    pub llm: Llm,
+    /// The retry policy (pass-through applies it to its own sends).
+    pub retry: RetryPolicy,
     /// The backend's pooled client (pass-through sends raw bytes on it).
     pub client: reqwest::Client,
     /// The model's price, when known.
@@ -39,7 +43,8 @@ pub struct Upstreams {
     registry: Registry,
     env: Arc<dyn EnvSource + Send + Sync>,
     models: BTreeMap<String, String>,
-    clients: Mutex<HashMap<String, reqwest::Client>>,
+    pool: ClientPool,
+    retry: RetryPolicy,
     targets: RwLock<HashMap<(String, Dialect), Arc<Target>>>,
 }
 
@@ -50,12 +55,14 @@ impl Upstreams {
         registry: Registry,
         models: BTreeMap<String, String>,
         env: Arc<dyn EnvSource + Send + Sync>,
+        retry: RetryPolicy,
     ) -> Self {
         Upstreams {
             registry,
             env,
             models,
-            clients: Mutex::new(HashMap::new()),
+            pool: ClientPool::new(),
+            retry,
             targets: RwLock::new(HashMap::new()),
         }
     }
@@ -157,10 +164,23 @@ impl Upstreams {
             })?
         };
         let env: &dyn EnvSource = self.env.as_ref();
-        let http = http_backend(backend, &reference.model, Some(dialect), env)
+        let http = http_backend_pooled(
+            backend,
+            &reference.model,
+            Some(dialect),
+            env,
+            DEFAULT_TIMEOUTS,
+            &self.pool,
+        )
+        .map_err(|e| ApiError::from_upstream(&e))?;
+        let client_pool = self
+            .pool
+            .client(&backend.name, DEFAULT_TIMEOUTS.connect)
             .map_err(|e| ApiError::from_upstream(&e))?;
-        let client_pool = self.client_for(&backend.name)?;
-        let http = http.with_client(client_pool.clone());
+        let http = Arc::new(http);
+        let label = format!("{}/{}", backend.name, reference.model);
+        let llm =
+            Llm::new(label, http.clone(), reference.model.clone()).with_retry(self.retry.clone());
         let messages_root = backend.messages_root();
         let count_tokens_url = backend
             .serves(Dialect::Messages)
@@ -177,33 +197,13 @@ impl Upstreams {
             reference: format!("{}/{}", backend.name, reference.model),
             dialect,
             http,
+            llm,
+            retry: self.retry.clone(),
             client: client_pool,
             price: backend.price(&reference.model).map(|p| p.value),
             anthropic_first_party: messages_root
                 .is_some_and(|r| r.contains("://api.anthropic.com")),
             count_tokens_url,
         })
-    }
-
-    fn client_for(&self, backend: &str) -> Result<reqwest::Client, ApiError> {
-        let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(c) = clients.get(backend) {
-            return Ok(c.clone());
-        }
-        let mut builder = reqwest::Client::builder()
-            .user_agent(concat!("switchyard-gateway/", env!("CARGO_PKG_VERSION")))
-            .tcp_nodelay(true)
-            .pool_max_idle_per_host(256);
-        if let Some(connect) = DEFAULT_TIMEOUTS.connect {
-            builder = builder.connect_timeout(connect);
-        }
-        let client = builder.build().map_err(|e| {
-            ApiError::new(
-                Category::Internal,
-                format!("could not build an HTTP client for `{backend}`: {e}"),
-            )
-        })?;
-        clients.insert(backend.to_string(), client.clone());
-        Ok(client)
     }
 }

@@ -568,3 +568,45 @@ async fn a_client_that_goes_away_cancels_its_upstream_call() {
             .unwrap();
     }
 }
+
+#[tokio::test]
+async fn retryable_upstream_failures_are_retried_before_the_first_byte() {
+    let config = GatewayConfig {
+        retry: switchyard::RetryPolicy {
+            rate_limited: vec![Duration::from_millis(10)],
+            overloaded: vec![Duration::from_millis(10)],
+            ..switchyard::RetryPolicy::never()
+        },
+        ..GatewayConfig::default()
+    };
+    let h = Harness::start_with(config, MapEnv::default()).await;
+    for (path, model, stream) in [
+        ("/v1/chat/completions", "up-chat/fault-429-then-ok", false),
+        ("/v1/chat/completions", "up-chat/fault-503-then-ok", true),
+        ("/v1/messages", "up-chat/fault-429-then-ok", false),
+        ("/v1/messages", "up-chat/fault-529-then-ok", true),
+    ] {
+        h.mock.clear();
+        let mut body = if path == "/v1/messages" {
+            messages(model)
+        } else {
+            chat(model)
+        };
+        body["stream"] = json!(stream);
+        let r = h
+            .http
+            .post(format!("{}{path}", h.url))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{path} {model} stream {stream}");
+        let text = r.text().await.unwrap();
+        assert!(text.contains("hi"), "{text}");
+        assert_eq!(
+            h.mock.requests().len(),
+            2,
+            "{path} {model}: one failure, one retry"
+        );
+    }
+}

@@ -2,12 +2,13 @@
 //! description of a backend becomes an HTTP client with its URL, key and settings.
 
 use crate::backend::auth::{Credential, GoogleAdc, Secret};
-use crate::backend::http::{Endpoint, HttpBackend, HttpConfig, Timeouts};
+use crate::backend::http::{new_client, Endpoint, HttpBackend, HttpConfig, Timeouts};
 use crate::backend::Backend;
 use crate::env::EnvSource;
 use crate::error::{Error, Result};
 use crate::registry::{self, Auth, DeveloperRole, EndpointError, Kind};
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use switchyard_wire::Dialect;
 
@@ -32,6 +33,29 @@ pub fn http_backend(
     model: &str,
     dialect: Option<Dialect>,
     env: &dyn EnvSource,
+) -> Result<HttpBackend> {
+    http_backend_with(backend, model, dialect, env, DEFAULT_TIMEOUTS)
+}
+
+/// [`http_backend`] with its own timeouts.
+pub fn http_backend_with(
+    backend: &registry::Backend,
+    model: &str,
+    dialect: Option<Dialect>,
+    env: &dyn EnvSource,
+    timeouts: Timeouts,
+) -> Result<HttpBackend> {
+    http_backend_pooled(backend, model, dialect, env, timeouts, &ClientPool::new())
+}
+
+/// [`http_backend_with`] taking its connection pool from `pool`.
+pub fn http_backend_pooled(
+    backend: &registry::Backend,
+    model: &str,
+    dialect: Option<Dialect>,
+    env: &dyn EnvSource,
+    timeouts: Timeouts,
+    pool: &ClientPool,
 ) -> Result<HttpBackend> {
     if backend.kind.value != Kind::Http {
         return Err(Error::Unsupported(format!(
@@ -64,19 +88,61 @@ pub fn http_backend(
         (Auth::XApiKey, Some(key)) => Credential::Header("x-api-key", key),
         (Auth::XGoogApiKey, Some(key)) => Credential::Header("x-goog-api-key", key),
     };
-    HttpBackend::new(HttpConfig {
-        name: backend.name.clone(),
-        dialect,
-        endpoint,
-        auth: credential,
-        extra_body: backend
-            .extra_body
-            .iter()
-            .map(|(k, v)| (k.clone(), v.value.clone()))
-            .collect(),
-        developer_as_system: backend.developer_role.value == DeveloperRole::System,
-        timeouts: DEFAULT_TIMEOUTS,
-    })
+    let client = pool.client(&backend.name, timeouts.connect)?;
+    Ok(HttpBackend::with_client(
+        HttpConfig {
+            name: backend.name.clone(),
+            dialect,
+            endpoint,
+            auth: credential,
+            extra_body: backend
+                .extra_body
+                .iter()
+                .map(|(k, v)| (k.clone(), v.value.clone()))
+                .collect(),
+            developer_as_system: backend.developer_role.value == DeveloperRole::System,
+            timeouts,
+        },
+        client,
+    ))
+}
+
+/// Connection pools by backend, for a program that makes many handles (a run's roles, the
+/// gateway): every handle on the same backend reuses one client's connections.
+///
+/// Owned by the caller rather than global, because a client's connections belong to the
+/// async runtime they were opened on: a pool shared across runtimes (one per test, say)
+/// would hand out connections whose runtime is gone.
+#[derive(Debug, Default, Clone)]
+pub struct ClientPool {
+    clients: Arc<Mutex<HashMap<PoolKey, reqwest::Client>>>,
+}
+
+/// A backend's name and its connect timeout.
+type PoolKey = (String, Option<Duration>);
+
+impl ClientPool {
+    /// An empty pool.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The client for `backend`, made on first use.
+    pub fn client(&self, backend: &str, connect: Option<Duration>) -> Result<reqwest::Client> {
+        // A poisoned lock only means another thread panicked while inserting; the map is
+        // still usable.
+        let mut clients = self
+            .clients
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let key = (backend.to_string(), connect);
+        if let Some(client) = clients.get(&key) {
+            return Ok(client.clone());
+        }
+        let client = new_client(backend, connect)?;
+        clients.insert(key, client.clone());
+        Ok(client)
+    }
 }
 
 /// A callable backend for any kind the library can call.
@@ -85,8 +151,21 @@ pub fn backend_for(
     model: &str,
     env: &dyn EnvSource,
 ) -> Result<Arc<dyn Backend>> {
+    backend_with(backend, model, env, DEFAULT_TIMEOUTS)
+}
+
+/// [`backend_for`] with its own timeouts.
+pub fn backend_with(
+    backend: &registry::Backend,
+    model: &str,
+    env: &dyn EnvSource,
+    timeouts: Timeouts,
+) -> Result<Arc<dyn Backend>> {
     match backend.kind.value {
-        Kind::Http => Ok(Arc::new(http_backend(backend, model, None, env)?)),
+        Kind::Http => Ok(Arc::new(http_backend_with(
+            backend, model, None, env, timeouts,
+        )?)),
+        Kind::ClaudeCode | Kind::Codex => crate::backend::cli::cli_backend(backend, env),
         other => Err(Error::Unsupported(format!(
             "backend `{}` is of kind `{other}`, which this version cannot call yet",
             backend.name

@@ -108,6 +108,8 @@ pub enum ErrorKind {
     Provider,
     /// See [`Error::Unsupported`].
     Unsupported,
+    /// See [`Error::Cancelled`].
+    Cancelled,
 }
 
 impl ErrorKind {
@@ -129,6 +131,7 @@ impl ErrorKind {
             ErrorKind::BadRequest => "BadRequest",
             ErrorKind::Provider => "Provider",
             ErrorKind::Unsupported => "Unsupported",
+            ErrorKind::Cancelled => "Cancelled",
         }
     }
 }
@@ -171,7 +174,7 @@ pub enum Error {
         variable: String,
     },
     /// Rate limited, and the waits ran out.
-    #[error("rate limited after {attempts} attempts and {} waiting: {last}", fmt_duration(*.waited))]
+    #[error("rate limited{}: {last}", rate_hint(*.attempts, *.waited))]
     RateLimited {
         /// Attempts made.
         attempts: u32,
@@ -242,6 +245,15 @@ pub enum Error {
     /// The backend cannot do what was asked (a dialect it does not serve…).
     #[error("{0}")]
     Unsupported(String),
+    /// The caller cancelled the call (through the handle's cancellation token) during an
+    /// attempt or a wait between attempts.
+    #[error("the call to {backend} was cancelled {during}")]
+    Cancelled {
+        /// The backend.
+        backend: String,
+        /// When: `during attempt 1`, `while waiting 30 s before attempt 2 (rate_limited)`.
+        during: String,
+    },
 }
 
 impl Error {
@@ -263,6 +275,7 @@ impl Error {
             Error::BadRequest(_) => ErrorKind::BadRequest,
             Error::Provider(_) => ErrorKind::Provider,
             Error::Unsupported(_) => ErrorKind::Unsupported,
+            Error::Cancelled { .. } => ErrorKind::Cancelled,
         }
     }
 
@@ -286,6 +299,14 @@ fn nearest_hint(nearest: &Option<String>) -> String {
         .as_ref()
         .map(|n| format!(" (did you mean `{n}`?)"))
         .unwrap_or_default()
+}
+
+fn rate_hint(attempts: u32, waited: Duration) -> String {
+    match attempts {
+        0 | 1 if waited.is_zero() => String::new(),
+        1 => format!(" after 1 attempt and {} waiting", fmt_duration(waited)),
+        n => format!(" after {n} attempts and {} waiting", fmt_duration(waited)),
+    }
 }
 
 fn attempts_hint(attempts: u32) -> String {
@@ -328,7 +349,10 @@ pub fn fmt_duration(d: Duration) -> String {
         }
     } else {
         let secs = d.as_secs();
-        format!("{} min {} s", secs / 60, secs % 60)
+        match secs % 60 {
+            0 => format!("{} min", secs / 60),
+            s => format!("{} min {s} s", secs / 60),
+        }
     }
 }
 

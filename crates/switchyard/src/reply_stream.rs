@@ -31,6 +31,8 @@ pub struct ReplyStream {
     assembler: Assembler,
     raw: BytesMut,
     ended: bool,
+    /// The backend whose reply is checked at the end (`check_reply`), when set.
+    end_check: Option<String>,
 }
 
 impl ReplyStream {
@@ -42,6 +44,51 @@ impl ReplyStream {
             assembler: Assembler::new(),
             raw: BytesMut::new(),
             ended: false,
+            end_check: None,
+        }
+    }
+
+    /// Checks the reply when the stream ends (a stream without text and tool calls, or
+    /// without usage, ends with `ProviderReplyMalformed`), naming `backend`.
+    pub(crate) fn check_at_end(mut self, backend: impl Into<String>) -> Self {
+        self.end_check = Some(backend.into());
+        self
+    }
+
+    /// Reads ahead, without handing anything out, until the first output event (text,
+    /// thinking, a tool call) is waiting. An error before it, or an end without output
+    /// that the end check refuses, is returned: nothing has reached the caller, so the
+    /// call can safely be sent again.
+    pub(crate) async fn start(&mut self) -> Result<()> {
+        loop {
+            if self.pending.iter().any(is_output) {
+                return Ok(());
+            }
+            match self.inner.next().await {
+                Some(Ok(chunk)) => {
+                    self.raw.extend_from_slice(&chunk.raw);
+                    self.pending.extend(chunk.events);
+                }
+                Some(Err(e)) => {
+                    self.ended = true;
+                    return Err(e);
+                }
+                None => {
+                    self.ended = true;
+                    let Some(backend) = self.end_check.take() else {
+                        return Ok(());
+                    };
+                    let mut assembler = self.assembler.clone();
+                    for event in &self.pending {
+                        if let Err(e) = assembler.push(event) {
+                            return Err(order_error(e));
+                        }
+                    }
+                    let mut reply = assembler.reply().clone();
+                    reply.raw = Bytes::copy_from_slice(&self.raw);
+                    return crate::llm::check_reply(&backend, &reply);
+                }
+            }
         }
     }
 
@@ -84,9 +131,8 @@ impl Stream for ReplyStream {
             if let Some(event) = self.pending.pop_front() {
                 if let Err(e) = self.assembler.push(&event) {
                     self.ended = true;
-                    return Poll::Ready(Some(Err(Error::Unsupported(format!(
-                        "the stream broke its own order: {e}"
-                    )))));
+                    self.end_check = None;
+                    return Poll::Ready(Some(Err(order_error(e))));
                 }
                 return Poll::Ready(Some(Ok(event)));
             }
@@ -97,10 +143,16 @@ impl Stream for ReplyStream {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(None) => {
                     self.ended = true;
+                    if let Some(backend) = self.end_check.take() {
+                        if let Err(e) = crate::llm::check_reply(&backend, &self.reply()) {
+                            return Poll::Ready(Some(Err(e)));
+                        }
+                    }
                     return Poll::Ready(None);
                 }
                 Poll::Ready(Some(Err(e))) => {
                     self.ended = true;
+                    self.end_check = None;
                     return Poll::Ready(Some(Err(e)));
                 }
                 Poll::Ready(Some(Ok(chunk))) => {
@@ -110,4 +162,16 @@ impl Stream for ReplyStream {
             }
         }
     }
+}
+
+/// Whether an event is output a caller sees (after it, a call is never re-sent).
+fn is_output(event: &Event) -> bool {
+    !matches!(
+        event,
+        Event::Start { .. } | Event::Usage(_) | Event::Finish { .. } | Event::Error(_)
+    )
+}
+
+fn order_error(e: impl std::fmt::Display) -> Error {
+    Error::Unsupported(format!("the stream broke its own order: {e}"))
 }

@@ -26,8 +26,13 @@ pub struct Harness {
 }
 
 impl Harness {
+    /// A gateway that does not retry (tests see each upstream answer as it is).
     pub async fn start() -> Harness {
-        Harness::start_with(GatewayConfig::default(), MapEnv::default()).await
+        let config = GatewayConfig {
+            retry: switchyard::RetryPolicy::never(),
+            ..GatewayConfig::default()
+        };
+        Harness::start_with(config, MapEnv::default()).await
     }
 
     pub async fn start_with(config: GatewayConfig, env: MapEnv) -> Harness {

@@ -89,24 +89,14 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 impl HttpBackend {
     /// A backend with a fresh connection pool.
     pub fn new(config: HttpConfig) -> Result<Self> {
-        let mut builder = reqwest::Client::builder()
-            .user_agent(concat!("switchyard/", env!("CARGO_PKG_VERSION")))
-            .tcp_nodelay(true);
-        if let Some(connect) = config.timeouts.connect {
-            builder = builder.connect_timeout(connect);
-        }
-        let client = builder.build().map_err(|e| Error::Transport {
-            backend: config.name.clone(),
-            message: format!("could not build an HTTP client: {e}"),
-        })?;
-        Ok(HttpBackend { config, client })
+        let client = new_client(&config.name, config.timeouts.connect)?;
+        Ok(HttpBackend::with_client(config, client))
     }
 
-    /// The same backend on `client`'s connection pool (the gateway keeps one pool per
-    /// backend for every model and dialect it calls there).
-    pub fn with_client(mut self, client: reqwest::Client) -> Self {
-        self.client = client;
-        self
+    /// A backend sharing an existing connection pool (one per backend: every handle on
+    /// the same backend reuses its connections).
+    pub fn with_client(config: HttpConfig, client: reqwest::Client) -> Self {
+        HttpBackend { config, client }
     }
 
     /// The resolved configuration.
@@ -254,7 +244,8 @@ impl HttpBackend {
         body: Bytes,
     ) -> Error {
         let (mut details, _) = classify::details(&self.config.name, status, headers, body);
-        details.status = e.status.unwrap_or(details.status);
+        // An error inside a 200 body has the status it names, or none: not the 200.
+        details.status = e.status.unwrap_or(0);
         details.kind = e.kind.or(details.kind);
         details.code = e.code.or(details.code);
         details.message = e.message;
@@ -279,8 +270,13 @@ impl Backend for HttpBackend {
 
     async fn stream(&self, call: &Call) -> Result<ReplyStream> {
         let started = tokio::time::Instant::now();
-        let response = self.send(call, true).await?;
-        let status = response.status().as_u16();
+        // The total covers the wait for the headers too.
+        let response = match self.config.timeouts.total {
+            Some(limit) => tokio::time::timeout(limit, self.send(call, true))
+                .await
+                .map_err(|_| self.timeout(TimeoutPhase::Total, limit))??,
+            None => self.send(call, true).await?,
+        };
         let headers = header_pairs(response.headers());
         let state = StreamState {
             bytes: response.bytes_stream().boxed(),
@@ -288,7 +284,6 @@ impl Backend for HttpBackend {
             name: self.config.name.clone(),
             timeouts: self.config.timeouts,
             deadline: self.config.timeouts.total.map(|t| started + t),
-            status,
             headers,
             received: Vec::new(),
             done: false,
@@ -323,7 +318,6 @@ struct StreamState {
     name: String,
     timeouts: Timeouts,
     deadline: Option<tokio::time::Instant>,
-    status: u16,
     headers: Vec<(String, String)>,
     /// Every byte so far, for error details.
     received: Vec<u8>,
@@ -406,7 +400,8 @@ impl StreamState {
     fn provider_error(&self, e: StreamError) -> Error {
         let details = ProviderDetails {
             backend: self.backend.name.clone(),
-            status: e.status.unwrap_or(self.status),
+            // An error inside a 200 stream has the status it names, or none.
+            status: e.status.unwrap_or(0),
             request_id: self
                 .headers
                 .iter()
@@ -437,6 +432,21 @@ impl StreamState {
             DecodeError::Provider(err) => self.provider_error(err),
         }
     }
+}
+
+/// An HTTP client (a connection pool) for a backend: rustls, `TCP_NODELAY`, the connect
+/// timeout.
+pub fn new_client(backend: &str, connect_timeout: Option<Duration>) -> Result<reqwest::Client> {
+    let mut builder = reqwest::Client::builder()
+        .user_agent(concat!("switchyard/", env!("CARGO_PKG_VERSION")))
+        .tcp_nodelay(true);
+    if let Some(connect) = connect_timeout {
+        builder = builder.connect_timeout(connect);
+    }
+    builder.build().map_err(|e| Error::Transport {
+        backend: backend.to_string(),
+        message: format!("could not build an HTTP client: {e}"),
+    })
 }
 
 /// The request with `developer` messages sent as `system`.

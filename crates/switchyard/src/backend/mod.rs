@@ -1,9 +1,10 @@
 //! The backend trait: anything that can answer a canonical request.
 //!
-//! Switchyard ships an HTTP backend (every dialect), and later ones for the CLI agents
-//! and for replaying a recorded run; a program can pass its own.
+//! Switchyard ships an HTTP backend (every dialect), the CLI agents (Claude Code, Codex)
+//! run as subprocesses, and later one replaying a recorded run; a program can pass its own.
 
 pub mod auth;
+pub mod cli;
 pub mod http;
 
 use crate::error::Result;

@@ -70,6 +70,41 @@ pub enum Command {
     ///
     /// Example: `switchyard mock`, then `switchyard ask mock/echo "hello"`.
     Mock(MockArgs),
+    /// Run the gateway: one endpoint for OpenAI (chat, Responses), Anthropic Messages and
+    /// Gemini clients, passing through or translating to any backend (see docs/gateway.md).
+    ///
+    /// Example: `switchyard serve`, then point a client at http://127.0.0.1:8080/v1 with
+    /// model `mock/echo`.
+    Serve(ServeArgs),
+}
+
+/// Arguments of `serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The address to listen on (default: the config's `listen`, else 127.0.0.1:8080).
+    /// An address beyond loopback needs `keys:` in the config, or
+    /// --allow-public-without-keys.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+
+    /// Where the gateway keeps its store (default: the config's `store`).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<std::path::PathBuf>,
+
+    /// Listen beyond loopback even with no client keys configured.
+    #[arg(long)]
+    pub allow_public_without_keys: bool,
+
+    /// The largest request body accepted, in bytes (default 32 MiB).
+    #[arg(long, value_name = "N")]
+    pub max_body_bytes: Option<usize>,
+
+    /// Do not start the built-in mock provider for the `mock` backend.
+    #[arg(long)]
+    pub no_mock: bool,
+
+    #[arg(value_name = "OVERRIDE", help = OVERRIDES_HELP)]
+    pub overrides: Vec<String>,
 }
 
 /// Arguments of `check` (a run config).

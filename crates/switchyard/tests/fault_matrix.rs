@@ -257,13 +257,13 @@ fn timing_rows() -> Vec<Row> {
     use ErrorKind::*;
     vec![
         Row {
-            timeouts: timeouts(Some(100), None, None),
-            ..row("slow-first-byte-500ms+echo", ALL, fails(Timeout, 1, &[]))
+            timeouts: timeouts(Some(300), None, None),
+            ..row("slow-first-byte-1500ms+echo", ALL, fails(Timeout, 1, &[]))
         },
         // The total covers the wait for the headers.
         Row {
-            timeouts: timeouts(None, None, Some(150)),
-            ..row("slow-first-byte-500ms+echo", ALL, fails(Timeout, 1, &[]))
+            timeouts: timeouts(None, None, Some(300)),
+            ..row("slow-first-byte-1500ms+echo", ALL, fails(Timeout, 1, &[]))
         },
         Row {
             timeouts: timeouts(Some(2000), None, None),
@@ -278,20 +278,20 @@ fn timing_rows() -> Vec<Row> {
         },
         // A stream that keeps talking but too long: the total, mid-stream.
         Row {
-            timeouts: timeouts(None, Some(2000), Some(200)),
+            timeouts: timeouts(None, Some(2000), Some(300)),
             whole: fails(Timeout, 1, &[]),
             streamed: fails_after_output(Timeout),
-            ..row("lorem-200+chunk-4+delay-10ms", ALL, ok(1, &[]))
+            ..row("lorem-200+chunk-4+delay-30ms", ALL, ok(1, &[]))
         },
         // Timeouts retried when the policy says so.
         Row {
-            timeouts: timeouts(Some(100), None, None),
+            timeouts: timeouts(Some(300), None, None),
             policy: || RetryPolicy {
                 timeout: vec![Duration::from_secs(1)],
                 ..RetryPolicy::default()
             },
             ..row(
-                "slow-first-byte-500ms+echo",
+                "slow-first-byte-1500ms+echo",
                 &[Dialect::Chat],
                 fails(Timeout, 2, &[1.0]),
             )
@@ -353,7 +353,15 @@ fn check(row: &Row, dialect: Dialect, streamed: bool, seen: &Seen) -> Vec<String
         (End::Fails(kind), Err((got, _))) if kind == got => {}
         (want_end, got) => problems.push(format!("{at}: wanted {want_end:?}, got {got:?}")),
     }
-    if seen.requests != want.requests {
+    // A timeout can fire before a loaded machine lets the mock read the request: fewer
+    // requests than attempts is then right, more never is (that would be a retry).
+    let timed_out = matches!(want.end, End::Fails(ErrorKind::Timeout));
+    let requests_ok = if timed_out {
+        seen.requests <= want.requests
+    } else {
+        seen.requests == want.requests
+    };
+    if !requests_ok {
         problems.push(format!(
             "{at}: wanted {} requests, the mock received {}",
             want.requests, seen.requests
@@ -399,7 +407,10 @@ async fn run_case(row: Row, dialect: Dialect, streamed: bool) -> Vec<String> {
     }
 }
 
-#[tokio::test]
+// Several threads, and margins of 5x between a timeout and the delay it must catch: the
+// mock has to receive and record the request before the client gives up, also on a
+// loaded machine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timeouts_in_every_dialect() {
     let cases = cases(timing_rows());
     let count = cases.len();

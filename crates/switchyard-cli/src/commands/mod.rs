@@ -9,6 +9,7 @@ mod bind;
 mod check;
 mod init;
 mod mock;
+mod serve;
 mod table;
 
 use std::path::PathBuf;
@@ -91,6 +92,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
             ask::run(&config, &args)
         }
         Command::Mock(args) => mock::run(&args),
+        Command::Serve(args) => serve::run(cli.config, &args),
     }
 }
 

@@ -1,0 +1,5 @@
+-- wrk script: POST the JSON body in $BODY to the URL given to wrk.
+wrk.method = "POST"
+wrk.headers["content-type"] = "application/json"
+wrk.headers["anthropic-version"] = "2023-06-01"
+wrk.body = os.getenv("BODY")

@@ -1,0 +1,140 @@
+//! `switchyard serve`: the gateway. With no config it serves the built-in backends; the
+//! built-in `mock` backend is answered by a mock provider started in the same process
+//! (unless its URL was changed), so a client or `curl` works with no key and no network.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use switchyard::env::ProcessEnv;
+use switchyard::registry::{Config, Layer};
+use switchyard_gateway::{check_exposure, Gateway, GatewayConfig};
+use switchyard_mock::{MockConfig, MockServer};
+
+use crate::cli::ServeArgs;
+
+/// Runs `serve` until SIGTERM or ctrl-c, then drains calls in flight.
+pub fn run(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("error: cannot start the async runtime: {e}"))?;
+    runtime.block_on(serve(run_config, args))
+}
+
+async fn serve(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), String> {
+    let mut overrides = args.overrides.clone();
+    let mut config = super::load(run_config.clone(), overrides.clone())?;
+    let mut gateway_config = GatewayConfig::from_sections(&config.sections).map_err(|errors| {
+        format!(
+            "error: the gateway configuration has {} problem{}:\n  {}",
+            errors.len(),
+            if errors.len() == 1 { "" } else { "s" },
+            errors.join("\n  ")
+        )
+    })?;
+    if let Some(n) = args.max_body_bytes {
+        gateway_config.max_body_bytes = n;
+    }
+    let mut _mock = None;
+    if !args.no_mock && mock_is_builtin(&config) {
+        let mock = MockServer::start_on_with(([127, 0, 0, 1], 0).into(), MockConfig::default())
+            .await
+            .map_err(|e| format!("error: cannot start the built-in mock provider: {e}"))?;
+        overrides.push(format!("backends.mock.base_url={}", mock.base_url()));
+        config = super::load(run_config, overrides)?;
+        _mock = Some(mock);
+    }
+    let addr: SocketAddr = match &args.listen {
+        Some(text) => text.parse().map_err(|_| {
+            format!("error: --listen `{text}` is not an address; write IP:PORT, e.g. 127.0.0.1:8080 or 0.0.0.0:8080")
+        })?,
+        None => gateway_config
+            .listen
+            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080))),
+    };
+    if let Some(dir) = args.data_dir.clone().or(gateway_config.store.clone()) {
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            format!(
+                "error: cannot create the data directory {}: {e}",
+                dir.display()
+            )
+        })?;
+    }
+    let gateway =
+        Gateway::new(&gateway_config, config.registry, Arc::new(ProcessEnv)).map_err(|errors| {
+            format!(
+                "error: the gateway cannot start; {} problem{}:\n  {}",
+                errors.len(),
+                if errors.len() == 1 { "" } else { "s" },
+                errors.join("\n  ")
+            )
+        })?;
+    check_exposure(addr, gateway.has_keys(), args.allow_public_without_keys)
+        .map_err(|e| format!("error: {e}"))?;
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+        format!("error: cannot listen on {addr}: {e}; pick another with --listen IP:PORT (port 0: any free one)")
+    })?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| format!("error: cannot read the bound address: {e}"))?;
+    println!("{}", banner(bound, gateway.has_keys(), _mock.is_some()));
+    let _ = std::io::stdout().flush();
+    gateway
+        .serve(listener, shutdown_signal())
+        .await
+        .map_err(|e| format!("error: the gateway stopped: {e}"))?;
+    Ok(())
+}
+
+/// True when the `mock` backend still points where the built-ins say (nobody set
+/// `MOCK_BASE_URL`, a file or an override).
+fn mock_is_builtin(config: &Config) -> bool {
+    config
+        .registry
+        .backend("mock")
+        .and_then(|b| b.base_url.as_ref())
+        .is_some_and(|u| u.layer == Layer::Builtin)
+}
+
+fn banner(addr: SocketAddr, keys: bool, mock: bool) -> String {
+    let base = format!("http://{addr}");
+    let mut out = format!(
+        "switchyard serve listening on {base} (OpenAI base URL {base}/v1, Anthropic base URL {base}); \
+         SIGTERM or ctrl-c drains and stops it"
+    );
+    if !keys {
+        out.push_str("; no client keys configured");
+    }
+    if mock {
+        out.push_str(&format!(
+            "\ntry: curl {base}/v1/chat/completions -H 'content-type: application/json' \
+             -d '{{\"model\":\"mock/echo\",\"messages\":[{{\"role\":\"user\",\"content\":\"hello\"}}]}}'"
+        ));
+    }
+    out
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    eprintln!("switchyard serve: stopping; waiting for calls in flight");
+}

@@ -1,0 +1,136 @@
+//! `switchyard serve` as a user runs it: the banner, a call through it, a refusal to
+//! listen publicly without keys, and SIGTERM draining a stream in flight.
+
+mod common;
+
+use common::{mock, mock_override, run, switchyard};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+/// Starts `serve` on a free port and returns the child and its address.
+fn serve(home: &std::path::Path, extra: &[&str]) -> (Child, String) {
+    let mut child = switchyard(home)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|s| s.split([' ', '/']).next())
+        .unwrap_or_else(|| panic!("no address in the banner: {line}"))
+        .to_string();
+    (child, addr)
+}
+
+/// One raw HTTP/1.1 request; returns the connection for reading the reply.
+fn request(addr: &str, path: &str, body: &str) -> TcpStream {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    s
+}
+
+#[test]
+fn serve_answers_with_the_built_in_mock_and_no_configuration() {
+    let home = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let (mut child, addr) = serve(home.path(), &[]);
+    let startup = started.elapsed();
+    let mut s = request(
+        &addr,
+        "/v1/chat/completions",
+        r#"{"model":"mock/echo","messages":[{"role":"user","content":"hello"}]}"#,
+    );
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    assert!(reply.contains("\"content\":\"hello\""), "{reply}");
+    let _ = child.kill();
+    let _ = child.wait();
+    // Generous: the machine is shared; docs/performance.md has the measured figure.
+    assert!(startup < Duration::from_secs(5), "{startup:?}");
+}
+
+#[test]
+fn serve_refuses_a_public_address_without_keys_unless_told() {
+    let home = tempfile::tempdir().unwrap();
+    let r = run(switchyard(home.path()).args(["serve", "--listen", "0.0.0.0:0", "--no-mock"]));
+    assert!(!r.ok);
+    assert!(
+        r.err
+            .contains("refusing to listen on 0.0.0.0:0 without client keys"),
+        "{}",
+        r.err
+    );
+    assert!(r.err.contains("--allow-public-without-keys"), "{}", r.err);
+
+    let config = home.path().join("gw.yaml");
+    std::fs::write(
+        &config,
+        "keys:\n  - {name: alice, key_env: NOT_SET_ANYWHERE}\nmodels:\n  claude-x: nobackend/m\n",
+    )
+    .unwrap();
+    let r = run(switchyard(home.path()).args([
+        "--config",
+        config.to_str().unwrap(),
+        "serve",
+        "--no-mock",
+    ]));
+    assert!(!r.ok);
+    assert!(
+        r.err.contains("NOT_SET_ANYWHERE named by key_env is unset"),
+        "{}",
+        r.err
+    );
+    assert!(r.err.contains("models.claude-x"), "{}", r.err);
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_drains_a_stream_in_flight_then_exits() {
+    let home = tempfile::tempdir().unwrap();
+    let mock = mock();
+    let (mut child, addr) = serve(home.path(), &["--no-mock", &mock_override(&mock)]);
+    let body = r#"{"model":"mock/lorem-12+chunk-4+delay-40ms","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+    let mut s = request(&addr, "/v1/chat/completions", body);
+    let mut first = [0u8; 64];
+    let n = s.read(&mut first).unwrap();
+    assert!(n > 0);
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut rest = String::new();
+    s.read_to_string(&mut rest).unwrap();
+    assert!(rest.contains("data: [DONE]"), "the stream was cut: {rest}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let exit = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "serve did not exit after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(exit.success(), "{exit:?}");
+    assert!(
+        TcpStream::connect(&addr).is_err(),
+        "still accepting after shutdown"
+    );
+}

@@ -1,0 +1,174 @@
+//! The path every model call takes through the gateway, whatever the client's dialect:
+//! key → bounded body → model → target → rate limit → pass through or translate.
+
+use crate::errors::{ApiError, Category};
+use crate::meter::Meter;
+use crate::raw::RawBody;
+use crate::server::State;
+use crate::{count_tokens, passthrough, translate};
+use axum::body::Body;
+use axum::extract::Request;
+use axum::response::Response;
+use bytes::Bytes;
+use std::sync::Arc;
+use std::time::Instant;
+use switchyard::Dialect;
+
+/// What the route knows about a call before reading its body.
+#[derive(Debug, Clone)]
+pub struct Inbound {
+    /// The client's dialect.
+    pub dialect: Dialect,
+    /// For Gemini, the model and the streaming choice come from the URL.
+    pub gemini: Option<(String, bool)>,
+    /// `POST /v1/messages/count_tokens`.
+    pub count_tokens: bool,
+}
+
+impl Inbound {
+    /// A call in `dialect` whose model and stream flag are in the body.
+    pub fn body(dialect: Dialect) -> Self {
+        Inbound {
+            dialect,
+            gemini: None,
+            count_tokens: false,
+        }
+    }
+}
+
+/// Serves one call; every failure is answered in the client's dialect.
+pub async fn handle(state: Arc<State>, inbound: Inbound, request: Request) -> Response {
+    let arrived = Instant::now();
+    let dialect = inbound.dialect;
+    let mut meter = Meter::new(state.clone(), dialect, arrived);
+    match run(&state, &inbound, request, &mut meter).await {
+        Ok(response) => response,
+        Err(e) => {
+            meter.outcome(e.status.as_u16(), Some(format!("{:?}", e.category)));
+            meter.complete();
+            e.into_response_for(dialect)
+        }
+    }
+}
+
+async fn run(
+    state: &Arc<State>,
+    inbound: &Inbound,
+    request: Request,
+    meter: &mut Meter,
+) -> Result<Response, ApiError> {
+    let dialect = inbound.dialect;
+    let (parts, body) = request.into_parts();
+    let key = if state.keys.is_empty() {
+        None
+    } else {
+        let key = state
+            .keys
+            .authenticate(&parts.headers, parts.uri.query())
+            .map_err(|r| {
+                ApiError::new(
+                    Category::Unauthenticated,
+                    match r {
+                        crate::keys::KeyRefusal::Missing => "no API key: send the gateway key as `Authorization: Bearer <key>`, `x-api-key: <key>` or `x-goog-api-key: <key>`",
+                        crate::keys::KeyRefusal::Unknown => "invalid API key: the key sent is not one of the gateway's keys",
+                    },
+                )
+            })?;
+        meter.set_key(&key);
+        Some(key)
+    };
+    let bytes = read_body(body, &parts.headers, state.max_body_bytes).await?;
+    let raw = RawBody::parse(&bytes).map_err(|m| ApiError::new(Category::BadRequest, m))?;
+    let (requested, stream) = match &inbound.gemini {
+        Some((model, stream)) => (model.clone(), *stream),
+        None => {
+            let model = raw.string("model").ok_or_else(|| {
+                ApiError::new(
+                    Category::BadRequest,
+                    "the request has no `model` (a string): name a model from the gateway's models table or a reference `<backend>/<model id>`",
+                )
+            })?;
+            (model, raw.bool("stream").unwrap_or(false))
+        }
+    };
+    let reference = state.upstreams.resolve(&requested)?;
+    if let Some(key) = &key {
+        let full = reference.to_string();
+        if !key.allows(&requested, &full) {
+            return Err(ApiError::new(
+                Category::Forbidden,
+                format!(
+                    "key `{}` may not use model `{requested}`; it may use: {}",
+                    key.name,
+                    key.models.join(", ")
+                ),
+            ));
+        }
+    }
+    let target = state.upstreams.target(&reference, dialect)?;
+    let passthrough = target.dialect == dialect;
+    meter.set_target(&target, stream && !inbound.count_tokens, passthrough);
+    if let Some(key) = &key {
+        key.limiter.admit().map_err(|l| {
+            ApiError::new(
+                Category::RateLimited,
+                format!(
+                    "Rate limit reached for key `{}`: {} {} per minute.",
+                    key.name, l.per_minute, l.what
+                ),
+            )
+            .with_retry_after(l.retry_after)
+        })?;
+    }
+    if inbound.count_tokens {
+        return count_tokens::answer(&target, &raw, &bytes, &parts.headers, meter).await;
+    }
+    if passthrough {
+        passthrough::forward(
+            &target,
+            &raw,
+            &bytes,
+            stream,
+            dialect,
+            &parts.headers,
+            meter,
+        )
+        .await
+    } else {
+        translate::forward(&target, &bytes, stream, dialect, meter).await
+    }
+}
+
+/// Reads the body, refusing one over `limit` bytes (by its `Content-Length` before
+/// reading anything, else as soon as the count passes the limit).
+async fn read_body(
+    body: Body,
+    headers: &axum::http::HeaderMap,
+    limit: usize,
+) -> Result<Bytes, ApiError> {
+    let too_large = || {
+        ApiError::new(
+            Category::TooLarge,
+            format!("the request body is larger than the gateway's limit of {limit} bytes"),
+        )
+    };
+    if let Some(len) = headers
+        .get("content-length")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        if len > limit as u64 {
+            return Err(too_large());
+        }
+    }
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        if format!("{e:?}").contains("LengthLimit") || e.to_string().contains("length limit") {
+            too_large()
+        } else {
+            ApiError::new(
+                Category::BadRequest,
+                format!("could not read the request body: {e}"),
+            )
+        }
+    })
+}

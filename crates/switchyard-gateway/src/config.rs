@@ -1,0 +1,431 @@
+//! The gateway's part of a run config: `listen`, `models`, `keys` and `store`, read from the
+//! sections [`switchyard::Config`] keeps for later parts of Switchyard, with every problem
+//! collected and named.
+//!
+//! ```yaml
+//! listen: 127.0.0.1:8080            # or {address: …, max_body_bytes: …, drain_timeout_secs: …}
+//! models:                           # client-visible name → reference
+//!   claude-sonnet-4-5: vllm/qwen3
+//!   gpt-5.4: mock/echo
+//! keys:
+//!   - {name: alice, key_env: ALICE_GATEWAY_KEY, models: ["mock/*"], rpm: 60, tpm: 100000}
+//!   - {name: ci, key_sha256: 9f86d08…, budget_usd: 5, budget_period: day}
+//! store: ./gateway-data             # where calls are recorded (the recording issue)
+//! ```
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+use switchyard::RetryPolicy;
+
+/// The default bound on a request body: large enough for long agent transcripts with
+/// images, small enough that one client cannot exhaust memory.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
+
+/// How long `SIGTERM` waits for streams in flight before the process exits anyway.
+pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The loopback address used when nothing says where to listen.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+
+/// Everything the gateway reads from its config.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GatewayConfig {
+    /// Where to listen (`--listen` wins).
+    pub listen: Option<SocketAddr>,
+    /// Client-visible model names and the references they go to.
+    pub models: BTreeMap<String, String>,
+    /// Client keys; empty means no key is asked (loopback only).
+    pub keys: Vec<KeySpec>,
+    /// Where calls are recorded (`--data-dir` wins).
+    pub store: Option<PathBuf>,
+    /// The largest request body accepted.
+    pub max_body_bytes: usize,
+    /// How long shutdown waits for calls in flight.
+    pub drain_timeout: Duration,
+    /// Retries of upstream calls (the run config's `retry:`, as everywhere): whole calls,
+    /// and streams before their first byte.
+    pub retry: RetryPolicy,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            listen: None,
+            models: BTreeMap::new(),
+            keys: Vec::new(),
+            store: None,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// One client key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeySpec {
+    /// The name metrics and records show (never the key).
+    pub name: String,
+    /// Where the key is found.
+    pub secret: KeySecret,
+    /// The models this key may use: client-visible names or references; a trailing `*`
+    /// matches any suffix (`mock/*`). Empty: every model.
+    pub models: Vec<String>,
+    /// Spend allowed per period, in USD.
+    pub budget_usd: Option<f64>,
+    /// The budget's period.
+    pub budget_period: Option<BudgetPeriod>,
+    /// Requests per minute.
+    pub rpm: Option<u32>,
+    /// Tokens (input + output) per minute.
+    pub tpm: Option<u64>,
+}
+
+/// Where a client key is found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySecret {
+    /// The environment variable holding it.
+    Env(String),
+    /// Its SHA-256, so the config file need not hold the key.
+    Sha256([u8; 32]),
+}
+
+/// The period a budget is counted over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BudgetPeriod {
+    /// A UTC day.
+    Day,
+    /// A week (Monday to Sunday, UTC).
+    Week,
+    /// A calendar month (UTC).
+    Month,
+    /// For as long as the store is kept.
+    Total,
+}
+
+impl BudgetPeriod {
+    const NAMES: &'static str = "day, week, month, total";
+
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "day" | "daily" => BudgetPeriod::Day,
+            "week" | "weekly" => BudgetPeriod::Week,
+            "month" | "monthly" => BudgetPeriod::Month,
+            "total" => BudgetPeriod::Total,
+            _ => return None,
+        })
+    }
+}
+
+impl GatewayConfig {
+    /// Reads the `listen`, `models`, `keys` and `store` sections of a loaded config.
+    /// Every problem is listed, each naming the field and what is accepted.
+    pub fn from_sections(sections: &BTreeMap<String, Value>) -> Result<Self, Vec<String>> {
+        let mut errors = Vec::new();
+        let mut config = GatewayConfig::default();
+        if let Some(listen) = sections.get("listen") {
+            read_listen(listen, &mut config, &mut errors);
+        }
+        if let Some(models) = sections.get("models") {
+            match models {
+                Value::Object(map) => {
+                    for (name, target) in map {
+                        match target.as_str() {
+                            Some(r) if !r.trim().is_empty() => {
+                                config.models.insert(name.clone(), r.to_string());
+                            }
+                            _ => errors.push(format!(
+                                "models.{name}: expected a reference `<backend>/<model id>` as a string, found {target}"
+                            )),
+                        }
+                    }
+                }
+                other => errors.push(format!(
+                    "models: expected a mapping of client-visible names to references, found {other}"
+                )),
+            }
+        }
+        if let Some(keys) = sections.get("keys") {
+            match keys {
+                Value::Array(items) => {
+                    for (i, item) in items.iter().enumerate() {
+                        if let Some(k) = read_key(i, item, &mut errors) {
+                            if config.keys.iter().any(|o| o.name == k.name) {
+                                errors.push(format!(
+                                    "keys[{i}]: the name `{}` is used twice",
+                                    k.name
+                                ));
+                            }
+                            config.keys.push(k);
+                        }
+                    }
+                }
+                Value::Null => {}
+                other => errors.push(format!("keys: expected a list of keys, found {other}")),
+            }
+        }
+        if let Some(retry) = sections.get("retry") {
+            match serde_json::from_value::<RetryPolicy>(retry.clone()) {
+                Ok(r) => config.retry = r,
+                Err(e) => errors.push(format!("retry: {e}")),
+            }
+        }
+        if let Some(store) = sections.get("store") {
+            match store {
+                Value::String(s) => config.store = Some(PathBuf::from(s)),
+                Value::Object(map) => match map.get("path").and_then(Value::as_str) {
+                    Some(p) => config.store = Some(PathBuf::from(p)),
+                    None => errors.push("store: expected a directory, or {path: DIR}".into()),
+                },
+                other => errors.push(format!("store: expected a directory, found {other}")),
+            }
+        }
+        if errors.is_empty() {
+            Ok(config)
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+fn read_listen(value: &Value, config: &mut GatewayConfig, errors: &mut Vec<String>) {
+    let mut set_addr = |s: &str, errors: &mut Vec<String>| match s.parse::<SocketAddr>() {
+        Ok(a) => config.listen = Some(a),
+        Err(_) => errors.push(format!(
+            "listen: `{s}` is not an address; write IP:PORT, e.g. {DEFAULT_LISTEN} or 0.0.0.0:8080"
+        )),
+    };
+    match value {
+        Value::String(s) => set_addr(s, errors),
+        Value::Object(map) => {
+            for (k, v) in map {
+                match (k.as_str(), v) {
+                    ("address", Value::String(s)) => set_addr(s, errors),
+                    ("max_body_bytes", v) => match v.as_u64() {
+                        Some(n) if n > 0 => config.max_body_bytes = n as usize,
+                        _ => errors.push(format!(
+                            "listen.max_body_bytes: expected a positive number of bytes, found {v}"
+                        )),
+                    },
+                    ("drain_timeout_secs", v) => match v.as_f64() {
+                        Some(s) if s >= 0.0 && s.is_finite() => {
+                            config.drain_timeout = Duration::from_secs_f64(s)
+                        }
+                        _ => errors.push(format!(
+                            "listen.drain_timeout_secs: expected seconds (a number ≥ 0), found {v}"
+                        )),
+                    },
+                    (other, _) => errors.push(format!(
+                        "listen.{other}: unknown field; accepted: address, max_body_bytes, drain_timeout_secs"
+                    )),
+                }
+            }
+        }
+        other => errors.push(format!(
+            "listen: expected an address such as {DEFAULT_LISTEN}, found {other}"
+        )),
+    }
+}
+
+const KEY_FIELDS: &str = "name, key_env, key_sha256, models, budget_usd, budget_period, rpm, tpm";
+
+fn read_key(i: usize, item: &Value, errors: &mut Vec<String>) -> Option<KeySpec> {
+    let Value::Object(map) = item else {
+        errors.push(format!(
+            "keys[{i}]: expected a mapping with {KEY_FIELDS}, found {item}"
+        ));
+        return None;
+    };
+    let before = errors.len();
+    for k in map.keys() {
+        if !KEY_FIELDS.split(", ").any(|f| f == k) {
+            errors.push(format!(
+                "keys[{i}].{k}: unknown field; accepted: {KEY_FIELDS}"
+            ));
+        }
+    }
+    let name = match map.get("name").and_then(Value::as_str) {
+        Some(n) if !n.is_empty() => n.to_string(),
+        _ => {
+            errors.push(format!("keys[{i}]: `name` is required (a string)"));
+            String::new()
+        }
+    };
+    let at = |field: &str| format!("keys[{i}] ({name}).{field}");
+    let secret = match (map.get("key_env"), map.get("key_sha256")) {
+        (Some(Value::String(v)), None) if !v.is_empty() => Some(KeySecret::Env(v.clone())),
+        (None, Some(Value::String(h))) => match parse_sha256(h) {
+            Some(d) => Some(KeySecret::Sha256(d)),
+            None => {
+                errors.push(format!(
+                    "{}: expected 64 hexadecimal digits (the SHA-256 of the key, e.g. from `printf %s KEY | sha256sum`)",
+                    at("key_sha256")
+                ));
+                None
+            }
+        },
+        (Some(_), Some(_)) => {
+            errors.push(format!(
+                "keys[{i}] ({name}): give `key_env` or `key_sha256`, not both"
+            ));
+            None
+        }
+        _ => {
+            errors.push(format!(
+                "keys[{i}] ({name}): `key_env` (the variable holding the key) or `key_sha256` is required"
+            ));
+            None
+        }
+    };
+    let models = match map.get("models") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(|m| match m.as_str() {
+                Some(s) => Some(s.to_string()),
+                None => {
+                    errors.push(format!("{}: expected strings, found {m}", at("models")));
+                    None
+                }
+            })
+            .collect(),
+        Some(other) => {
+            errors.push(format!(
+                "{}: expected a list of model names, found {other}",
+                at("models")
+            ));
+            Vec::new()
+        }
+    };
+    let budget_usd = match map.get("budget_usd") {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_f64() {
+            Some(b) if b >= 0.0 && b.is_finite() => Some(b),
+            _ => {
+                errors.push(format!(
+                    "{}: expected an amount in USD ≥ 0, found {v}",
+                    at("budget_usd")
+                ));
+                None
+            }
+        },
+    };
+    let budget_period = match map.get("budget_period") {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_str().and_then(BudgetPeriod::parse) {
+            Some(p) => Some(p),
+            None => {
+                errors.push(format!(
+                    "{}: expected one of {}, found {v}",
+                    at("budget_period"),
+                    BudgetPeriod::NAMES
+                ));
+                None
+            }
+        },
+    };
+    if budget_period.is_some() && budget_usd.is_none() {
+        errors.push(format!(
+            "{}: a period without `budget_usd`",
+            at("budget_period")
+        ));
+    }
+    let rpm = read_count(map.get("rpm"), &at("rpm"), errors).map(|n| n.min(u32::MAX as u64) as u32);
+    let tpm = read_count(map.get("tpm"), &at("tpm"), errors);
+    if errors.len() > before {
+        return None;
+    }
+    Some(KeySpec {
+        name,
+        secret: secret?,
+        models,
+        budget_usd,
+        budget_period: budget_period.or(budget_usd.map(|_| BudgetPeriod::Month)),
+        rpm,
+        tpm,
+    })
+}
+
+fn read_count(v: Option<&Value>, at: &str, errors: &mut Vec<String>) -> Option<u64> {
+    match v {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_u64() {
+            Some(n) if n > 0 => Some(n),
+            _ => {
+                errors.push(format!("{at}: expected a whole number > 0, found {v}"));
+                None
+            }
+        },
+    }
+}
+
+/// Parses 64 hex digits.
+pub fn parse_sha256(hex: &str) -> Option<[u8; 32]> {
+    let hex = hex.trim();
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, pair) in hex.as_bytes().chunks(2).enumerate() {
+        let s = std::str::from_utf8(pair).ok()?;
+        out[i] = u8::from_str_radix(s, 16).ok()?;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn sections(v: Value) -> BTreeMap<String, Value> {
+        v.as_object().unwrap().clone().into_iter().collect()
+    }
+
+    #[test]
+    fn a_full_config_reads() {
+        let c = GatewayConfig::from_sections(&sections(json!({
+            "listen": {"address": "0.0.0.0:9000", "max_body_bytes": 1024},
+            "models": {"claude-sonnet-4-5": "mock/echo"},
+            "keys": [{"name": "alice", "key_env": "ALICE", "models": ["mock/*"], "rpm": 5, "tpm": 100,
+                      "budget_usd": 2.5, "budget_period": "day"}],
+            "store": "data"
+        })))
+        .unwrap();
+        assert_eq!(c.listen, Some("0.0.0.0:9000".parse().unwrap()));
+        assert_eq!(c.max_body_bytes, 1024);
+        assert_eq!(c.models["claude-sonnet-4-5"], "mock/echo");
+        assert_eq!(c.keys[0].secret, KeySecret::Env("ALICE".into()));
+        assert_eq!(c.keys[0].budget_period, Some(BudgetPeriod::Day));
+        assert_eq!(c.keys[0].rpm, Some(5));
+    }
+
+    #[test]
+    fn every_problem_is_named() {
+        let e = GatewayConfig::from_sections(&sections(json!({
+            "listen": "nowhere",
+            "keys": [{"name": "a", "key_sha256": "abc", "rpm": 0, "colour": "red"},
+                     {"key_env": "X", "budget_period": "fortnight", "budget_usd": 1}]
+        })))
+        .unwrap_err();
+        let all = e.join("\n");
+        assert!(all.contains("listen: `nowhere` is not an address"), "{all}");
+        assert!(
+            all.contains("keys[0] (a).key_sha256: expected 64 hexadecimal digits"),
+            "{all}"
+        );
+        assert!(
+            all.contains("keys[0] (a).rpm: expected a whole number > 0"),
+            "{all}"
+        );
+        assert!(all.contains("keys[0].colour: unknown field"), "{all}");
+        assert!(all.contains("keys[1]: `name` is required"), "{all}");
+        assert!(
+            all.contains("budget_period: expected one of day, week, month, total"),
+            "{all}"
+        );
+    }
+}

@@ -1,0 +1,42 @@
+//! `switchyard serve`: one HTTP endpoint that any OpenAI, Anthropic or Gemini client can
+//! be pointed at. A request in the backend's own dialect is passed through with minimal
+//! edits (the model id, `extra_body`, the backend's key); any other is translated through
+//! the canonical types, streamed chunk by chunk. Every call is metered (`/metrics`, and
+//! the [`CallRecorder`] hook), client keys and rate limits are checked, bodies are
+//! bounded, and a client that goes away cancels its upstream call.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use switchyard::env::ProcessEnv;
+//! use switchyard::registry::Registry;
+//! use switchyard_gateway::{start, Gateway, GatewayConfig};
+//!
+//! let gateway = Gateway::new(&GatewayConfig::default(), Registry::builtin()?, Arc::new(ProcessEnv))
+//!     .map_err(|e| e.join("\n"))?;
+//! let running = start(gateway, "127.0.0.1:0".parse()?).await?;
+//! println!("OpenAI base URL: {}/v1", running.url());
+//! running.shutdown().await?;
+//! # Ok(()) }
+//! ```
+
+mod call;
+pub mod config;
+mod count_tokens;
+pub mod errors;
+pub mod ids;
+pub mod keys;
+pub mod limits;
+mod meter;
+pub mod metrics;
+mod passthrough;
+mod raw;
+mod routes;
+mod server;
+mod translate;
+mod upstream;
+
+pub use config::{BudgetPeriod, GatewayConfig, KeySecret, KeySpec};
+pub use metrics::{CallRecorder, CallSummary};
+pub use routes::health::SERVICE;
+pub use server::{check_exposure, probe, start, Gateway, RunningGateway, State};

@@ -1,0 +1,276 @@
+//! Metering: every finished call becomes a [`CallSummary`], counted into the Prometheus
+//! text `/metrics` serves and handed to the [`CallRecorder`] hook, where the recording
+//! issue's call log plugs in (the same record plus the client key's name).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use switchyard::{Dialect, Usage};
+
+/// One call through the gateway, as metered.
+#[derive(Debug, Clone)]
+pub struct CallSummary {
+    /// The client key's name (`-` when no keys are configured).
+    pub key: String,
+    /// The backend called (empty when the call failed before one was chosen).
+    pub backend: String,
+    /// The model id on the backend.
+    pub model: String,
+    /// The dialect the client spoke.
+    pub client_dialect: Dialect,
+    /// The dialect spoken upstream.
+    pub upstream_dialect: Option<Dialect>,
+    /// Whether the reply was streamed.
+    pub stream: bool,
+    /// Passed through untouched (same dialect) or translated.
+    pub passthrough: bool,
+    /// The HTTP status sent to the client.
+    pub status: u16,
+    /// The error kind, when the call failed (`RateLimited`, `gateway:unauthenticated`…).
+    pub error: Option<String>,
+    /// Token usage, when the reply reported it.
+    pub usage: Option<Usage>,
+    /// Cost in USD from the backend's prices, when known.
+    pub cost_usd: Option<f64>,
+    /// From the request's arrival to the end of the reply.
+    pub latency: Duration,
+    /// From the request's arrival to the first byte sent back.
+    pub time_to_first_byte: Option<Duration>,
+    /// Time spent in the gateway itself (before sending upstream and after the upstream
+    /// answered, until the reply's head was sent).
+    pub overhead: Duration,
+}
+
+/// The hook the recorder plugs into: called once per finished call, off the reply path
+/// (the stream has already been sent when it runs).
+pub trait CallRecorder: Send + Sync {
+    /// A call finished.
+    fn record(&self, call: &CallSummary);
+}
+
+/// A counter's name, help text and how to read it from a series.
+type Counter = (&'static str, &'static str, fn(&Series) -> String);
+
+const LATENCY_BUCKETS: &[f64] = &[
+    0.000_05, 0.0001, 0.000_25, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+    1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
+];
+
+#[derive(Debug, Default, Clone)]
+struct Histogram {
+    counts: Vec<u64>,
+    sum: f64,
+    count: u64,
+}
+
+impl Histogram {
+    fn observe(&mut self, v: f64) {
+        if self.counts.is_empty() {
+            self.counts = vec![0; LATENCY_BUCKETS.len()];
+        }
+        for (i, b) in LATENCY_BUCKETS.iter().enumerate() {
+            if v <= *b {
+                self.counts[i] += 1;
+            }
+        }
+        self.sum += v;
+        self.count += 1;
+    }
+
+    fn render(&self, out: &mut String, name: &str, labels: &str) {
+        let sep = if labels.is_empty() { "" } else { "," };
+        for (i, b) in LATENCY_BUCKETS.iter().enumerate() {
+            let c = self.counts.get(i).copied().unwrap_or(0);
+            let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"{b}\"}} {c}");
+        }
+        let _ = writeln!(
+            out,
+            "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {}",
+            self.count
+        );
+        let _ = writeln!(out, "{name}_sum{{{labels}}} {}", self.sum);
+        let _ = writeln!(out, "{name}_count{{{labels}}} {}", self.count);
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+struct Series {
+    requests: u64,
+    errors: u64,
+    input_tokens: u64,
+    cached_input_tokens: u64,
+    output_tokens: u64,
+    cost_usd: f64,
+    latency: Histogram,
+    ttfb: Histogram,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// (backend, model, key) → series.
+    series: BTreeMap<(String, String, String), Series>,
+    overhead: Histogram,
+    in_flight: i64,
+}
+
+/// The gateway's counters.
+#[derive(Default)]
+pub struct Metrics {
+    inner: Mutex<Inner>,
+    recorder: Mutex<Option<Arc<dyn CallRecorder>>>,
+}
+
+impl Metrics {
+    /// Sets the recorder hook.
+    pub fn set_recorder(&self, recorder: Arc<dyn CallRecorder>) {
+        *self.recorder.lock().unwrap_or_else(|p| p.into_inner()) = Some(recorder);
+    }
+
+    /// A call started (for the in-flight gauge).
+    pub fn started(&self) {
+        self.inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .in_flight += 1;
+    }
+
+    /// A call finished: counted, then handed to the recorder.
+    pub fn finished(&self, call: &CallSummary) {
+        {
+            let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+            inner.in_flight -= 1;
+            inner.overhead.observe(call.overhead.as_secs_f64());
+            let s = inner
+                .series
+                .entry((call.backend.clone(), call.model.clone(), call.key.clone()))
+                .or_default();
+            s.requests += 1;
+            if call.error.is_some() {
+                s.errors += 1;
+            }
+            if let Some(u) = call.usage {
+                s.input_tokens += u.input;
+                s.cached_input_tokens += u.cached_input;
+                s.output_tokens += u.output;
+            }
+            s.cost_usd += call.cost_usd.unwrap_or(0.0);
+            s.latency.observe(call.latency.as_secs_f64());
+            if let Some(t) = call.time_to_first_byte {
+                s.ttfb.observe(t.as_secs_f64());
+            }
+        }
+        let recorder = self
+            .recorder
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some(r) = recorder {
+            r.record(call);
+        }
+    }
+
+    /// The Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out = String::with_capacity(4096);
+        let counters: [Counter; 6] = [
+            (
+                "switchyard_gateway_requests_total",
+                "Calls through the gateway.",
+                |s| s.requests.to_string(),
+            ),
+            (
+                "switchyard_gateway_errors_total",
+                "Calls that ended in an error.",
+                |s| s.errors.to_string(),
+            ),
+            (
+                "switchyard_gateway_input_tokens_total",
+                "Prompt tokens (cached included).",
+                |s| s.input_tokens.to_string(),
+            ),
+            (
+                "switchyard_gateway_cached_input_tokens_total",
+                "Prompt tokens read from a cache.",
+                |s| s.cached_input_tokens.to_string(),
+            ),
+            (
+                "switchyard_gateway_output_tokens_total",
+                "Generated tokens (reasoning included).",
+                |s| s.output_tokens.to_string(),
+            ),
+            (
+                "switchyard_gateway_cost_usd_total",
+                "Cost in USD from the backends' prices.",
+                |s| format!("{}", s.cost_usd),
+            ),
+        ];
+        for (name, help, value) in counters {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+            for ((backend, model, key), s) in &inner.series {
+                let _ = writeln!(
+                    out,
+                    "{name}{{{}}} {}",
+                    labels(backend, model, key),
+                    value(s)
+                );
+            }
+        }
+        for (name, help, pick) in [
+            (
+                "switchyard_gateway_request_duration_seconds",
+                "From a request's arrival to the end of its reply.",
+                (|s: &Series| &s.latency) as fn(&Series) -> &Histogram,
+            ),
+            (
+                "switchyard_gateway_time_to_first_byte_seconds",
+                "From a request's arrival to the first byte of its reply.",
+                |s: &Series| &s.ttfb,
+            ),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+            for ((backend, model, key), s) in &inner.series {
+                pick(s).render(&mut out, name, &labels(backend, model, key));
+            }
+        }
+        let name = "switchyard_gateway_overhead_seconds";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Time spent in the gateway itself, upstream time excluded.\n# TYPE {name} histogram"
+        );
+        inner.overhead.render(&mut out, name, "");
+        let _ = writeln!(
+            out,
+            "# HELP switchyard_gateway_in_flight Calls in progress.\n# TYPE switchyard_gateway_in_flight gauge\nswitchyard_gateway_in_flight {}",
+            inner.in_flight
+        );
+        out
+    }
+}
+
+fn labels(backend: &str, model: &str, key: &str) -> String {
+    format!(
+        "backend=\"{}\",model=\"{}\",key=\"{}\"",
+        escape(backend),
+        escape(model),
+        escape(key)
+    )
+}
+
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// Cost in USD of `usage` at `price` (USD per million tokens).
+pub fn cost(price: &switchyard::registry::Price, usage: &Usage) -> f64 {
+    let cached = usage.cached_input as f64;
+    let write = usage.cache_write as f64;
+    let uncached = usage.uncached_input() as f64;
+    let input = uncached * price.input
+        + cached * price.cached_input.unwrap_or(price.input)
+        + write * price.cache_write.unwrap_or(price.input);
+    (input + usage.output as f64 * price.output) / 1_000_000.0
+}

@@ -1,0 +1,13 @@
+//! `POST /v1/chat/completions` (OpenAI chat completions).
+
+use crate::call::{handle, Inbound};
+use crate::server::State;
+use axum::extract::{Request, State as S};
+use axum::response::Response;
+use std::sync::Arc;
+use switchyard::Dialect;
+
+/// Serves a chat completion.
+pub async fn completions(S(state): S<Arc<State>>, request: Request) -> Response {
+    handle(state, Inbound::body(Dialect::Chat), request).await
+}

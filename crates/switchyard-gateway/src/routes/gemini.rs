@@ -1,0 +1,36 @@
+//! `POST /v1beta/models/{model}:generateContent` and `:streamGenerateContent` (Gemini),
+//! also under `/v1/`. The model is in the path and may hold slashes (`mock/echo`); the
+//! method is after its last `:`.
+
+use crate::call::{handle, Inbound};
+use crate::errors::{ApiError, Category};
+use crate::server::State;
+use axum::extract::{Path, Request, State as S};
+use axum::response::Response;
+use std::sync::Arc;
+use switchyard::Dialect;
+
+/// Serves a Gemini call.
+pub async fn call(S(state): S<Arc<State>>, Path(rest): Path<String>, request: Request) -> Response {
+    let Some((model, method)) = rest.rsplit_once(':') else {
+        return not_found(&rest);
+    };
+    let stream = match method {
+        "generateContent" => false,
+        "streamGenerateContent" => true,
+        _ => return not_found(&rest),
+    };
+    let inbound = Inbound {
+        gemini: Some((model.to_string(), stream)),
+        ..Inbound::body(Dialect::Gemini)
+    };
+    handle(state, inbound, request).await
+}
+
+fn not_found(rest: &str) -> Response {
+    ApiError::new(
+        Category::NotFound,
+        format!("`models/{rest}`: expected models/<model>:generateContent or models/<model>:streamGenerateContent"),
+    )
+    .into_response_for(Dialect::Gemini)
+}

@@ -1,0 +1,186 @@
+//! Different dialects: the client's body is decoded to the canonical request, prepared
+//! for the target (see [`crate::ids`]), sent by the library's HTTP backend, and the reply
+//! or each streamed chunk's events are encoded in the client's dialect as they arrive.
+
+use crate::errors::ApiError;
+use crate::ids::{self, Restore};
+use crate::meter::Meter;
+use crate::upstream::Target;
+use axum::body::Body;
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::Response;
+use bytes::Bytes;
+use futures::{FutureExt, StreamExt};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+use switchyard::{Dialect, Event, ReplyStream};
+use switchyard_wire::{codec, ServerContext, StreamEncoder};
+
+/// Translates a call between the client's dialect and the target's.
+pub async fn forward(
+    target: &Target,
+    bytes: &Bytes,
+    stream: bool,
+    dialect: Dialect,
+    meter: &mut Meter,
+) -> Result<Response, ApiError> {
+    let decoded = codec(dialect).decode_request(bytes).map_err(|e| {
+        ApiError::new(
+            crate::errors::Category::BadRequest,
+            format!("the request is not a valid {dialect} request: {e}"),
+        )
+    })?;
+    let mut request = decoded.request;
+    // A chat client that did not ask for usage in its stream does not get the chunk.
+    let client_wants_usage = dialect != Dialect::Chat
+        || request
+            .passthrough
+            .fields_for(Dialect::Chat)
+            .and_then(|f| f.get("stream_options"))
+            .and_then(|o| o.get("include_usage"))
+            .and_then(|v| v.as_bool())
+            == Some(true);
+    let mut restore = ids::prepare(&mut request, target.dialect);
+    let context = server_context(dialect);
+    meter.sent();
+    if !stream {
+        let mut reply = target.llm.complete(request).await.map_err(|e| {
+            meter.outcome(0, Some(e.kind().as_str().to_string()));
+            ApiError::from_upstream(&e)
+        })?;
+        meter.answered();
+        restore.reply(&mut reply);
+        if let Some(u) = reply.usage {
+            meter.usage(u);
+        }
+        let body = codec(dialect).encode_reply(&reply, &context);
+        meter.outcome(200, None);
+        meter.head();
+        meter.first_byte();
+        meter.complete();
+        let mut response = Response::new(Body::from(body));
+        response
+            .headers_mut()
+            .insert("content-type", HeaderValue::from_static("application/json"));
+        return Ok(response);
+    }
+    let upstream = target.llm.stream(request).await.map_err(|e| {
+        meter.outcome(0, Some(e.kind().as_str().to_string()));
+        ApiError::from_upstream(&e)
+    })?;
+    meter.answered();
+    meter.head();
+    let state = Relay {
+        upstream,
+        encoder: codec(dialect).stream_encoder(&context),
+        restore: std::mem::take(&mut restore),
+        dialect,
+        client_wants_usage,
+        meter: meter.detach(),
+        ended: false,
+    };
+    let body = futures::stream::unfold(state, |mut s| async move {
+        let out = s.next().await?;
+        Some((Ok::<Bytes, std::io::Error>(out), s))
+    });
+    let mut response = Response::new(Body::from_stream(body));
+    *response.status_mut() = StatusCode::OK;
+    let h = response.headers_mut();
+    h.insert(
+        "content-type",
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert("cache-control", HeaderValue::from_static("no-cache"));
+    Ok(response)
+}
+
+struct Relay {
+    upstream: ReplyStream,
+    encoder: Box<dyn StreamEncoder>,
+    restore: Restore,
+    dialect: Dialect,
+    client_wants_usage: bool,
+    meter: Meter,
+    ended: bool,
+}
+
+impl Relay {
+    /// The next bytes for the client: `None` once the stream is over. Chunks whose events
+    /// encode to nothing are skipped rather than sent empty.
+    async fn next(&mut self) -> Option<Bytes> {
+        loop {
+            if self.ended {
+                return None;
+            }
+            let mut out = Vec::new();
+            let first = self.upstream.next().await;
+            self.take(first, &mut out);
+            // Events already decoded from the same network chunk go out in one write.
+            while !self.ended {
+                match self.upstream.next().now_or_never() {
+                    Some(item) => self.take(item, &mut out),
+                    None => break,
+                }
+            }
+            if !out.is_empty() {
+                self.meter.first_byte();
+                return Some(Bytes::from(out));
+            }
+        }
+    }
+
+    fn take(&mut self, item: Option<switchyard::Result<Event>>, out: &mut Vec<u8>) {
+        match item {
+            Some(Ok(event)) => {
+                for event in self.restore.event(event) {
+                    self.encode(event, out);
+                }
+            }
+            Some(Err(e)) => {
+                let error = ApiError::from_upstream(&e);
+                self.meter
+                    .outcome(error.status.as_u16(), Some(e.kind().as_str().to_string()));
+                self.meter.complete();
+                self.encoder
+                    .event(&Event::Error(error.stream_error(self.dialect)), out);
+                self.encoder.finish(out);
+                self.ended = true;
+            }
+            None => {
+                self.encoder.finish(out);
+                self.meter.complete();
+                self.ended = true;
+            }
+        }
+    }
+
+    fn encode(&mut self, event: Event, out: &mut Vec<u8>) {
+        if let Event::Usage(u) = &event {
+            self.meter.usage(*u);
+            if !self.client_wants_usage {
+                return;
+            }
+        }
+        self.encoder.event(&event, out);
+    }
+}
+
+/// The `created` time and a fallback response id in the client dialect's style.
+fn server_context(dialect: Dialect) -> ServerContext {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let created = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let prefix = match dialect {
+        Dialect::Chat => "chatcmpl-sy",
+        Dialect::Responses => "resp_sy",
+        Dialect::Messages => "msg_sy",
+        Dialect::Gemini => "sy",
+    };
+    ServerContext {
+        created,
+        fallback_id: format!("{prefix}{created:x}{n:06x}"),
+    }
+}

@@ -51,12 +51,15 @@
 //! overflow carries its numbers; a provider error keeps its status, request id and body.
 
 pub mod backend;
+pub mod budget;
 pub mod classify;
 pub mod config_error;
 pub mod connect;
+pub mod cost;
 pub mod env;
 pub mod error;
 mod llm;
+pub mod record;
 pub mod reference;
 pub mod registry;
 mod reply_stream;
@@ -64,10 +67,13 @@ mod secrets;
 mod suggest;
 mod text;
 
+pub use backend::replay::{ReplayBackend, ReplayLog};
 pub use backend::{Backend, Call};
+pub use budget::{Budget, BudgetTracker};
 pub use config_error::{ConfigError, ConfigErrors, ConfigProblem, Location};
 pub use error::{Error, ErrorKind, ProviderDetails, Result, TimeoutPhase};
 pub use llm::{check_reply, Llm};
+pub use record::{CallRecord, Recorder, RecorderOptions, RunInfo};
 pub use reference::{Parsed, Reference, ReferenceError};
 pub use registry::{Config, Layer, LoadOptions, Registry, Resolved};
 pub use reply_stream::{Chunk, ReplyStream};

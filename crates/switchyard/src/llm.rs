@@ -1,7 +1,10 @@
 //! The handle a program calls: one model on one backend.
 
 use crate::backend::{Backend, Call};
+use crate::budget::BudgetTracker;
 use crate::error::{Error, Result};
+use crate::record::{Observed, Recorder};
+use crate::registry::Price;
 use crate::reply_stream::ReplyStream;
 use std::sync::Arc;
 use switchyard_wire::{FinishReason, Part, Reply, Request};
@@ -21,6 +24,10 @@ pub struct Llm {
     label: String,
     model: String,
     backend: Arc<dyn Backend>,
+    role: Option<Arc<str>>,
+    recorder: Option<Arc<Recorder>>,
+    budget: Option<Arc<BudgetTracker>>,
+    price: Option<Price>,
 }
 
 impl std::fmt::Debug for Llm {
@@ -29,6 +36,7 @@ impl std::fmt::Debug for Llm {
             .field("label", &self.label)
             .field("model", &self.model)
             .field("backend", &self.backend.name())
+            .field("role", &self.role)
             .finish()
     }
 }
@@ -45,6 +53,10 @@ impl Llm {
             label: label.into(),
             model: model.into(),
             backend,
+            role: None,
+            recorder: None,
+            budget: None,
+            price: None,
         }
     }
 
@@ -63,24 +75,55 @@ impl Llm {
         &self.backend
     }
 
-    /// Sends a request and waits for the whole reply.
+    /// Sends a request and waits for the whole reply (recorded and counted against the
+    /// budget when the handle has them).
     pub async fn complete(&self, request: Request) -> Result<Reply> {
         let call = Call {
             model: self.model.clone(),
             request,
         };
-        let reply = self.backend.complete(&call).await?;
-        check_reply(self.backend.name(), &reply)?;
-        Ok(reply)
+        let observed = Observed::begin(&self.observer(), &call, false)?;
+        let result = match self.backend.complete(&call).await {
+            Ok(reply) => check_reply(self.backend.name(), &reply).map(|_| reply),
+            Err(e) => Err(e),
+        };
+        if let Some(o) = observed {
+            let outcome = match &result {
+                Ok(r) => crate::record::Outcome::Reply(r),
+                Err(e) => crate::record::Outcome::Failed(e, None),
+            };
+            o.end(call, outcome, None).await;
+        }
+        result
     }
 
-    /// Sends a request and streams the reply.
+    /// Sends a request and streams the reply (recorded when the stream ends).
     pub async fn stream(&self, request: Request) -> Result<ReplyStream> {
         let call = Call {
             model: self.model.clone(),
             request,
         };
-        self.backend.stream(&call).await
+        let Some(observed) = Observed::begin(&self.observer(), &call, true)? else {
+            return self.backend.stream(&call).await;
+        };
+        match self.backend.stream(&call).await {
+            Ok(stream) => Ok(stream.on_end(Box::new(move |reply, end, first_byte| {
+                use crate::record::Outcome;
+                use crate::reply_stream::StreamEnd;
+                let outcome = match end {
+                    StreamEnd::Done => Outcome::Reply(reply),
+                    StreamEnd::Failed(e) => Outcome::Failed(e, Some(reply)),
+                    StreamEnd::Dropped => Outcome::Dropped(reply),
+                };
+                observed.end(call, outcome, first_byte)
+            }))),
+            Err(e) => {
+                observed
+                    .end(call, crate::record::Outcome::Failed(&e, None), None)
+                    .await;
+                Err(e)
+            }
+        }
     }
 }
 
@@ -130,7 +173,8 @@ impl Llm {
             .backend(&resolved.backend)
             .ok_or_else(|| Error::Config(format!("backend `{}` vanished", resolved.backend)))?;
         let callable = crate::connect::backend_for(backend, &resolved.model, env)?;
-        Ok(Llm::new(reference, callable, resolved.model))
+        let price = backend.price(&resolved.model).map(|p| p.value);
+        Ok(Llm::new(reference, callable, resolved.model).with_price(price))
     }
 }
 
@@ -147,5 +191,91 @@ fn reference_error(e: crate::reference::ReferenceError) -> Error {
             nearest,
         },
         crate::reference::ReferenceError::EmptyModel { text, .. } => Error::NotAReference { text },
+    }
+}
+
+/// Recording, roles, budgets and replay: what a run adds to a handle.
+impl Llm {
+    /// The handle with a role: a name for the caller in records, budgets and replay.
+    pub fn with_role(mut self, role: impl Into<String>) -> Self {
+        self.role = Some(Arc::from(role.into()));
+        self
+    }
+
+    /// The handle's role, if it has one.
+    pub fn role(&self) -> Option<&str> {
+        self.role.as_deref()
+    }
+
+    /// The handle recording every call it makes into `recorder`'s run directory.
+    pub fn with_recorder(mut self, recorder: Arc<Recorder>) -> Self {
+        self.recorder = Some(recorder);
+        self
+    }
+
+    /// The handle counting its calls against `budget` (shared by the handles of a run).
+    pub fn with_budget(mut self, budget: Arc<BudgetTracker>) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// The handle pricing its calls at `price` (`None`: unknown cost).
+    pub fn with_price(mut self, price: Option<Price>) -> Self {
+        self.price = price;
+        self
+    }
+
+    /// The price its calls are costed at, when known.
+    pub fn price(&self) -> Option<&Price> {
+        self.price.as_ref()
+    }
+
+    /// A handle answering from a recorded run instead of a provider: the calls `role`
+    /// made (`None`: the calls made without a role), matched by prompt, with the recorded
+    /// run's reference, model and prices (from its `run.yaml`).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> switchyard::Result<()> {
+    /// use switchyard::{Llm, Request};
+    /// let planner = Llm::replaying("runs/monday".as_ref(), Some("planner"))?;
+    /// let reply = planner.complete(Request::user("plan the week")).await?;
+    /// # let _ = reply; Ok(()) }
+    /// ```
+    pub fn replaying(run_dir: &std::path::Path, role: Option<&str>) -> Result<Llm> {
+        let log = crate::backend::replay::ReplayLog::open(run_dir)?;
+        Llm::replaying_from(&log, role)
+    }
+
+    /// As [`Llm::replaying`], sharing one loaded log between the roles of a run.
+    pub fn replaying_from(
+        log: &Arc<crate::backend::replay::ReplayLog>,
+        role: Option<&str>,
+    ) -> Result<Llm> {
+        let backend = crate::backend::replay::ReplayBackend::new(log.clone(), role)?;
+        let recorded = log
+            .role(role.unwrap_or(""))
+            .cloned()
+            .ok_or_else(|| Error::Config("the replayed role vanished".into()))?;
+        let mut llm = Llm::new(
+            recorded.reference,
+            Arc::new(backend),
+            recorded.model.clone(),
+        )
+        .with_price(log.price(&recorded.backend, &recorded.model));
+        if let Some(r) = role {
+            llm = llm.with_role(r);
+        }
+        Ok(llm)
+    }
+
+    fn observer(&self) -> crate::record::Handle<'_> {
+        crate::record::Handle {
+            role: self.role.as_deref(),
+            label: &self.label,
+            backend: &self.backend,
+            recorder: self.recorder.as_ref(),
+            budget: self.budget.as_ref(),
+            price: self.price,
+        }
     }
 }

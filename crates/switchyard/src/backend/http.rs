@@ -261,6 +261,14 @@ impl Backend for HttpBackend {
         &self.config.name
     }
 
+    fn dialect(&self) -> Option<Dialect> {
+        Some(self.config.dialect)
+    }
+
+    fn request_body(&self, call: &Call, stream: bool) -> Option<Map<String, Value>> {
+        self.encode_body(call, stream).ok()
+    }
+
     async fn complete(&self, call: &Call) -> Result<Reply> {
         match self.config.timeouts.total {
             Some(limit) => tokio::time::timeout(limit, self.complete_inner(call))
@@ -275,34 +283,68 @@ impl Backend for HttpBackend {
         let response = self.send(call, true).await?;
         let status = response.status().as_u16();
         let headers = header_pairs(response.headers());
-        let state = StreamState {
-            bytes: response.bytes_stream().boxed(),
-            decoder: ByteStreamDecoder::new(codec(self.config.dialect)),
-            name: self.config.name.clone(),
-            timeouts: self.config.timeouts,
-            deadline: self.config.timeouts.total.map(|t| started + t),
+        let bytes = response
+            .bytes_stream()
+            .map({
+                let name = self.config.name.clone();
+                move |r| {
+                    r.map_err(|e| Error::Transport {
+                        backend: name.clone(),
+                        message: format!("the stream broke: {}", error_chain(&e)),
+                    })
+                }
+            })
+            .boxed();
+        let deadline = self.config.timeouts.total.map(|t| started + t);
+        Ok(decode_stream(
+            &self.config.name,
+            self.config.dialect,
             status,
             headers,
-            received: Vec::new(),
-            done: false,
-            backend: StreamErrors {
-                name: self.config.name.clone(),
-            },
-        };
-        Ok(ReplyStream::new(futures::stream::unfold(
-            state,
-            |mut state| async move {
-                if state.done {
-                    return None;
-                }
-                let item = state.next_chunk().await;
-                if item.is_err() {
-                    state.done = true;
-                }
-                Some((item, state))
-            },
-        )))
+            self.config.timeouts,
+            deadline,
+            bytes,
+        ))
     }
+}
+
+/// A stream of bytes (network chunks, or the error that broke it) decoded in
+/// `dialect` into a [`ReplyStream`], with in-stream errors typed as the HTTP backend
+/// types them. Replay feeds recorded bytes through it, so a replayed stream decodes
+/// exactly as the live one did.
+pub(crate) fn decode_stream(
+    name: &str,
+    dialect: Dialect,
+    status: u16,
+    headers: Vec<(String, String)>,
+    timeouts: Timeouts,
+    deadline: Option<tokio::time::Instant>,
+    bytes: futures::stream::BoxStream<'static, Result<Bytes>>,
+) -> ReplyStream {
+    let state = StreamState {
+        bytes,
+        decoder: ByteStreamDecoder::new(codec(dialect)),
+        name: name.to_string(),
+        timeouts,
+        deadline,
+        status,
+        headers,
+        received: Vec::new(),
+        done: false,
+        backend: StreamErrors {
+            name: name.to_string(),
+        },
+    };
+    ReplyStream::new(futures::stream::unfold(state, |mut state| async move {
+        if state.done {
+            return None;
+        }
+        let item = state.next_chunk().await;
+        if item.is_err() {
+            state.done = true;
+        }
+        Some((item, state))
+    }))
 }
 
 /// Builds typed errors for a stream without borrowing the backend.
@@ -311,7 +353,7 @@ struct StreamErrors {
 }
 
 struct StreamState {
-    bytes: futures::stream::BoxStream<'static, reqwest::Result<Bytes>>,
+    bytes: futures::stream::BoxStream<'static, Result<Bytes>>,
     decoder: ByteStreamDecoder,
     name: String,
     timeouts: Timeouts,
@@ -369,10 +411,7 @@ impl StreamState {
                 self.check_events(&events)?;
                 Ok(Chunk { raw: bytes, events })
             }
-            Some(Err(e)) => Err(Error::Transport {
-                backend: self.name.clone(),
-                message: format!("the stream broke: {}", error_chain(&e)),
-            }),
+            Some(Err(e)) => Err(e),
             None => {
                 self.done = true;
                 let events = self.decoder.finish().map_err(|e| self.decode_error(e))?;

@@ -5,11 +5,13 @@
 
 pub mod auth;
 pub mod http;
+pub mod replay;
 
 use crate::error::Result;
 use crate::reply_stream::ReplyStream;
 use async_trait::async_trait;
-use switchyard_wire::{Reply, Request};
+use serde_json::{Map, Value};
+use switchyard_wire::{Dialect, Reply, Request};
 
 /// One call: the model id as the backend knows it and the request.
 #[derive(Debug, Clone)]
@@ -25,6 +27,17 @@ pub struct Call {
 pub trait Backend: Send + Sync {
     /// The backend's name, for messages and records.
     fn name(&self) -> &str;
+
+    /// The wire dialect spoken, for records (`None` for backends that speak none).
+    fn dialect(&self) -> Option<Dialect> {
+        None
+    }
+
+    /// The body this backend sends for a call, exactly, for records (`None` for backends
+    /// that send none). Never holds a key.
+    fn request_body(&self, _call: &Call, _stream: bool) -> Option<Map<String, Value>> {
+        None
+    }
 
     /// Answers a request whole.
     async fn complete(&self, call: &Call) -> Result<Reply>;

@@ -1,0 +1,187 @@
+//! One call seen by a handle that records or keeps a budget: what is known when it
+//! starts, and the record made when it ends.
+
+use super::{AttemptRecord, CallRecord, ErrorRecord, RawBytes, Recorder, Timings};
+use crate::backend::{Backend, Call};
+use crate::budget::{BudgetTracker, Reservation};
+use crate::error::{Error, Result};
+use crate::registry::Price;
+use futures::future::BoxFuture;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+use switchyard_wire::Reply;
+
+/// A call in flight on a recording or budgeted handle.
+pub(crate) struct Observed {
+    recording: Option<Recording>,
+    reservation: Option<Reservation>,
+    price: Option<Price>,
+}
+
+struct Recording {
+    recorder: Arc<Recorder>,
+    started: Instant,
+    started_at: SystemTime,
+    role: Option<String>,
+    reference: String,
+    backend: String,
+    model: String,
+    dialect: Option<switchyard_wire::Dialect>,
+    stream: bool,
+    body: Option<Value>,
+}
+
+/// How a call ended, as the handle saw it.
+pub(crate) enum Outcome<'a> {
+    /// A reply.
+    Reply(&'a Reply),
+    /// An error, with the reply so far for a stream that broke.
+    Failed(&'a Error, Option<&'a Reply>),
+    /// A stream the caller dropped, with the reply so far.
+    Dropped(&'a Reply),
+}
+
+/// What the handle knows about itself.
+pub(crate) struct Handle<'a> {
+    pub role: Option<&'a str>,
+    pub label: &'a str,
+    pub backend: &'a Arc<dyn Backend>,
+    pub recorder: Option<&'a Arc<Recorder>>,
+    pub budget: Option<&'a Arc<BudgetTracker>>,
+    pub price: Option<Price>,
+}
+
+impl Observed {
+    /// Checks the budget and notes what the record needs; `None` when the handle neither
+    /// records nor keeps a budget.
+    pub(crate) fn begin(h: &Handle<'_>, call: &Call, stream: bool) -> Result<Option<Observed>> {
+        if h.recorder.is_none() && h.budget.is_none() {
+            return Ok(None);
+        }
+        let reservation = match h.budget {
+            Some(b) => Some(b.reserve(h.role.unwrap_or(""))?),
+            None => None,
+        };
+        let recording = h.recorder.map(|recorder| Recording {
+            recorder: recorder.clone(),
+            started: Instant::now(),
+            started_at: SystemTime::now(),
+            role: h.role.map(str::to_string),
+            reference: h.label.to_string(),
+            backend: h.backend.name().to_string(),
+            model: call.model.clone(),
+            dialect: h.backend.dialect(),
+            stream,
+            body: h.backend.request_body(call, stream).map(|mut b| {
+                redact_keys(&mut b);
+                Value::Object(b)
+            }),
+        });
+        Ok(Some(Observed {
+            recording,
+            reservation,
+            price: h.price,
+        }))
+    }
+
+    /// Settles the budget and queues the record; the future waits for the record to be
+    /// in place.
+    pub(crate) fn end(
+        self,
+        call: Call,
+        outcome: Outcome<'_>,
+        first_byte: Option<Instant>,
+    ) -> BoxFuture<'static, ()> {
+        let usage = match &outcome {
+            Outcome::Reply(r) | Outcome::Failed(_, Some(r)) | Outcome::Dropped(r) => r.usage,
+            Outcome::Failed(_, None) => None,
+        };
+        let cost = crate::cost::call_cost(self.price.as_ref(), usage.as_ref());
+        if let Some(r) = self.reservation {
+            r.settle(usage.as_ref(), cost);
+        }
+        let Some(rec) = self.recording else {
+            return Box::pin(async {});
+        };
+        let ended = Instant::now();
+        let duration_ms = ms(ended - rec.started);
+        let (reply, error) = match outcome {
+            Outcome::Reply(r) => (Some(r), None),
+            Outcome::Failed(e, r) => (r, Some(ErrorRecord::new(e))),
+            Outcome::Dropped(r) => (Some(r), Some(ErrorRecord::cancelled())),
+        };
+        let raw = match reply {
+            Some(r) if !r.raw.is_empty() => Some(RawBytes::new(&r.raw)),
+            _ => error.as_ref().and_then(|e| {
+                e.provider.as_ref().map(|p| p.body.clone()).or_else(|| {
+                    e.fields
+                        .get("body")
+                        .and_then(|b| serde_json::from_value(b.clone()).ok())
+                })
+            }),
+        };
+        let status = match &error {
+            None => Some(200),
+            Some(e) => e.provider.as_ref().map(|p| p.status).filter(|s| *s != 0),
+        };
+        let attempt = AttemptRecord {
+            number: 1,
+            wait_before_ms: 0.0,
+            started_at: super::timestamp(rec.started_at),
+            duration_ms,
+            status,
+            error_kind: error.as_ref().map(|e| e.kind.clone()),
+            error: error.as_ref().map(|e| e.message.clone()),
+        };
+        let request = call.request;
+        let record = CallRecord {
+            format: super::FORMAT,
+            number: 0,
+            role: rec.role,
+            reference: rec.reference,
+            backend: rec.backend,
+            model: rec.model,
+            dialect: rec.dialect,
+            stream: rec.stream,
+            prompt_digest: super::prompt_digest(&request),
+            parameters: super::parameters(&request),
+            request,
+            body: rec.body,
+            reply: reply.map(Reply::without_raw),
+            usage_reported: reply
+                .filter(|r| !r.raw.is_empty())
+                .and_then(|r| super::reported_usage(&r.raw, rec.stream)),
+            raw,
+            usage,
+            attempts: vec![attempt],
+            timings: Timings {
+                started_at: super::timestamp(rec.started_at),
+                ended_at: super::timestamp(rec.started_at + (ended - rec.started)),
+                first_byte_ms: first_byte.map(|t| ms(t.saturating_duration_since(rec.started))),
+                duration_ms,
+            },
+            cost_usd: cost,
+            provider_cost_usd: None,
+            error,
+        };
+        let done = rec.recorder.submit(record);
+        Box::pin(async move {
+            done.await;
+        })
+    }
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
+}
+
+/// Replaces top-level body fields named like a key (an `extra_body` entry a user filled
+/// with a secret): no key is ever written to a record.
+fn redact_keys(body: &mut serde_json::Map<String, Value>) {
+    for (k, v) in body.iter_mut() {
+        if crate::secrets::is_key_field(k) && v.is_string() {
+            *v = Value::String("<redacted>".into());
+        }
+    }
+}

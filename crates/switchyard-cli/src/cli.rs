@@ -37,6 +37,62 @@ pub enum Command {
     ///
     /// Example: `switchyard ask mock/echo "hello"` (start `switchyard mock` first).
     Ask(AskArgs),
+    /// Read a recorded run: stats, one call, or every call exported.
+    #[command(subcommand)]
+    Log(LogCommand),
+}
+
+/// `switchyard log ...`
+#[derive(Debug, Subcommand)]
+pub enum LogCommand {
+    /// Calls, errors, tokens and cost by role and by model (an unknown cost is shown as
+    /// `unknown`, and a total with unknowns is marked as a lower bound).
+    Stats(LogStatsArgs),
+    /// One call, readable: role, model, request, reply, usage, cost, attempts, error.
+    Show(LogShowArgs),
+    /// Every call, as JSON lines (whole records) or CSV (the index's columns).
+    Export(LogExportArgs),
+}
+
+/// Arguments of `log stats`.
+#[derive(Debug, Args)]
+pub struct LogStatsArgs {
+    /// The run directory (holding run.yaml and llm_log/).
+    pub run_dir: PathBuf,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `log show`.
+#[derive(Debug, Args)]
+pub struct LogShowArgs {
+    /// The run directory.
+    pub run_dir: PathBuf,
+    /// The call's number.
+    pub number: u64,
+    /// Print the reply's raw bytes exactly as received, nothing else.
+    #[arg(long)]
+    pub raw: bool,
+}
+
+/// The formats of `log export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// One whole record per line.
+    Jsonl,
+    /// One row per call with the calls index's columns.
+    Csv,
+}
+
+/// Arguments of `log export`.
+#[derive(Debug, Args)]
+pub struct LogExportArgs {
+    /// The run directory.
+    pub run_dir: PathBuf,
+    /// The format.
+    #[arg(long, value_enum, default_value = "jsonl")]
+    pub format: ExportFormat,
 }
 
 /// Arguments of `ask`.
@@ -67,6 +123,20 @@ pub struct AskArgs {
     /// Print the whole reply as JSON (content, finish reason, usage, model, id).
     #[arg(long)]
     pub json: bool,
+
+    /// Record the call into this run directory (run.yaml, llm_log/, calls.sqlite); also
+    /// `log: <dir>` in the run config or the override `log=<dir>`.
+    #[arg(long, value_name = "DIR")]
+    pub log: Option<PathBuf>,
+
+    /// Append to a run directory that already holds a run.
+    #[arg(long)]
+    pub resume: bool,
+
+    /// Answer from a recorded run instead of calling a provider (its reference, model and
+    /// prices are used, whatever the current config says).
+    #[arg(long, value_name = "RUN_DIR")]
+    pub replay: Option<PathBuf>,
 
     #[arg(value_name = "OVERRIDE", help = OVERRIDES_HELP)]
     pub overrides: Vec<String>,

@@ -13,8 +13,12 @@ use crate::cli::AskArgs;
 
 /// Runs `ask`.
 pub fn run(config: &Config, args: &AskArgs) -> Result<(), String> {
-    let llm = Llm::resolve(&config.registry, &args.reference, &ProcessEnv)
-        .map_err(|e| format!("error: {e}"))?;
+    let llm = match &args.replay {
+        Some(run_dir) => Llm::replaying(run_dir, None),
+        None => Llm::resolve(&config.registry, &args.reference, &ProcessEnv),
+    }
+    .map_err(|e| format!("error: {e}"))?;
+    let (llm, recorder) = super::run_setup::attach(config, llm, args)?;
     let mut request = Request::user(args.prompt.clone());
     if let Some(system) = &args.system {
         request = request.with_system(system.clone());
@@ -35,7 +39,12 @@ pub fn run(config: &Config, args: &AskArgs) -> Result<(), String> {
                 .await
                 .map_err(|e| format!("error: {e}"))
         }
-    })?;
+    });
+    // The record is written even when the call failed.
+    if let Some(recorder) = recorder {
+        recorder.close().map_err(|e| format!("error: {e}"))?;
+    }
+    let reply = reply?;
     let elapsed = started.elapsed();
 
     if args.json {

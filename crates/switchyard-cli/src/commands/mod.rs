@@ -3,6 +3,8 @@
 mod ask;
 mod backends_list;
 mod backends_show;
+mod log;
+mod run_setup;
 mod table;
 
 use std::path::PathBuf;
@@ -10,7 +12,7 @@ use std::path::PathBuf;
 use switchyard::env::ProcessEnv;
 use switchyard::registry::{Config, LoadOptions};
 
-use crate::cli::{BackendsCommand, Cli, Command};
+use crate::cli::{BackendsCommand, Cli, Command, LogCommand};
 
 /// Runs the command; the error is the text to print.
 pub fn run(cli: Cli) -> Result<(), String> {
@@ -27,6 +29,9 @@ pub fn run(cli: Cli) -> Result<(), String> {
             let config = load(cli.config, args.overrides.clone())?;
             ask::run(&config, &args)
         }
+        Command::Log(LogCommand::Stats(args)) => log::stats(&args),
+        Command::Log(LogCommand::Show(args)) => log::show(&args),
+        Command::Log(LogCommand::Export(args)) => log::export(&args),
     }
 }
 

@@ -49,6 +49,26 @@ impl RunInfo {
         self
     }
 
+    /// Adds a role whose backend is described by `backend_value` as another run's
+    /// `run.yaml` has it (a replay keeps the recorded run's description).
+    pub fn recorded_role(
+        mut self,
+        role: &str,
+        reference: &str,
+        backend: &str,
+        model: &str,
+        backend_value: Option<&Value>,
+    ) -> Self {
+        self.roles.insert(
+            role.to_string(),
+            json!({"reference": reference, "backend": backend, "model": model}),
+        );
+        if let Some(v) = backend_value {
+            self.backends.insert(backend.to_string(), v.clone());
+        }
+        self
+    }
+
     /// The run's settings: the run config's sections other than `backends` (budget,
     /// retry, timeouts…), as configured.
     pub fn settings(mut self, sections: &BTreeMap<String, Value>) -> Self {

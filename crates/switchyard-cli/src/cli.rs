@@ -40,6 +40,11 @@ pub enum Command {
     /// Read a recorded run: stats, one call, or every call exported.
     #[command(subcommand)]
     Log(LogCommand),
+    /// Run the mock provider: every dialect, behaviours picked by model name (see
+    /// docs/mock.md), until ctrl-c.
+    ///
+    /// Example: `switchyard mock`, then `switchyard ask mock/echo "hello"`.
+    Mock(MockArgs),
 }
 
 /// `switchyard log ...`
@@ -93,6 +98,19 @@ pub struct LogExportArgs {
     /// The format.
     #[arg(long, value_enum, default_value = "jsonl")]
     pub format: ExportFormat,
+}
+
+/// Arguments of `mock`.
+#[derive(Debug, Args)]
+pub struct MockArgs {
+    /// The port on 127.0.0.1 (0: any free port, printed at start). 4010 is where the
+    /// built-in `mock` backend points.
+    #[arg(long, default_value_t = 4010, value_name = "N")]
+    pub port: u16,
+
+    /// A scenario file (YAML or JSON) scripting more behaviours (see docs/mock.md).
+    #[arg(long, value_name = "FILE")]
+    pub scenarios: Option<PathBuf>,
 }
 
 /// Arguments of `ask`.

@@ -2,12 +2,13 @@
 //! description of a backend becomes an HTTP client with its URL, key and settings.
 
 use crate::backend::auth::{Credential, GoogleAdc, Secret};
-use crate::backend::http::{Endpoint, HttpBackend, HttpConfig, Timeouts};
+use crate::backend::http::{new_client, Endpoint, HttpBackend, HttpConfig, Timeouts};
 use crate::backend::Backend;
 use crate::env::EnvSource;
 use crate::error::{Error, Result};
 use crate::registry::{self, Auth, DeveloperRole, EndpointError, Kind};
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use switchyard_wire::Dialect;
 
@@ -64,19 +65,43 @@ pub fn http_backend(
         (Auth::XApiKey, Some(key)) => Credential::Header("x-api-key", key),
         (Auth::XGoogApiKey, Some(key)) => Credential::Header("x-goog-api-key", key),
     };
-    HttpBackend::new(HttpConfig {
-        name: backend.name.clone(),
-        dialect,
-        endpoint,
-        auth: credential,
-        extra_body: backend
-            .extra_body
-            .iter()
-            .map(|(k, v)| (k.clone(), v.value.clone()))
-            .collect(),
-        developer_as_system: backend.developer_role.value == DeveloperRole::System,
-        timeouts: DEFAULT_TIMEOUTS,
-    })
+    let client = pooled_client(&backend.name, DEFAULT_TIMEOUTS.connect)?;
+    Ok(HttpBackend::with_client(
+        HttpConfig {
+            name: backend.name.clone(),
+            dialect,
+            endpoint,
+            auth: credential,
+            extra_body: backend
+                .extra_body
+                .iter()
+                .map(|(k, v)| (k.clone(), v.value.clone()))
+                .collect(),
+            developer_as_system: backend.developer_role.value == DeveloperRole::System,
+            timeouts: DEFAULT_TIMEOUTS,
+        },
+        client,
+    ))
+}
+
+/// The process's connection pool for a backend: every handle on the same backend (and
+/// the same connect timeout) shares one client, so connections are reused across roles.
+fn pooled_client(backend: &str, connect: Option<Duration>) -> Result<reqwest::Client> {
+    type Pools = Mutex<HashMap<(String, Option<Duration>), reqwest::Client>>;
+    static POOLS: OnceLock<Pools> = OnceLock::new();
+    let pools = POOLS.get_or_init(Pools::default);
+    let key = (backend.to_string(), connect);
+    // A poisoned lock only means another thread panicked while inserting; the map is
+    // still usable.
+    let mut pools = pools
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(client) = pools.get(&key) {
+        return Ok(client.clone());
+    }
+    let client = new_client(backend, connect)?;
+    pools.insert(key, client.clone());
+    Ok(client)
 }
 
 /// A callable backend for any kind the library can call.

@@ -7,7 +7,7 @@ use futures::StreamExt;
 use switchyard::env::ProcessEnv;
 use switchyard::registry::Config;
 use switchyard::wire::{Event, Request};
-use switchyard::{Llm, Reply};
+use switchyard::{FinishReason, Llm, Reply};
 
 use crate::cli::AskArgs;
 
@@ -56,7 +56,11 @@ pub fn run(config: &Config, args: &AskArgs) -> Result<(), String> {
         if !thinking.is_empty() {
             eprintln!("[thinking] {thinking}");
         }
-        println!("{}", reply.text());
+        let text = reply.text();
+        // A reply that only calls tools prints no empty line before them.
+        if !text.is_empty() || reply.tool_calls().next().is_none() {
+            println!("{text}");
+        }
         for call in reply.tool_calls() {
             println!("[tool call {}] {}({})", call.id, call.name, call.arguments);
         }
@@ -120,11 +124,22 @@ fn usage_line(llm: &Llm, reply: &Reply, elapsed: std::time::Duration) -> String 
         }
         None => "usage not reported".to_string(),
     };
+    // Not lowercased as a whole: model ids are case-sensitive (`vllm/Qwen/Qwen3-8B`).
     format!(
-        "[{} · {model} · {usage} · finish {:?} · {:.2} s]",
+        "[{} · {model} · {usage} · finish {} · {:.2} s]",
         llm.label(),
-        reply.finish,
+        finish_name(reply.finish),
         elapsed.as_secs_f64()
     )
-    .to_lowercase()
+}
+
+/// The finish reason as the JSON output spells it (`tool_calls`).
+fn finish_name(finish: FinishReason) -> &'static str {
+    match finish {
+        FinishReason::Stop => "stop",
+        FinishReason::Length => "length",
+        FinishReason::ToolCalls => "tool_calls",
+        FinishReason::ContentFilter => "content_filter",
+        FinishReason::Other => "other",
+    }
 }

@@ -4,6 +4,7 @@ mod ask;
 mod backends_list;
 mod backends_show;
 mod log;
+mod mock;
 mod run_setup;
 mod table;
 
@@ -32,6 +33,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
         Command::Log(LogCommand::Stats(args)) => log::stats(&args),
         Command::Log(LogCommand::Show(args)) => log::show(&args),
         Command::Log(LogCommand::Export(args)) => log::export(&args),
+        Command::Mock(args) => mock::run(&args),
     }
 }
 

@@ -5,6 +5,7 @@
 use crate::error::{Error, Result};
 use async_trait::async_trait;
 use std::fmt;
+use std::path::Path;
 use std::sync::Arc;
 use tokio::sync::OnceCell;
 
@@ -100,11 +101,21 @@ impl GoogleAdc {
         self.provider
             .get_or_try_init(|| async {
                 gcp_auth::provider().await.map_err(|e| {
-                    Error::Config(format!(
-                        "no Google Application Default Credentials found ({e}); run \
-                         `gcloud auth application-default login`, or set \
-                         GOOGLE_APPLICATION_CREDENTIALS to a service-account key file"
-                    ))
+                    // gcp_auth reads this variable itself; when it is set, the file it
+                    // names is the problem, and gcp_auth's message does not name it.
+                    match std::env::var_os("GOOGLE_APPLICATION_CREDENTIALS") {
+                        Some(path) => Error::Config(format!(
+                            "GOOGLE_APPLICATION_CREDENTIALS names `{}`, which is not a usable \
+                             service-account key file ({e}); point it at the JSON key file \
+                             of a service account, or unset it to use gcloud's credentials",
+                            Path::new(&path).display()
+                        )),
+                        None => Error::Config(format!(
+                            "no Google Application Default Credentials found ({e}); run \
+                             `gcloud auth application-default login`, or set \
+                             GOOGLE_APPLICATION_CREDENTIALS to a service-account key file"
+                        )),
+                    }
                 })
             })
             .await
@@ -119,15 +130,35 @@ impl TokenSource for GoogleAdc {
             .await?
             .token(&[CLOUD_PLATFORM_SCOPE])
             .await
-            .map_err(|e| {
-                Error::Auth(Box::new(crate::error::ProviderDetails {
-                    backend: "google-adc".into(),
-                    message: format!(
-                        "could not get an access token from Application Default Credentials: {e}"
-                    ),
-                    ..Default::default()
-                }))
-            })?;
+            .map_err(token_error)?;
         Ok(Secret::new(token.as_str()))
+    }
+}
+
+/// A failed token request: the token endpoint could not be reached (a transport error,
+/// worth retrying), or it answered and refused the grant (an auth error).
+fn token_error(e: gcp_auth::Error) -> Error {
+    let mut message = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    match e {
+        gcp_auth::Error::Http(..) | gcp_auth::Error::Other(..) => Error::Transport {
+            backend: "google-adc".into(),
+            message: format!("no access token from the OAuth token endpoint: {message}"),
+        },
+        _ => Error::Auth(Box::new(crate::error::ProviderDetails {
+            backend: "google-adc".into(),
+            message: format!(
+                "could not get an access token from Application Default Credentials: {message}"
+            ),
+            ..Default::default()
+        })),
     }
 }

@@ -89,17 +89,14 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 impl HttpBackend {
     /// A backend with a fresh connection pool.
     pub fn new(config: HttpConfig) -> Result<Self> {
-        let mut builder = reqwest::Client::builder()
-            .user_agent(concat!("switchyard/", env!("CARGO_PKG_VERSION")))
-            .tcp_nodelay(true);
-        if let Some(connect) = config.timeouts.connect {
-            builder = builder.connect_timeout(connect);
-        }
-        let client = builder.build().map_err(|e| Error::Transport {
-            backend: config.name.clone(),
-            message: format!("could not build an HTTP client: {e}"),
-        })?;
-        Ok(HttpBackend { config, client })
+        let client = new_client(&config.name, config.timeouts.connect)?;
+        Ok(HttpBackend::with_client(config, client))
+    }
+
+    /// A backend sharing an existing connection pool (one per backend: every handle on
+    /// the same backend reuses its connections).
+    pub fn with_client(config: HttpConfig, client: reqwest::Client) -> Self {
+        HttpBackend { config, client }
     }
 
     /// The resolved configuration.
@@ -469,6 +466,21 @@ impl StreamState {
             DecodeError::Provider(err) => self.provider_error(err),
         }
     }
+}
+
+/// An HTTP client (a connection pool) for a backend: rustls, `TCP_NODELAY`, the connect
+/// timeout.
+pub fn new_client(backend: &str, connect_timeout: Option<Duration>) -> Result<reqwest::Client> {
+    let mut builder = reqwest::Client::builder()
+        .user_agent(concat!("switchyard/", env!("CARGO_PKG_VERSION")))
+        .tcp_nodelay(true);
+    if let Some(connect) = connect_timeout {
+        builder = builder.connect_timeout(connect);
+    }
+    builder.build().map_err(|e| Error::Transport {
+        backend: backend.to_string(),
+        message: format!("could not build an HTTP client: {e}"),
+    })
 }
 
 /// The request with `developer` messages sent as `system`.

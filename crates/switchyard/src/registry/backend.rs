@@ -204,6 +204,7 @@ impl Backend {
             ),
             Dialect::Gemini => {
                 let root = self.gemini_root().unwrap_or_else(|| base.clone());
+                let model = path_escape(model);
                 if stream {
                     format!("{root}/models/{model}:streamGenerateContent?alt=sse")
                 } else {
@@ -303,4 +304,19 @@ fn vertex_global_host(url: &str) -> String {
         "://aiplatform.googleapis.com",
         1,
     )
+}
+
+/// `model` made safe as URL path text: Gemini names the model in the path, where a space,
+/// `?`, `#`, `%` or `{` would change the URL's meaning (or read as a placeholder).
+/// Letters, digits, `-._~`, the sub-delimiters, `:`, `@` and `/` (tuned-model paths) stay.
+fn path_escape(model: &str) -> String {
+    let mut out = String::with_capacity(model.len());
+    for b in model.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }

@@ -1,0 +1,311 @@
+//! What a backend's registry entry does to the request on the wire, checked at the mock:
+//! each auth style, `extra_body`, `developer_role: system`, and a missing key.
+
+mod common;
+
+use common::*;
+use futures::StreamExt;
+use serde_json::json;
+use switchyard::env::MapEnv;
+use switchyard::{connect, Dialect, ErrorKind, Llm, Message, Request, Role};
+use switchyard_mock::{MockServer, RecordedRequest};
+
+const KEY: &str = "sk-mock-test-0123456789";
+
+/// The credential headers a request carried.
+fn credentials(r: &RecordedRequest) -> (Option<&str>, Option<&str>, Option<&str>) {
+    (
+        r.header("authorization"),
+        r.header("x-api-key"),
+        r.header("x-goog-api-key"),
+    )
+}
+
+async fn call(registry: &switchyard::Registry, d: Dialect, env: &MapEnv) {
+    let reply = llm_with(registry, d, "echo", env)
+        .complete(Request::user("hi"))
+        .await
+        .unwrap_or_else(|e| panic!("{d}: {e}"));
+    assert_eq!(reply.text(), "hi", "{d}");
+}
+
+#[tokio::test]
+async fn bearer_key_is_sent_as_authorization() {
+    let mock = MockServer::start().await;
+    let env = MapEnv::new([("MOCK_API_KEY", KEY)]);
+    let registry = registry(&mock, &["backends.mock.auth=bearer"], &env);
+    for d in [Dialect::Chat, Dialect::Responses, Dialect::Messages] {
+        call(&registry, d, &env).await;
+        let bearer = format!("Bearer {KEY}");
+        assert_eq!(
+            credentials(&last(&mock)),
+            (Some(bearer.as_str()), None, None),
+            "{d}"
+        );
+    }
+    // The native Gemini API takes a key only as x-goog-api-key.
+    call(&registry, Dialect::Gemini, &env).await;
+    assert_eq!(credentials(&last(&mock)), (None, None, Some(KEY)));
+}
+
+#[tokio::test]
+async fn x_api_key_is_sent_with_anthropic_version() {
+    let mock = MockServer::start().await;
+    let env = MapEnv::new([("MOCK_API_KEY", KEY)]);
+    let registry = registry(&mock, &["backends.mock.auth=x-api-key"], &env);
+    call(&registry, Dialect::Messages, &env).await;
+    let sent = last(&mock);
+    assert_eq!(credentials(&sent), (None, Some(KEY), None));
+    assert_eq!(sent.header("anthropic-version"), Some("2023-06-01"));
+}
+
+#[tokio::test]
+async fn x_goog_api_key_is_sent_for_gemini() {
+    let mock = MockServer::start().await;
+    let env = MapEnv::new([("MOCK_API_KEY", KEY)]);
+    let registry = registry(&mock, &["backends.mock.auth=x-goog-api-key"], &env);
+    call(&registry, Dialect::Gemini, &env).await;
+    let sent = last(&mock);
+    assert_eq!(credentials(&sent), (None, None, Some(KEY)));
+    // Streaming sends it too.
+    let stream = llm_with(&registry, Dialect::Gemini, "echo", &env)
+        .stream(Request::user("hi"))
+        .await
+        .unwrap();
+    assert_eq!(stream.into_reply().await.unwrap().text(), "hi");
+    let sent = last(&mock);
+    assert_eq!(sent.query.as_deref(), Some("alt=sse"));
+    assert_eq!(credentials(&sent), (None, None, Some(KEY)));
+}
+
+#[tokio::test]
+async fn no_credential_when_no_key_is_required_and_none_is_set() {
+    // The built-in mock backend has `key_required: false`.
+    let mock = MockServer::start().await;
+    let env = MapEnv::default();
+    let registry = registry(&mock, &[], &env);
+    for d in Dialect::ALL {
+        call(&registry, d, &env).await;
+        assert_eq!(credentials(&last(&mock)), (None, None, None), "{d}");
+    }
+}
+
+#[tokio::test]
+async fn auth_none_sends_no_key_even_when_one_is_set() {
+    let mock = MockServer::start().await;
+    let env = MapEnv::new([("MOCK_API_KEY", KEY)]);
+    let registry = registry(&mock, &["backends.mock.auth=none"], &env);
+    for d in Dialect::ALL {
+        call(&registry, d, &env).await;
+        let sent = last(&mock);
+        assert_eq!(credentials(&sent), (None, None, None), "{d}");
+        assert!(!sent.headers.iter().any(|(_, v)| v.contains(KEY)), "{d}");
+    }
+}
+
+#[tokio::test]
+async fn a_key_read_from_a_named_variable() {
+    let mock = MockServer::start().await;
+    let env = MapEnv::new([("MY_MOCK_KEY", KEY)]);
+    let registry = registry(&mock, &["backends.mock.api_key_env=MY_MOCK_KEY"], &env);
+    call(&registry, Dialect::Chat, &env).await;
+    let bearer = format!("Bearer {KEY}");
+    assert_eq!(credentials(&last(&mock)).0, Some(bearer.as_str()));
+}
+
+#[tokio::test]
+async fn missing_required_key_names_the_variable_before_any_call() {
+    let mock = MockServer::start().await;
+    let env = MapEnv::default();
+    for (overrides, variable) in [
+        (vec!["backends.mock.key_required=true"], "MOCK_API_KEY"),
+        (
+            vec![
+                "backends.mock.key_required=true",
+                "backends.mock.api_key_env=MY_MOCK_KEY",
+            ],
+            "MY_MOCK_KEY",
+        ),
+    ] {
+        let registry = registry(&mock, &overrides, &env);
+        let backend = registry.backend("mock").unwrap();
+        for d in Dialect::ALL {
+            let e = connect::http_backend(backend, "echo", Some(d), &env)
+                .err()
+                .unwrap_or_else(|| panic!("{d}: a backend without its key"));
+            assert_eq!(e.kind(), ErrorKind::MissingKey, "{d}");
+            let message = e.to_string();
+            assert!(message.contains(variable), "{d}: {message}");
+            assert!(message.contains("mock"), "{d}: {message}");
+        }
+        // The same through a reference.
+        let e = Llm::resolve(&registry, "mock/echo", &env).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::MissingKey);
+        assert!(e.to_string().contains(variable), "{e}");
+    }
+    assert!(mock.requests().is_empty(), "nothing was sent");
+}
+
+#[tokio::test]
+async fn extra_body_is_merged_into_every_request_and_wins() {
+    let mock = MockServer::start().await;
+    let env = MapEnv::default();
+    let registry = registry(
+        &mock,
+        &[
+            "backends.mock.extra_body.chat_template_kwargs={enable_thinking: false}",
+            "backends.mock.extra_body.top_k=20",
+            "backends.mock.extra_body.temperature=0.7",
+        ],
+        &env,
+    );
+    for d in Dialect::ALL {
+        let llm = llm_with(&registry, d, "echo", &env);
+        let mut request = Request::user("hi");
+        request.temperature = Some(0.1);
+        let reply = llm.complete(request.clone()).await.unwrap();
+        assert_eq!(reply.text(), "hi", "{d}");
+        let mut stream = llm.stream(request).await.unwrap();
+        while let Some(e) = stream.next().await {
+            e.unwrap();
+        }
+        let sent = mock.requests();
+        for r in &sent[sent.len() - 2..] {
+            let b = body(r);
+            assert_eq!(
+                b["chat_template_kwargs"],
+                json!({"enable_thinking": false}),
+                "{d}"
+            );
+            assert_eq!(b["top_k"], 20, "{d}");
+            // extra_body wins over what the codec wrote (top level).
+            assert_eq!(b["temperature"], 0.7, "{d}: {b}");
+        }
+    }
+}
+
+fn with_developer() -> Request {
+    let mut r = Request::user("hi");
+    r.messages
+        .insert(0, Message::text(Role::Developer, "answer in French"));
+    r
+}
+
+#[tokio::test]
+async fn developer_role_system_renames_developer_messages() {
+    let mock = MockServer::start().await;
+    let env = MapEnv::default();
+
+    // As is: the developer role reaches the server.
+    let plain = registry(&mock, &[], &env);
+    llm_with(&plain, Dialect::Chat, "echo", &env)
+        .complete(with_developer())
+        .await
+        .unwrap();
+    assert_eq!(
+        body(&last(&mock))["messages"][0],
+        json!({"role": "developer", "content": "answer in French"})
+    );
+    llm_with(&plain, Dialect::Responses, "echo", &env)
+        .complete(with_developer())
+        .await
+        .unwrap();
+    assert_eq!(body(&last(&mock))["input"][0]["role"], "developer");
+
+    // `developer_role: system`: sent as a system message, streamed or not.
+    let system = registry(&mock, &["backends.mock.developer_role=system"], &env);
+    let llm = llm_with(&system, Dialect::Chat, "echo", &env);
+    llm.complete(with_developer()).await.unwrap();
+    let expected = json!({"role": "system", "content": "answer in French"});
+    assert_eq!(body(&last(&mock))["messages"][0], expected);
+    llm.stream(with_developer())
+        .await
+        .unwrap()
+        .into_reply()
+        .await
+        .unwrap();
+    assert_eq!(body(&last(&mock))["messages"][0], expected);
+    // Responses: a system message becomes the instructions.
+    llm_with(&system, Dialect::Responses, "echo", &env)
+        .complete(with_developer())
+        .await
+        .unwrap();
+    let b = body(&last(&mock));
+    assert_eq!(b["instructions"], "answer in French", "{b}");
+    assert!(!b.to_string().contains("developer"), "{b}");
+}
+
+#[tokio::test]
+async fn the_key_never_appears_in_an_error() {
+    let mock = MockServer::start().await;
+    let env = MapEnv::new([("MOCK_API_KEY", KEY)]);
+    let registry = registry(&mock, &["backends.mock.auth=bearer"], &env);
+    for d in Dialect::ALL {
+        let e = llm_with(&registry, d, "fault-401", &env)
+            .complete(Request::user("hi"))
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Auth, "{d}: {e}");
+        assert!(!e.to_string().contains(KEY), "{d}: {e}");
+        assert!(!format!("{e:?}").contains(KEY), "{d}: {e:?}");
+    }
+}
+
+#[test]
+fn vertex_urls_come_from_project_and_location() {
+    let registry = switchyard::Registry::builtin().unwrap();
+    let vertex = registry.backend("vertex").unwrap();
+    let env = |location: &str| {
+        MapEnv::new([
+            ("GOOGLE_CLOUD_PROJECT", "test-proj"),
+            ("GOOGLE_CLOUD_LOCATION", location),
+        ])
+    };
+    let gemini = |location: &str, model: &str| {
+        let b = connect::http_backend(vertex, model, None, &env(location)).unwrap();
+        assert_eq!(b.config().dialect, Dialect::Gemini);
+        // Application Default Credentials: a token source, no key variable.
+        assert_eq!(format!("{:?}", b.config().auth), "Credential::Token");
+        b.config().endpoint.clone()
+    };
+
+    let regional = gemini("us-central1", "gemini-2.5-flash");
+    assert_eq!(
+        regional.complete,
+        "https://us-central1-aiplatform.googleapis.com/v1/projects/test-proj/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent"
+    );
+    assert_eq!(
+        regional.stream,
+        "https://us-central1-aiplatform.googleapis.com/v1/projects/test-proj/locations/us-central1/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    );
+    // `global` (what Gemini 3 models need) has no regional host.
+    let global = gemini("global", "gemini-3-pro-preview");
+    assert_eq!(
+        global.complete,
+        "https://aiplatform.googleapis.com/v1/projects/test-proj/locations/global/publishers/google/models/gemini-3-pro-preview:generateContent"
+    );
+    let chat = connect::http_backend(
+        vertex,
+        "google/gemini-3-pro-preview",
+        Some(Dialect::Chat),
+        &env("global"),
+    )
+    .unwrap();
+    assert_eq!(
+        chat.config().endpoint.complete,
+        "https://aiplatform.googleapis.com/v1beta1/projects/test-proj/locations/global/endpoints/openapi/chat/completions"
+    );
+
+    // The project unset: an error naming the variable, before any call.
+    let e = connect::http_backend(
+        vertex,
+        "gemini-2.5-flash",
+        None,
+        &MapEnv::new([("GOOGLE_CLOUD_LOCATION", "global")]),
+    )
+    .err()
+    .unwrap();
+    assert_eq!(e.kind(), ErrorKind::Config);
+    assert!(e.to_string().contains("GOOGLE_CLOUD_PROJECT"), "{e}");
+    assert!(e.to_string().contains("vertex"), "{e}");
+}

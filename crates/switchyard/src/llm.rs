@@ -82,18 +82,19 @@ impl Llm {
             model: self.model.clone(),
             request,
         };
-        let observed = Observed::begin(&self.observer(), &call, false)?;
-        let result = match self.backend.complete(&call).await {
-            Ok(reply) => check_reply(self.backend.name(), &reply).map(|_| reply),
-            Err(e) => Err(e),
+        let Some(observed) = Observed::begin(&self.observer(), &call, false)? else {
+            let reply = self.backend.complete(&call).await?;
+            check_reply(self.backend.name(), &reply)?;
+            return Ok(reply);
         };
-        if let Some(o) = observed {
-            let outcome = match &result {
-                Ok(r) => crate::record::Outcome::Reply(r),
-                Err(e) => crate::record::Outcome::Failed(e, None),
-            };
-            o.end(call, outcome, None).await;
-        }
+        let (result, body) = crate::backend::capturing_body(self.backend.complete(&call)).await;
+        let result =
+            result.and_then(|reply| check_reply(self.backend.name(), &reply).map(|_| reply));
+        let outcome = match &result {
+            Ok(r) => crate::record::Outcome::Reply(r),
+            Err(e) => crate::record::Outcome::Failed(e, None),
+        };
+        observed.end(call, body, outcome, None).await;
         result
     }
 
@@ -106,7 +107,8 @@ impl Llm {
         let Some(observed) = Observed::begin(&self.observer(), &call, true)? else {
             return self.backend.stream(&call).await;
         };
-        match self.backend.stream(&call).await {
+        let (result, body) = crate::backend::capturing_body(self.backend.stream(&call)).await;
+        match result {
             Ok(stream) => Ok(stream.on_end(Box::new(move |reply, end, first_byte| {
                 use crate::record::Outcome;
                 use crate::reply_stream::StreamEnd;
@@ -115,11 +117,11 @@ impl Llm {
                     StreamEnd::Failed(e) => Outcome::Failed(e, Some(reply)),
                     StreamEnd::Dropped => Outcome::Dropped(reply),
                 };
-                observed.end(call, outcome, first_byte)
+                observed.end(call, body, outcome, first_byte)
             }))),
             Err(e) => {
                 observed
-                    .end(call, crate::record::Outcome::Failed(&e, None), None)
+                    .end(call, body, crate::record::Outcome::Failed(&e, None), None)
                     .await;
                 Err(e)
             }

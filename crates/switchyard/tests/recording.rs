@@ -19,6 +19,8 @@ fn config(mock: &MockServer, env: &MapEnv) -> Config {
         format!("backends.mock.base_url={}", mock.base_url()),
         "backends.mock.prices.echo={input: 1, output: 2}".to_string(),
         "backends.mock.prices.think={input: 3, cached_input: 0.3, output: 15}".to_string(),
+        // A user who put a secret in extra_body: it is sent, never recorded.
+        format!("backends.mock.extra_body.api_token={FAKE_KEY}"),
     ];
     Config::load(&opts).expect("config loads")
 }
@@ -172,8 +174,9 @@ async fn a_concurrent_run_with_faults_is_recorded_and_replayed_byte_for_byte() {
     let planner = first.iter().find(|r| r.role_name() == "planner").unwrap();
     assert_eq!(planner.backend, "mock");
     assert_eq!(planner.dialect, Some(Dialect::Chat));
-    let body = planner.body.as_ref().unwrap();
+    let body = record::body_json(planner).unwrap();
     assert_eq!(body["model"], "echo");
+    assert_eq!(body["api_token"], "<redacted>");
     assert_eq!(body["messages"][0]["content"], "be brief");
     let usage = planner.usage.unwrap();
     let expected = (usage.input as f64 * 1.0 + usage.output as f64 * 2.0) / 1e6;

@@ -132,8 +132,12 @@ impl HttpBackend {
     }
 
     async fn send(&self, call: &Call, stream: bool) -> Result<reqwest::Response> {
-        let body = serde_json::to_vec(&self.encode_body(call, stream)?)
-            .map_err(|e| Error::Unsupported(format!("the request could not be serialised: {e}")))?;
+        let body = Bytes::from(
+            serde_json::to_vec(&self.encode_body(call, stream)?).map_err(|e| {
+                Error::Unsupported(format!("the request could not be serialised: {e}"))
+            })?,
+        );
+        super::note_sent_body(self.recordable(&body));
         let url = self.config.endpoint.url(stream);
         let mut request = self
             .client
@@ -160,6 +164,30 @@ impl HttpBackend {
         } else {
             Err(self.error_response(response).await)
         }
+    }
+
+    /// The body as a record may keep it: an `extra_body` field named like a key (a user
+    /// who put a secret there) is redacted; otherwise the very bytes sent.
+    fn recordable(&self, body: &Bytes) -> Bytes {
+        if !self
+            .config
+            .extra_body
+            .keys()
+            .any(|k| crate::secrets::is_key_field(k))
+        {
+            return body.clone();
+        }
+        let Ok(Value::Object(mut map)) = serde_json::from_slice::<Value>(body) else {
+            return Bytes::new();
+        };
+        for (k, v) in map.iter_mut() {
+            if crate::secrets::is_key_field(k) && !v.is_null() {
+                *v = Value::String("<redacted>".into());
+            }
+        }
+        serde_json::to_vec(&map)
+            .map(Bytes::from)
+            .unwrap_or_default()
     }
 
     async fn error_response(&self, response: reqwest::Response) -> Error {
@@ -260,10 +288,6 @@ impl Backend for HttpBackend {
 
     fn dialect(&self) -> Option<Dialect> {
         Some(self.config.dialect)
-    }
-
-    fn request_body(&self, call: &Call, stream: bool) -> Option<Map<String, Value>> {
-        self.encode_body(call, stream).ok()
     }
 
     async fn complete(&self, call: &Call) -> Result<Reply> {

@@ -10,8 +10,34 @@ pub mod replay;
 use crate::error::Result;
 use crate::reply_stream::ReplyStream;
 use async_trait::async_trait;
-use serde_json::{Map, Value};
+use bytes::Bytes;
+use std::cell::RefCell;
+use std::future::Future;
 use switchyard_wire::{Dialect, Reply, Request};
+
+tokio::task_local! {
+    /// The body sent for the call being made on this task, when a recording handle asks.
+    static SENT_BODY: RefCell<Option<Bytes>>;
+}
+
+/// Notes the request body a backend sends for the call being made, exactly as sent, for
+/// the call's record (a backend of your own calls it too). Outside a recording handle it
+/// does nothing. The body must hold no key: keys go in headers.
+pub fn note_sent_body(body: Bytes) {
+    let _ = SENT_BODY.try_with(|b| *b.borrow_mut() = Some(body));
+}
+
+/// Runs a backend call, catching the body it notes as sent (the last one, if it sent
+/// several).
+pub(crate) async fn capturing_body<F: Future>(call: F) -> (F::Output, Option<Bytes>) {
+    SENT_BODY
+        .scope(RefCell::new(None), async move {
+            let out = call.await;
+            let body = SENT_BODY.with(|b| b.borrow_mut().take());
+            (out, body)
+        })
+        .await
+}
 
 /// One call: the model id as the backend knows it and the request.
 #[derive(Debug, Clone)]
@@ -30,12 +56,6 @@ pub trait Backend: Send + Sync {
 
     /// The wire dialect spoken, for records (`None` for backends that speak none).
     fn dialect(&self) -> Option<Dialect> {
-        None
-    }
-
-    /// The body this backend sends for a call, exactly, for records (`None` for backends
-    /// that send none). Never holds a key.
-    fn request_body(&self, _call: &Call, _stream: bool) -> Option<Map<String, Value>> {
         None
     }
 

@@ -12,7 +12,7 @@ use crate::record::{self, CallRecord, INDEX_FILE};
 use crate::registry::Price;
 use crate::reply_stream::ReplyStream;
 use async_trait::async_trait;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -43,7 +43,6 @@ pub struct ReplayLog {
     dir: PathBuf,
     roles: Vec<(String, RecordedRole)>,
     queues: Mutex<HashMap<(u32, u128), Queue>>,
-    prefetched: Mutex<HashMap<u64, CallRecord>>,
     run: Value,
 }
 
@@ -126,7 +125,6 @@ impl ReplayLog {
             dir,
             roles,
             queues: Mutex::new(queues),
-            prefetched: Mutex::new(HashMap::new()),
             run,
         }))
     }
@@ -271,38 +269,19 @@ impl ReplayLog {
         }
     }
 
-    fn record(&self, number: u64) -> Result<CallRecord> {
-        let cached = self
-            .prefetched
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&number);
-        match cached {
-            Some(r) => Ok(r),
-            None => record::read_record(&self.dir, number),
-        }
-    }
-
-    /// The record that will answer `call` for `role`, without using it up.
-    fn peek(&self, role: &str, call: &Call) -> Option<CallRecord> {
-        let digest = record::prompt_digest(&call.request);
-        let n = self.next_number(role, &digest, false).ok()?;
-        let mut pre = self.prefetched.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(r) = pre.get(&n) {
-            return Some(r.clone());
-        }
-        let r = record::read_record(&self.dir, n).ok()?;
-        pre.insert(n, r.clone());
-        Some(r)
-    }
-
     /// Takes the record answering `call` for `role`, or says why there is none.
     fn take(&self, role: &str, call: &Call) -> Result<CallRecord> {
         let digest = record::prompt_digest(&call.request);
         let n = self
             .next_number(role, &digest, true)
             .map_err(|e| self.exhausted(role, call, e))?;
-        self.record(n)
+        let record = record::read_record(&self.dir, n)?;
+        // The body the recorded run sent is the body this replay "sends", so that the
+        // replayed run's records hold the same bytes.
+        if let Some(body) = &record.body {
+            super::note_sent_body(bytes::Bytes::copy_from_slice(body.get().as_bytes()));
+        }
+        Ok(record)
     }
 }
 
@@ -470,13 +449,6 @@ impl Backend for ReplayBackend {
 
     fn dialect(&self) -> Option<Dialect> {
         self.dialect
-    }
-
-    fn request_body(&self, call: &Call, _stream: bool) -> Option<Map<String, Value>> {
-        match self.log.peek(&self.role, call)?.body {
-            Some(Value::Object(m)) => Some(m),
-            _ => None,
-        }
     }
 
     async fn complete(&self, call: &Call) -> Result<Reply> {

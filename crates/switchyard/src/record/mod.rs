@@ -28,7 +28,7 @@ use switchyard_wire::{Dialect, Reply, Request, Usage};
 pub const FORMAT: u32 = 1;
 
 /// One call, in full: what was asked, what was sent, what came back, what it cost.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CallRecord {
     /// The record format ([`FORMAT`]).
     pub format: u32,
@@ -52,8 +52,9 @@ pub struct CallRecord {
     pub request: Request,
     /// The parameters of the request (everything but messages and tools).
     pub parameters: Map<String, Value>,
-    /// The request body exactly as sent (`null` for backends that send none).
-    pub body: Option<Value>,
+    /// The request body exactly as sent, byte for byte (`null` for backends that send
+    /// none).
+    pub body: Option<Box<serde_json::value::RawValue>>,
     /// The reply in canonical form (`null` when the call failed before one).
     pub reply: Option<Reply>,
     /// The reply's bytes exactly as received (the whole stream for a streamed call; the
@@ -161,14 +162,36 @@ pub fn timestamp(t: std::time::SystemTime) -> String {
 
 /// The parameters of a request: its canonical form without messages and tools.
 pub fn parameters(request: &Request) -> Map<String, Value> {
-    match serde_json::to_value(request) {
+    // Built from the parameter fields alone: serialising the whole request to drop its
+    // messages would copy the prompt once more per call.
+    let only = Request {
+        messages: Vec::new(),
+        tools: Vec::new(),
+        tool_choice: request.tool_choice.clone(),
+        parallel_tool_calls: request.parallel_tool_calls,
+        max_tokens: request.max_tokens,
+        temperature: request.temperature,
+        top_p: request.top_p,
+        stop: request.stop.clone(),
+        reasoning: request.reasoning.clone(),
+        response_format: request.response_format.clone(),
+        passthrough: request.passthrough.clone(),
+    };
+    match serde_json::to_value(&only) {
         Ok(Value::Object(mut map)) => {
             map.remove("messages");
-            map.remove("tools");
             map
         }
         _ => Map::new(),
     }
+}
+
+/// The request body of a record as JSON, for reading it.
+pub fn body_json(record: &CallRecord) -> Option<Value> {
+    record
+        .body
+        .as_ref()
+        .and_then(|b| serde_json::from_str(b.get()).ok())
 }
 
 /// The usage object as the provider wrote it, found in the raw bytes of a reply or a
@@ -190,6 +213,23 @@ pub fn reported_usage(raw: &[u8], stream: bool) -> Option<Value> {
         None
     }
     if !stream {
+        // Only the usage object is parsed, found from the end (it closes the body), so a
+        // large reply is not parsed a second time.
+        for key in ["\"usage\"", "\"usageMetadata\""] {
+            let Some(at) = rfind(raw, key.as_bytes()) else {
+                continue;
+            };
+            let rest = raw[at + key.len()..].trim_ascii_start();
+            let Some(rest) = rest.strip_prefix(b":") else {
+                continue;
+            };
+            let mut values = serde_json::Deserializer::from_slice(rest).into_iter::<Value>();
+            if let Some(Ok(v)) = values.next() {
+                if v.is_object() {
+                    return Some(v);
+                }
+            }
+        }
         return serde_json::from_slice::<Value>(raw)
             .ok()
             .as_ref()
@@ -206,4 +246,8 @@ pub fn reported_usage(raw: &[u8], stream: bool) -> Option<Value> {
                 .as_ref()
                 .and_then(find)
         })
+}
+
+fn rfind(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).rposition(|w| w == needle)
 }

@@ -1,13 +1,12 @@
 //! One call seen by a handle that records or keeps a budget: what is known when it
 //! starts, and the record made when it ends.
 
-use super::{AttemptRecord, CallRecord, ErrorRecord, RawBytes, Recorder, Timings};
+use super::{AttemptRecord, CallRecord, ErrorRecord, Recorder, Timings};
 use crate::backend::{Backend, Call};
 use crate::budget::{BudgetTracker, Reservation};
 use crate::error::{Error, Result};
 use crate::registry::Price;
 use futures::future::BoxFuture;
-use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 use switchyard_wire::Reply;
@@ -29,7 +28,6 @@ struct Recording {
     model: String,
     dialect: Option<switchyard_wire::Dialect>,
     stream: bool,
-    body: Option<Value>,
 }
 
 /// How a call ended, as the handle saw it.
@@ -73,10 +71,6 @@ impl Observed {
             model: call.model.clone(),
             dialect: h.backend.dialect(),
             stream,
-            body: h.backend.request_body(call, stream).map(|mut b| {
-                redact_keys(&mut b);
-                Value::Object(b)
-            }),
         });
         Ok(Some(Observed {
             recording,
@@ -90,6 +84,7 @@ impl Observed {
     pub(crate) fn end(
         self,
         call: Call,
+        body: Option<bytes::Bytes>,
         outcome: Outcome<'_>,
         first_byte: Option<Instant>,
     ) -> BoxFuture<'static, ()> {
@@ -111,16 +106,19 @@ impl Observed {
             Outcome::Failed(e, r) => (r, Some(ErrorRecord::new(e))),
             Outcome::Dropped(r) => (Some(r), Some(ErrorRecord::cancelled())),
         };
-        let raw = match reply {
-            Some(r) if !r.raw.is_empty() => Some(RawBytes::new(&r.raw)),
-            _ => error.as_ref().and_then(|e| {
-                e.provider.as_ref().map(|p| p.body.clone()).or_else(|| {
-                    e.fields
-                        .get("body")
-                        .and_then(|b| serde_json::from_value(b.clone()).ok())
-                })
-            }),
+        // The raw bytes travel as `Bytes` (a reference count, no copy); the writer
+        // thread turns them into the record's text, off the caller's path.
+        let raw: Option<bytes::Bytes> = match reply {
+            Some(r) if !r.raw.is_empty() => Some(r.raw.clone()),
+            _ => None,
         };
+        let error_raw = error.as_ref().and_then(|e| {
+            e.provider.as_ref().map(|p| p.body.clone()).or_else(|| {
+                e.fields
+                    .get("body")
+                    .and_then(|b| serde_json::from_value(b.clone()).ok())
+            })
+        });
         let status = match &error {
             None => Some(200),
             Some(e) => e.provider.as_ref().map(|p| p.status).filter(|s| *s != 0),
@@ -144,15 +142,17 @@ impl Observed {
             model: rec.model,
             dialect: rec.dialect,
             stream: rec.stream,
-            prompt_digest: super::prompt_digest(&request),
-            parameters: super::parameters(&request),
+            prompt_digest: String::new(),
+            parameters: serde_json::Map::new(),
             request,
-            body: rec.body,
+            body: body.and_then(|b| {
+                String::from_utf8(b.to_vec())
+                    .ok()
+                    .and_then(|t| serde_json::value::RawValue::from_string(t).ok())
+            }),
             reply: reply.map(Reply::without_raw),
-            usage_reported: reply
-                .filter(|r| !r.raw.is_empty())
-                .and_then(|r| super::reported_usage(&r.raw, rec.stream)),
-            raw,
+            usage_reported: None,
+            raw: error_raw,
             usage,
             attempts: vec![attempt],
             timings: Timings {
@@ -165,7 +165,7 @@ impl Observed {
             provider_cost_usd: None,
             error,
         };
-        let done = rec.recorder.submit(record);
+        let done = rec.recorder.submit_draft(record, raw);
         Box::pin(async move {
             done.await;
         })
@@ -174,14 +174,4 @@ impl Observed {
 
 fn ms(d: std::time::Duration) -> f64 {
     (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
-}
-
-/// Replaces top-level body fields named like a key (an `extra_body` entry a user filled
-/// with a secret): no key is ever written to a record.
-fn redact_keys(body: &mut serde_json::Map<String, Value>) {
-    for (k, v) in body.iter_mut() {
-        if crate::secrets::is_key_field(k) && v.is_string() {
-            *v = Value::String("<redacted>".into());
-        }
-    }
 }

@@ -45,7 +45,27 @@ type Ack = tokio::sync::oneshot::Sender<std::result::Result<u64, String>>;
 
 struct Job {
     record: Box<CallRecord>,
+    /// The reply's raw bytes, still to be put into the record (with the other fields
+    /// derived from the call) by the writer thread, off the caller's path.
+    raw: Option<bytes::Bytes>,
     ack: Option<Ack>,
+}
+
+/// Fills the fields derived from the call: the prompt digest, the parameters, the raw
+/// bytes and the usage as the provider reported it.
+fn finish_record(record: &mut CallRecord, raw: Option<bytes::Bytes>) {
+    if record.prompt_digest.is_empty() {
+        record.prompt_digest = super::prompt_digest(&record.request);
+    }
+    if record.parameters.is_empty() {
+        record.parameters = super::parameters(&record.request);
+    }
+    if let Some(raw) = raw {
+        if record.reply.is_some() {
+            record.usage_reported = super::reported_usage(&raw, record.stream);
+        }
+        record.raw = Some(super::RawBytes::new(&raw));
+    }
 }
 
 /// Records the calls of one run into its directory. Share it (`Arc`) between handles.
@@ -146,9 +166,20 @@ impl Recorder {
         self: &Arc<Self>,
         record: CallRecord,
     ) -> futures::future::BoxFuture<'static, Option<u64>> {
+        self.submit_draft(record, None)
+    }
+
+    /// As [`Recorder::submit`], with the reply's raw bytes still to be written into the
+    /// record by the writer thread.
+    pub(crate) fn submit_draft(
+        self: &Arc<Self>,
+        record: CallRecord,
+        raw: Option<bytes::Bytes>,
+    ) -> futures::future::BoxFuture<'static, Option<u64>> {
         let (ack, done) = tokio::sync::oneshot::channel();
         let sent = self.send(Job {
             record: Box::new(record),
+            raw,
             ack: Some(ack),
         });
         let this = self.clone();
@@ -230,6 +261,7 @@ fn writer_loop(
         let mut done = Vec::with_capacity(batch.len());
         for job in batch {
             let mut record = job.record;
+            finish_record(&mut record, job.raw);
             record.number = next;
             buf.clear();
             let result = serde_json::to_writer(&mut buf, &record)

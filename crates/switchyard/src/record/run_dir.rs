@@ -107,10 +107,13 @@ fn redact(v: &mut Value) {
     match v {
         Value::Object(map) => {
             for (k, val) in map.iter_mut() {
-                if crate::secrets::is_key_field(k) && !val.is_null() && !val.is_object() {
-                    *val = json!("<redacted>");
-                } else {
+                if !crate::secrets::is_key_field(k) || val.is_null() {
                     redact(val);
+                } else if let Some(inner) = val.get_mut("value") {
+                    // A resolved field: `{value, layer}`; the layer stays readable.
+                    *inner = json!("<redacted>");
+                } else {
+                    *val = json!("<redacted>");
                 }
             }
         }

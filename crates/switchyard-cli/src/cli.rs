@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 const OVERRIDES_HELP: &str =
     "Overrides, `backends.<name>.<field>=<value>` with the value read as YAML \
@@ -40,11 +40,61 @@ pub enum Command {
     /// Read a recorded run: stats, one call, or every call exported.
     #[command(subcommand)]
     Log(LogCommand),
+    /// Run Claude Code or Codex bound to a backend (`--print`: show the command instead).
+    ///
+    /// Example: `switchyard bind claude deepseek/deepseek-chat -- -p "hello"`,
+    /// `switchyard bind codex vllm/qwen --print`.
+    Bind(BindArgs),
     /// Run the mock provider: every dialect, behaviours picked by model name (see
     /// docs/mock.md), until ctrl-c.
     ///
     /// Example: `switchyard mock`, then `switchyard ask mock/echo "hello"`.
     Mock(MockArgs),
+}
+
+/// The CLI agents `bind` can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BindAgent {
+    /// Claude Code (`claude`), bound through the backend's `messages` dialect.
+    Claude,
+    /// Codex (`codex`), bound through the backend's `responses` dialect.
+    Codex,
+}
+
+/// Arguments of `bind`.
+#[derive(Debug, Args)]
+pub struct BindArgs {
+    /// The CLI to run.
+    #[arg(value_enum)]
+    pub agent: BindAgent,
+
+    /// The model, `<backend>/<model id>` (e.g. `deepseek/deepseek-chat`, `vllm/qwen`).
+    pub reference: String,
+
+    /// Print the environment and arguments as one command a POSIX shell can paste (keys
+    /// written as `"$VARIABLE"`), instead of running the CLI.
+    #[arg(long)]
+    pub print: bool,
+
+    #[arg(value_name = "OVERRIDE", help = OVERRIDES_HELP)]
+    pub overrides: Vec<String>,
+
+    /// Arguments for the CLI, after `--` (they come after Switchyard's, so they win).
+    #[arg(last = true, value_name = "CLI ARGS")]
+    pub args: Vec<String>,
+}
+
+/// Arguments of `mock`.
+#[derive(Debug, Args)]
+pub struct MockArgs {
+    /// The port on 127.0.0.1 (0: any free port, printed at start). 4010 is where the
+    /// built-in `mock` backend points.
+    #[arg(long, default_value_t = 4010, value_name = "N")]
+    pub port: u16,
+
+    /// A scenario file (YAML or JSON) scripting more behaviours (see docs/mock.md).
+    #[arg(long, value_name = "FILE")]
+    pub scenarios: Option<PathBuf>,
 }
 
 /// `switchyard log ...`
@@ -100,19 +150,6 @@ pub struct LogExportArgs {
     pub format: ExportFormat,
 }
 
-/// Arguments of `mock`.
-#[derive(Debug, Args)]
-pub struct MockArgs {
-    /// The port on 127.0.0.1 (0: any free port, printed at start). 4010 is where the
-    /// built-in `mock` backend points.
-    #[arg(long, default_value_t = 4010, value_name = "N")]
-    pub port: u16,
-
-    /// A scenario file (YAML or JSON) scripting more behaviours (see docs/mock.md).
-    #[arg(long, value_name = "FILE")]
-    pub scenarios: Option<PathBuf>,
-}
-
 /// Arguments of `ask`.
 #[derive(Debug, Args)]
 pub struct AskArgs {
@@ -156,6 +193,11 @@ pub struct AskArgs {
     #[arg(long, value_name = "RUN_DIR")]
     pub replay: Option<PathBuf>,
 
+    /// Fail at the first error instead of waiting out rate limits (30 s, 60 s, 120 s) and
+    /// asking again after a malformed reply (5 s, 30 s).
+    #[arg(long)]
+    pub no_retry: bool,
+
     #[arg(value_name = "OVERRIDE", help = OVERRIDES_HELP)]
     pub overrides: Vec<String>,
 }
@@ -169,6 +211,39 @@ pub enum BackendsCommand {
     /// Resolve a reference: backend, model id after aliases, the URL of each dialect, auth,
     /// key variable, price, context window, and the layer of each field.
     Show(ShowArgs),
+    /// Check what a backend claims: `GET /models`, then one short request per dialect it
+    /// lists (and a `namespace` tool for `responses`), timed; exits non-zero when a claim
+    /// fails.
+    Check(CheckArgs),
+    /// Print a backend's origin and path (`origin=https://api.deepseek.com path=`), for
+    /// putting a meter or relay in front of it.
+    Shell(ShellArgs),
+}
+
+/// Arguments of `backends check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The reference to check, `<backend>/<model id>`.
+    #[arg(required_unless_present = "all")]
+    pub reference: Option<String>,
+
+    /// Check every http backend whose key variable is set, with its first alias or priced
+    /// model (backends that need no key are skipped: check them by reference).
+    #[arg(long)]
+    pub all: bool,
+
+    #[arg(value_name = "OVERRIDE", help = OVERRIDES_HELP)]
+    pub overrides: Vec<String>,
+}
+
+/// Arguments of `backends shell`.
+#[derive(Debug, Args)]
+pub struct ShellArgs {
+    /// The backend, or a reference `<backend>/<model id>`.
+    pub reference: String,
+
+    #[arg(value_name = "OVERRIDE", help = OVERRIDES_HELP)]
+    pub overrides: Vec<String>,
 }
 
 /// Arguments of `backends list`.

@@ -159,7 +159,8 @@ fn a_provider_fault_is_a_clear_error_and_a_failure() {
         ("mock/no-usage", "no token usage"),
     ] {
         for mode in ["--no-stream", "--stream"] {
-            let r = ask(&mock, &[model, "hello", mode]);
+            // --no-retry: a malformed reply is otherwise asked again after 5 s and 30 s.
+            let r = ask(&mock, &[model, "hello", mode, "--no-retry"]);
             assert!(!r.ok, "{model} {mode}: {}", r.out);
             assert_eq!(r.code, Some(1), "{model} {mode}");
             assert!(r.err.starts_with("error: "), "{model} {mode}: {}", r.err);

@@ -8,7 +8,9 @@ use futures::stream::{self, BoxStream, StreamExt};
 use std::io;
 use std::time::Duration;
 use switchyard_wire::sse::SseParser;
-use switchyard_wire::{codec, reply_events, Dialect, Event, Reply, ServerContext};
+use switchyard_wire::{
+    codec, reply_events, ByteStreamDecoder, Dialect, Event, Reply, ServerContext,
+};
 use tokio::sync::watch;
 
 /// How a streamed body ends.
@@ -65,6 +67,20 @@ fn is_delta(event: &Event) -> bool {
     )
 }
 
+/// How many content events a client decodes from `chunks`.
+fn decoded_content(dialect: Dialect, chunks: &[(Duration, Bytes)]) -> usize {
+    let mut decoder = ByteStreamDecoder::new(codec(dialect));
+    chunks
+        .iter()
+        .map(|(_, bytes)| {
+            decoder
+                .push(bytes)
+                .map(|events| events.iter().filter(|e| is_content(e)).count())
+                .unwrap_or(0)
+        })
+        .sum()
+}
+
 /// The chunks of a streamed reply, each with the wait before it.
 pub fn stream_chunks(plan: &StreamPlan) -> Vec<(Duration, Bytes)> {
     let events = reply_events(plan.reply, plan.chunk_chars);
@@ -79,7 +95,9 @@ pub fn stream_chunks(plan: &StreamPlan) -> Vec<(Duration, Bytes)> {
     let mut wait = Duration::ZERO;
     let mut seen = 0;
     for event in &events {
-        if seen >= keep {
+        // Some encoders (Gemini's) hold a delta back until the next event: past `keep`,
+        // go on until the client will actually decode the content kept.
+        if seen >= keep && decoded_content(plan.dialect, &chunks) >= keep.min(content) {
             break;
         }
         if is_content(event) {

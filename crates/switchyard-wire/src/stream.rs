@@ -7,7 +7,7 @@ use crate::reply::Reply;
 
 /// Builds a [`Reply`] from stream events. Feeding it the events of a streamed call gives
 /// exactly the reply the non-streamed call of the same script gives.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Assembler {
     reply: Reply,
     error: Option<StreamError>,

@@ -160,7 +160,15 @@ pub fn classify(details: ProviderDetails) -> Error {
             last: Box::new(details),
         };
     }
-    if status == 529 || status == 503 || kind == "overloaded_error" || kind == "UNAVAILABLE" {
+    // OpenAI reports overload as a `server_error` saying so (in a 503, or inside a stream).
+    let openai_overload =
+        (kind == "server_error" || code == "server_error") && message.contains("overloaded");
+    if status == 529
+        || status == 503
+        || kind == "overloaded_error"
+        || kind == "UNAVAILABLE"
+        || openai_overload
+    {
         return Error::Overloaded(Box::new(details));
     }
     match status {

@@ -161,6 +161,18 @@ pub enum ConfigProblem {
         /// The backend.
         backend: String,
     },
+    /// A field set on a backend whose kind does not use it (`command` on an `http` backend).
+    #[error("backend `{backend}` has `{field}`, which only kinds {} use, but its kind is `{kind}`", .kinds.join(" and "))]
+    FieldNotForKind {
+        /// The backend.
+        backend: String,
+        /// The field.
+        field: String,
+        /// The backend's kind.
+        kind: String,
+        /// The kinds that use the field.
+        kinds: Vec<String>,
+    },
     /// A malformed backend name.
     #[error(
         "invalid backend name `{name}`: use letters, digits, `-` and `_`, starting with a letter"

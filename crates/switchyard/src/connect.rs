@@ -34,6 +34,29 @@ pub fn http_backend(
     dialect: Option<Dialect>,
     env: &dyn EnvSource,
 ) -> Result<HttpBackend> {
+    http_backend_with(backend, model, dialect, env, DEFAULT_TIMEOUTS)
+}
+
+/// [`http_backend`] with its own timeouts.
+pub fn http_backend_with(
+    backend: &registry::Backend,
+    model: &str,
+    dialect: Option<Dialect>,
+    env: &dyn EnvSource,
+    timeouts: Timeouts,
+) -> Result<HttpBackend> {
+    http_backend_pooled(backend, model, dialect, env, timeouts, &ClientPool::new())
+}
+
+/// [`http_backend_with`] taking its connection pool from `pool`.
+pub fn http_backend_pooled(
+    backend: &registry::Backend,
+    model: &str,
+    dialect: Option<Dialect>,
+    env: &dyn EnvSource,
+    timeouts: Timeouts,
+    pool: &ClientPool,
+) -> Result<HttpBackend> {
     if backend.kind.value != Kind::Http {
         return Err(Error::Unsupported(format!(
             "backend `{}` is of kind `{}`, which is not called over HTTP",
@@ -65,7 +88,7 @@ pub fn http_backend(
         (Auth::XApiKey, Some(key)) => Credential::Header("x-api-key", key),
         (Auth::XGoogApiKey, Some(key)) => Credential::Header("x-goog-api-key", key),
     };
-    let client = pooled_client(&backend.name, DEFAULT_TIMEOUTS.connect)?;
+    let client = pool.client(&backend.name, timeouts.connect)?;
     Ok(HttpBackend::with_client(
         HttpConfig {
             name: backend.name.clone(),
@@ -78,30 +101,48 @@ pub fn http_backend(
                 .map(|(k, v)| (k.clone(), v.value.clone()))
                 .collect(),
             developer_as_system: backend.developer_role.value == DeveloperRole::System,
-            timeouts: DEFAULT_TIMEOUTS,
+            timeouts,
         },
         client,
     ))
 }
 
-/// The process's connection pool for a backend: every handle on the same backend (and
-/// the same connect timeout) shares one client, so connections are reused across roles.
-fn pooled_client(backend: &str, connect: Option<Duration>) -> Result<reqwest::Client> {
-    type Pools = Mutex<HashMap<(String, Option<Duration>), reqwest::Client>>;
-    static POOLS: OnceLock<Pools> = OnceLock::new();
-    let pools = POOLS.get_or_init(Pools::default);
-    let key = (backend.to_string(), connect);
-    // A poisoned lock only means another thread panicked while inserting; the map is
-    // still usable.
-    let mut pools = pools
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(client) = pools.get(&key) {
-        return Ok(client.clone());
+/// Connection pools by backend, for a program that makes many handles (a run's roles, the
+/// gateway): every handle on the same backend reuses one client's connections.
+///
+/// Owned by the caller rather than global, because a client's connections belong to the
+/// async runtime they were opened on: a pool shared across runtimes (one per test, say)
+/// would hand out connections whose runtime is gone.
+#[derive(Debug, Default, Clone)]
+pub struct ClientPool {
+    clients: Arc<Mutex<HashMap<PoolKey, reqwest::Client>>>,
+}
+
+/// A backend's name and its connect timeout.
+type PoolKey = (String, Option<Duration>);
+
+impl ClientPool {
+    /// An empty pool.
+    pub fn new() -> Self {
+        Self::default()
     }
-    let client = new_client(backend, connect)?;
-    pools.insert(key, client.clone());
-    Ok(client)
+
+    /// The client for `backend`, made on first use.
+    pub fn client(&self, backend: &str, connect: Option<Duration>) -> Result<reqwest::Client> {
+        // A poisoned lock only means another thread panicked while inserting; the map is
+        // still usable.
+        let mut clients = self
+            .clients
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let key = (backend.to_string(), connect);
+        if let Some(client) = clients.get(&key) {
+            return Ok(client.clone());
+        }
+        let client = new_client(backend, connect)?;
+        clients.insert(key, client.clone());
+        Ok(client)
+    }
 }
 
 /// A callable backend for any kind the library can call.
@@ -110,8 +151,21 @@ pub fn backend_for(
     model: &str,
     env: &dyn EnvSource,
 ) -> Result<Arc<dyn Backend>> {
+    backend_with(backend, model, env, DEFAULT_TIMEOUTS)
+}
+
+/// [`backend_for`] with its own timeouts.
+pub fn backend_with(
+    backend: &registry::Backend,
+    model: &str,
+    env: &dyn EnvSource,
+    timeouts: Timeouts,
+) -> Result<Arc<dyn Backend>> {
     match backend.kind.value {
-        Kind::Http => Ok(Arc::new(http_backend(backend, model, None, env)?)),
+        Kind::Http => Ok(Arc::new(http_backend_with(
+            backend, model, None, env, timeouts,
+        )?)),
+        Kind::ClaudeCode | Kind::Codex => crate::backend::cli::cli_backend(backend, env),
         other => Err(Error::Unsupported(format!(
             "backend `{}` is of kind `{other}`, which this version cannot call yet",
             backend.name

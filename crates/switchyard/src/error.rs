@@ -112,6 +112,8 @@ pub enum ErrorKind {
     BudgetExceeded,
     /// See [`Error::ReplayExhausted`].
     ReplayExhausted,
+    /// See [`Error::Cancelled`].
+    Cancelled,
 }
 
 impl ErrorKind {
@@ -135,6 +137,7 @@ impl ErrorKind {
             ErrorKind::Unsupported => "Unsupported",
             ErrorKind::BudgetExceeded => "BudgetExceeded",
             ErrorKind::ReplayExhausted => "ReplayExhausted",
+            ErrorKind::Cancelled => "Cancelled",
         }
     }
 }
@@ -177,7 +180,7 @@ pub enum Error {
         variable: String,
     },
     /// Rate limited, and the waits ran out.
-    #[error("rate limited after {attempts} attempts and {} waiting: {last}", fmt_duration(*.waited))]
+    #[error("rate limited{}: {last}", rate_hint(*.attempts, *.waited))]
     RateLimited {
         /// Attempts made.
         attempts: u32,
@@ -270,6 +273,15 @@ pub enum Error {
         /// The nearest recorded prompt of that role: its call number and a short diff.
         nearest: Option<String>,
     },
+    /// The caller cancelled the call (through the handle's cancellation token) during an
+    /// attempt or a wait between attempts.
+    #[error("the call to {backend} was cancelled {during}")]
+    Cancelled {
+        /// The backend.
+        backend: String,
+        /// When: `during attempt 1`, `while waiting 30 s before attempt 2 (rate_limited)`.
+        during: String,
+    },
 }
 
 impl Error {
@@ -293,6 +305,7 @@ impl Error {
             Error::Unsupported(_) => ErrorKind::Unsupported,
             Error::BudgetExceeded { .. } => ErrorKind::BudgetExceeded,
             Error::ReplayExhausted { .. } => ErrorKind::ReplayExhausted,
+            Error::Cancelled { .. } => ErrorKind::Cancelled,
         }
     }
 
@@ -330,6 +343,14 @@ fn nearest_prompt(nearest: &Option<String>) -> String {
     match nearest {
         Some(n) => format!("; nearest recorded prompt of that role: {n}"),
         None => "; the log has no call of that role".to_string(),
+    }
+}
+
+fn rate_hint(attempts: u32, waited: Duration) -> String {
+    match attempts {
+        0 | 1 if waited.is_zero() => String::new(),
+        1 => format!(" after 1 attempt and {} waiting", fmt_duration(waited)),
+        n => format!(" after {n} attempts and {} waiting", fmt_duration(waited)),
     }
 }
 
@@ -373,7 +394,10 @@ pub fn fmt_duration(d: Duration) -> String {
         }
     } else {
         let secs = d.as_secs();
-        format!("{} min {} s", secs / 60, secs % 60)
+        match secs % 60 {
+            0 => format!("{} min", secs / 60),
+            s => format!("{} min {s} s", secs / 60),
+        }
     }
 }
 

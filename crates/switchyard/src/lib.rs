@@ -49,35 +49,51 @@
 //! Every failure is an [`Error`] whose [`Error::kind`] a program can match on: a quota
 //! that is exhausted is [`Error::ProviderQuotaExhausted`], never a rate limit; a context
 //! overflow carries its numbers; a provider error keeps its status, request id and body.
+//! Rate limits are waited out (30 s, 60 s, 120 s) and malformed replies asked again (5 s,
+//! 30 s) by the handle's [`RetryPolicy`]; [`Llm::complete_detailed`] gives every
+//! [`Attempt`]. `docs/errors.md` has the table.
 
+pub mod attempt;
 pub mod backend;
+pub mod bind;
 pub mod budget;
 pub mod classify;
 pub mod config_error;
 pub mod connect;
+pub mod context_check;
 pub mod cost;
 pub mod env;
 pub mod error;
 mod llm;
+pub mod policy;
+pub mod probe;
 pub mod record;
 pub mod reference;
 pub mod registry;
 mod reply_stream;
+pub mod retry;
+mod seconds;
 mod secrets;
+pub mod sleep;
 mod suggest;
 mod text;
 
+pub use attempt::{Attempt, CallOutcome};
 pub use backend::replay::{ReplayBackend, ReplayLog};
 pub use backend::{Backend, Call};
 pub use budget::{Budget, BudgetTracker};
 pub use config_error::{ConfigError, ConfigErrors, ConfigProblem, Location};
 pub use error::{Error, ErrorKind, ProviderDetails, Result, TimeoutPhase};
 pub use llm::{check_reply, Llm};
+pub use policy::CallPolicy;
 pub use record::{CallRecord, Recorder, RecorderOptions, RunInfo};
 pub use reference::{Parsed, Reference, ReferenceError};
 pub use registry::{Config, Layer, LoadOptions, Registry, Resolved};
 pub use reply_stream::{Chunk, ReplyStream};
+pub use retry::{retry_hint, RetryPolicy, RetryReason};
+pub use sleep::{RecordingSleeper, Sleeper, TokioSleeper};
 pub use switchyard_wire as wire;
 pub use switchyard_wire::{
     Dialect, Event, FinishReason, Message, Part, Reply, Request, Role, Usage,
 };
+pub use tokio_util::sync::CancellationToken;

@@ -1,13 +1,20 @@
-//! The handle a program calls: one model on one backend.
+//! The handle a program calls: one model on one backend, with its call policy (retries,
+//! timeouts, the context check) and a cancellation token.
 
+use crate::attempt::CallOutcome;
 use crate::backend::{Backend, Call};
 use crate::budget::BudgetTracker;
 use crate::error::{Error, Result};
-use crate::record::{Observed, Recorder};
+use crate::policy::CallPolicy;
+use crate::record::{Observed, Outcome, Recorder};
 use crate::registry::Price;
 use crate::reply_stream::ReplyStream;
+use crate::retry::{RetryLoop, RetryPolicy};
+use crate::sleep::{Sleeper, TokioSleeper};
 use std::sync::Arc;
+use std::time::Instant;
 use switchyard_wire::{FinishReason, Part, Reply, Request};
+use tokio_util::sync::CancellationToken;
 
 /// A model to call: a backend and the model id on it.
 ///
@@ -19,11 +26,20 @@ use switchyard_wire::{FinishReason, Part, Reply, Request};
 /// println!("{} ({} tokens out)", reply.text(), reply.usage.unwrap_or_default().output);
 /// # Ok(()) }
 /// ```
+///
+/// Each call goes through the retry loop of the handle's [`CallPolicy`] (rate limits
+/// waited out, malformed replies asked again) and, when the backend declares a context
+/// window, the context check before sending. Clones share the backend, the sleeper and
+/// the cancellation token.
 #[derive(Clone)]
 pub struct Llm {
     label: String,
     model: String,
     backend: Arc<dyn Backend>,
+    policy: Arc<CallPolicy>,
+    context_window: Option<u64>,
+    sleeper: Arc<dyn Sleeper>,
+    cancel: CancellationToken,
     role: Option<Arc<str>>,
     recorder: Option<Arc<Recorder>>,
     budget: Option<Arc<BudgetTracker>>,
@@ -36,14 +52,16 @@ impl std::fmt::Debug for Llm {
             .field("label", &self.label)
             .field("model", &self.model)
             .field("backend", &self.backend.name())
+            .field("policy", &self.policy)
+            .field("context_window", &self.context_window)
             .field("role", &self.role)
             .finish()
     }
 }
 
 impl Llm {
-    /// A handle on `backend` for `model`; `label` names it in messages (usually the
-    /// reference as written).
+    /// A handle on `backend` for `model` with the default policy; `label` names it in
+    /// messages (usually the reference as written).
     pub fn new(
         label: impl Into<String>,
         backend: Arc<dyn Backend>,
@@ -53,11 +71,66 @@ impl Llm {
             label: label.into(),
             model: model.into(),
             backend,
+            policy: Arc::new(CallPolicy::default()),
+            context_window: None,
+            sleeper: Arc::new(TokioSleeper),
+            cancel: CancellationToken::new(),
             role: None,
             recorder: None,
             budget: None,
             price: None,
         }
+    }
+
+    /// The same handle with another call policy. Its timeouts apply to backends made
+    /// from it ([`Llm::resolve_with`]); an existing backend keeps its own.
+    pub fn with_policy(mut self, policy: CallPolicy) -> Self {
+        self.policy = Arc::new(policy);
+        self
+    }
+
+    /// The same handle with another retry policy.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        Arc::make_mut(&mut self.policy).retry = retry;
+        self
+    }
+
+    /// The same handle checking requests against a context window of `tokens` (the
+    /// registry's `context_window`), or not at all with `None`.
+    pub fn with_context_window(mut self, tokens: Option<u64>) -> Self {
+        self.context_window = tokens;
+        self
+    }
+
+    /// The same handle waiting through `sleeper` between attempts (tests pass a
+    /// [`crate::RecordingSleeper`] so that no wait is real).
+    pub fn with_sleeper(mut self, sleeper: Arc<dyn Sleeper>) -> Self {
+        self.sleeper = sleeper;
+        self
+    }
+
+    /// The same handle cancelled by `token` (share one token across the handles of a
+    /// run to stop them all).
+    pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
+        self.cancel = token;
+        self
+    }
+
+    /// The token that cancels this handle's calls: `cancel()` ends a wait between
+    /// attempts, or an attempt in flight, with [`Error::Cancelled`]. A cancelled token
+    /// stays cancelled; give the handle a new one to call again.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// The call policy.
+    pub fn policy(&self) -> &CallPolicy {
+        &self.policy
+    }
+
+    /// The context window requests are checked against, if any.
+    pub fn context_window(&self) -> Option<u64> {
+        self.context_window
     }
 
     /// The reference or label the handle was made from.
@@ -75,57 +148,151 @@ impl Llm {
         &self.backend
     }
 
-    /// Sends a request and waits for the whole reply (recorded and counted against the
-    /// budget when the handle has them).
+    /// Sends a request and waits for the whole reply, retrying as the policy says.
     pub async fn complete(&self, request: Request) -> Result<Reply> {
-        let call = Call {
-            model: self.model.clone(),
-            request,
-        };
-        let Some(observed) = Observed::begin(&self.observer(), &call, false)? else {
-            let reply = self.backend.complete(&call).await?;
-            check_reply(self.backend.name(), &reply)?;
-            return Ok(reply);
-        };
-        let (result, body) = crate::backend::capturing_body(self.backend.complete(&call)).await;
-        let result =
-            result.and_then(|reply| check_reply(self.backend.name(), &reply).map(|_| reply));
-        let outcome = match &result {
-            Ok(r) => crate::record::Outcome::Reply(r),
-            Err(e) => crate::record::Outcome::Failed(e, None),
-        };
-        observed.end(call, body, outcome, None).await;
-        result
+        self.complete_detailed(request).await.result
     }
 
-    /// Sends a request and streams the reply (recorded when the stream ends).
+    /// Sends a request and streams the reply. Failures before the first output are
+    /// retried as the policy says; once output began a failure is never re-sent: the
+    /// stream ends with the error and [`ReplyStream::reply`] keeps what came.
     pub async fn stream(&self, request: Request) -> Result<ReplyStream> {
+        self.stream_detailed(request).await.result
+    }
+
+    /// [`Llm::complete`], with every attempt it took (for the call log). A handle with
+    /// a budget checks it first; a handle with a recorder records the call before
+    /// returning.
+    pub async fn complete_detailed(&self, request: Request) -> CallOutcome<Reply> {
+        let observed = match Observed::begin(&self.observer(), &self.model, false) {
+            Ok(o) => o,
+            Err(e) => return not_sent(e),
+        };
         let call = Call {
             model: self.model.clone(),
             request,
         };
-        let Some(observed) = Observed::begin(&self.observer(), &call, true)? else {
-            return self.backend.stream(&call).await;
+        if let Err(e) = self.check_context(&call.request) {
+            if let Some(o) = observed {
+                o.end(call, None, Outcome::Failed(&e, None), None, &[])
+                    .await;
+            }
+            return not_sent(e);
+        }
+        let name = self.backend.name();
+        let retry = self.retry_loop();
+        let run = retry.run(|| async {
+            let result = match self.backend.complete(&call).await {
+                Ok(reply) => check_reply(name, &reply).map(|()| reply),
+                Err(e) => Err(e),
+            };
+            (result, None)
+        });
+        let Some(observed) = observed else {
+            return run.await;
         };
-        let (result, body) = crate::backend::capturing_body(self.backend.stream(&call)).await;
-        match result {
-            Ok(stream) => Ok(stream.on_end(Box::new(move |reply, end, first_byte| {
-                use crate::record::Outcome;
-                use crate::reply_stream::StreamEnd;
-                let outcome = match end {
-                    StreamEnd::Done => Outcome::Reply(reply),
-                    StreamEnd::Failed(e) => Outcome::Failed(e, Some(reply)),
-                    StreamEnd::Dropped => Outcome::Dropped(reply),
-                };
-                observed.end(call, body, outcome, first_byte)
-            }))),
+        let (mut outcome, mut sent) = crate::backend::capturing_body(run).await;
+        if let (Some(recorded), Err(_)) = (sent.replayed_error.take(), &outcome.result) {
+            outcome.result = Err(recorded);
+        }
+        let seen = match &outcome.result {
+            Ok(r) => Outcome::Reply(r),
+            Err(e) => Outcome::Failed(e, None),
+        };
+        observed
+            .end(call, Some(sent), seen, None, &outcome.attempts)
+            .await;
+        outcome
+    }
+
+    /// [`Llm::stream`], with every attempt it took. The last attempt's `duration` runs
+    /// to the stream's first output; how the stream ends is the stream's to tell (a
+    /// recording handle records the call when the stream ends).
+    pub async fn stream_detailed(&self, request: Request) -> CallOutcome<ReplyStream> {
+        let observed = match Observed::begin(&self.observer(), &self.model, true) {
+            Ok(o) => o,
+            Err(e) => return not_sent(e),
+        };
+        let call = Call {
+            model: self.model.clone(),
+            request,
+        };
+        if let Err(e) = self.check_context(&call.request) {
+            if let Some(o) = observed {
+                o.end(call, None, Outcome::Failed(&e, None), None, &[])
+                    .await;
+            }
+            return not_sent(e);
+        }
+        let name = self.backend.name();
+        let retry = self.retry_loop();
+        let run = retry.run(|| async {
+            let sent = Instant::now();
+            let mut stream = match self.backend.stream(&call).await {
+                Ok(stream) => stream.check_at_end(name),
+                Err(e) => return (Err(e), None),
+            };
+            match stream.start().await {
+                Ok(()) => (Ok(stream), Some(sent.elapsed())),
+                Err(e) => (Err(e), None),
+            }
+        });
+        let Some(observed) = observed else {
+            return run.await;
+        };
+        let (outcome, mut sent) = crate::backend::capturing_body(run).await;
+        let CallOutcome {
+            mut result,
+            attempts,
+        } = outcome;
+        if let (Some(recorded), Err(_)) = (sent.replayed_error.take(), &result) {
+            result = Err(recorded);
+        }
+        let result = match result {
+            Ok(stream) => {
+                let recorded = attempts.clone();
+                Ok(stream.on_end(Box::new(move |reply, end, first_byte| {
+                    use crate::reply_stream::StreamEnd;
+                    let seen = match end {
+                        StreamEnd::Done => Outcome::Reply(reply),
+                        StreamEnd::Failed(e) => Outcome::Failed(e, Some(reply)),
+                        StreamEnd::Dropped => Outcome::Dropped(reply),
+                    };
+                    observed.end(call, Some(sent), seen, first_byte, &recorded)
+                })))
+            }
             Err(e) => {
                 observed
-                    .end(call, body, crate::record::Outcome::Failed(&e, None), None)
+                    .end(call, Some(sent), Outcome::Failed(&e, None), None, &attempts)
                     .await;
                 Err(e)
             }
+        };
+        CallOutcome { result, attempts }
+    }
+
+    /// The context check, when the policy asks for it and the window is known.
+    fn check_context(&self, request: &Request) -> Result<()> {
+        if let (true, Some(window)) = (self.policy.context_check, self.context_window) {
+            crate::context_check::check(&self.label, request, window)?;
         }
+        Ok(())
+    }
+
+    fn retry_loop(&self) -> RetryLoop<'_> {
+        RetryLoop {
+            backend: self.backend.name(),
+            policy: &self.policy.retry,
+            sleeper: self.sleeper.as_ref(),
+            cancel: &self.cancel,
+        }
+    }
+}
+
+fn not_sent<T>(error: Error) -> CallOutcome<T> {
+    CallOutcome {
+        result: Err(error),
+        attempts: Vec::new(),
     }
 }
 
@@ -162,11 +329,23 @@ impl Llm {
         Llm::resolve(&registry, reference, &env)
     }
 
-    /// A handle for a reference resolved against `registry`, reading keys from `env`.
+    /// A handle for a reference resolved against `registry`, reading keys from `env`,
+    /// with the default call policy.
     pub fn resolve(
         registry: &crate::registry::Registry,
         reference: &str,
         env: &dyn crate::env::EnvSource,
+    ) -> Result<Llm> {
+        Llm::resolve_with(registry, reference, env, CallPolicy::default())
+    }
+
+    /// A handle for a reference with `policy` (retries, timeouts, the context check);
+    /// the context window is the backend's `context_window`.
+    pub fn resolve_with(
+        registry: &crate::registry::Registry,
+        reference: &str,
+        env: &dyn crate::env::EnvSource,
+        policy: CallPolicy,
     ) -> Result<Llm> {
         let resolved = registry
             .require_reference(reference)
@@ -174,9 +353,13 @@ impl Llm {
         let backend = registry
             .backend(&resolved.backend)
             .ok_or_else(|| Error::Config(format!("backend `{}` vanished", resolved.backend)))?;
-        let callable = crate::connect::backend_for(backend, &resolved.model, env)?;
+        let callable =
+            crate::connect::backend_with(backend, &resolved.model, env, policy.timeouts())?;
         let price = backend.price(&resolved.model).map(|p| p.value);
-        Ok(Llm::new(reference, callable, resolved.model).with_price(price))
+        Ok(Llm::new(reference, callable, resolved.model)
+            .with_context_window(backend.context_window.as_ref().map(|w| w.value))
+            .with_policy(policy)
+            .with_price(price))
     }
 }
 
@@ -195,7 +378,6 @@ fn reference_error(e: crate::reference::ReferenceError) -> Error {
         crate::reference::ReferenceError::EmptyModel { text, .. } => Error::NotAReference { text },
     }
 }
-
 /// Recording, roles, budgets and replay: what a run adds to a handle.
 impl Llm {
     /// The handle with a role: a name for the caller in records, budgets and replay.

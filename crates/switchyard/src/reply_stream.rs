@@ -49,6 +49,8 @@ pub struct ReplyStream {
     assembler: Assembler,
     raw: BytesMut,
     ended: bool,
+    /// The backend whose reply is checked at the end (`check_reply`), when set.
+    end_check: Option<String>,
     hook: Option<EndHook>,
     first_byte: Option<Instant>,
     finishing: Option<(BoxFuture<'static, ()>, Option<Result<Event>>)>,
@@ -63,6 +65,7 @@ impl ReplyStream {
             assembler: Assembler::new(),
             raw: BytesMut::new(),
             ended: false,
+            end_check: None,
             hook: None,
             first_byte: None,
             finishing: None,
@@ -75,7 +78,8 @@ impl ReplyStream {
         self
     }
 
-    /// Ends the stream: runs the hook (if any) and shows `item` once it is done.
+    /// Ends the stream: runs the hook (if any) and shows `item` once it is done; `None`
+    /// means the item waits for the hook's future.
     fn end_with(&mut self, item: Option<Result<Event>>) -> Option<Option<Result<Event>>> {
         self.ended = true;
         match self.hook.take() {
@@ -90,6 +94,51 @@ impl ReplyStream {
                 None
             }
             None => Some(item),
+        }
+    }
+
+    /// Checks the reply when the stream ends (a stream without text and tool calls, or
+    /// without usage, ends with `ProviderReplyMalformed`), naming `backend`.
+    pub(crate) fn check_at_end(mut self, backend: impl Into<String>) -> Self {
+        self.end_check = Some(backend.into());
+        self
+    }
+
+    /// Reads ahead, without handing anything out, until the first output event (text,
+    /// thinking, a tool call) is waiting. An error before it, or an end without output
+    /// that the end check refuses, is returned: nothing has reached the caller, so the
+    /// call can safely be sent again.
+    pub(crate) async fn start(&mut self) -> Result<()> {
+        loop {
+            if self.pending.iter().any(is_output) {
+                return Ok(());
+            }
+            match self.inner.next().await {
+                Some(Ok(chunk)) => {
+                    self.first_byte.get_or_insert_with(Instant::now);
+                    self.raw.extend_from_slice(&chunk.raw);
+                    self.pending.extend(chunk.events);
+                }
+                Some(Err(e)) => {
+                    self.ended = true;
+                    return Err(e);
+                }
+                None => {
+                    self.ended = true;
+                    let Some(backend) = self.end_check.take() else {
+                        return Ok(());
+                    };
+                    let mut assembler = self.assembler.clone();
+                    for event in &self.pending {
+                        if let Err(e) = assembler.push(event) {
+                            return Err(order_error(e));
+                        }
+                    }
+                    let mut reply = assembler.reply().clone();
+                    reply.raw = Bytes::copy_from_slice(&self.raw);
+                    return crate::llm::check_reply(&backend, &reply);
+                }
+            }
         }
     }
 
@@ -138,8 +187,8 @@ impl Stream for ReplyStream {
             }
             if let Some(event) = self.pending.pop_front() {
                 if let Err(e) = self.assembler.push(&event) {
-                    let error = Error::Unsupported(format!("the stream broke its own order: {e}"));
-                    match self.end_with(Some(Err(error))) {
+                    self.end_check = None;
+                    match self.end_with(Some(Err(order_error(e)))) {
                         Some(item) => return Poll::Ready(item),
                         None => continue,
                     }
@@ -147,22 +196,35 @@ impl Stream for ReplyStream {
                 return Poll::Ready(Some(Ok(event)));
             }
             if self.ended {
-                return Poll::Ready(None);
+                // Ended while reading ahead (`start`): the hook still runs, once.
+                match self.hook.is_some().then(|| self.end_with(None)) {
+                    Some(None) => continue,
+                    _ => return Poll::Ready(None),
+                }
             }
             match self.inner.as_mut().poll_next(cx) {
                 Poll::Pending => return Poll::Pending,
-                Poll::Ready(None) => match self.end_with(None) {
-                    Some(item) => return Poll::Ready(item),
-                    None => continue,
-                },
-                Poll::Ready(Some(Err(e))) => match self.end_with(Some(Err(e))) {
-                    Some(item) => return Poll::Ready(item),
-                    None => continue,
-                },
-                Poll::Ready(Some(Ok(chunk))) => {
-                    if self.first_byte.is_none() {
-                        self.first_byte = Some(Instant::now());
+                Poll::Ready(None) => {
+                    let mut item = None;
+                    if let Some(backend) = self.end_check.take() {
+                        if let Err(e) = crate::llm::check_reply(&backend, &self.reply()) {
+                            item = Some(Err(e));
+                        }
                     }
+                    match self.end_with(item) {
+                        Some(item) => return Poll::Ready(item),
+                        None => continue,
+                    }
+                }
+                Poll::Ready(Some(Err(e))) => {
+                    self.end_check = None;
+                    match self.end_with(Some(Err(e))) {
+                        Some(item) => return Poll::Ready(item),
+                        None => continue,
+                    }
+                }
+                Poll::Ready(Some(Ok(chunk))) => {
+                    self.first_byte.get_or_insert_with(Instant::now);
                     self.raw.extend_from_slice(&chunk.raw);
                     self.pending.extend(chunk.events);
                 }
@@ -180,4 +242,16 @@ impl Drop for ReplyStream {
             drop(hook(&reply, StreamEnd::Dropped, self.first_byte));
         }
     }
+}
+
+/// Whether an event is output a caller sees (after it, a call is never re-sent).
+fn is_output(event: &Event) -> bool {
+    !matches!(
+        event,
+        Event::Start { .. } | Event::Usage(_) | Event::Finish { .. } | Event::Error(_)
+    )
+}
+
+fn order_error(e: impl std::fmt::Display) -> Error {
+    Error::Unsupported(format!("the stream broke its own order: {e}"))
 }

@@ -7,17 +7,29 @@ use futures::StreamExt;
 use switchyard::env::ProcessEnv;
 use switchyard::registry::Config;
 use switchyard::wire::{Event, Request};
-use switchyard::{FinishReason, Llm, Reply};
+use switchyard::{FinishReason, Llm, Reply, RetryPolicy};
 
 use crate::cli::AskArgs;
 
 /// Runs `ask`.
 pub fn run(config: &Config, args: &AskArgs) -> Result<(), String> {
-    let llm = match &args.replay {
+    // Waits between attempts are announced as warnings: show the library's, briefly, on
+    // stderr (not those of the crates below it, which the library reports itself).
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::new("switchyard=warn"))
+        .with_ansi(std::io::stderr().is_terminal())
+        .without_time()
+        .with_target(false)
+        .try_init();
+    let mut llm = match &args.replay {
         Some(run_dir) => Llm::replaying(run_dir, None),
         None => Llm::resolve(&config.registry, &args.reference, &ProcessEnv),
     }
     .map_err(|e| format!("error: {e}"))?;
+    if args.no_retry {
+        llm = llm.with_retry(RetryPolicy::never());
+    }
     let (llm, recorder) = super::run_setup::attach(config, llm, args)?;
     let mut request = Request::user(args.prompt.clone());
     if let Some(system) = &args.system {
@@ -95,14 +107,19 @@ async fn print_stream(llm: &Llm, request: Request) -> Result<Reply, String> {
             Ok(_) => {}
             Err(e) => {
                 let _ = writeln!(out);
+                let shown = stream.reply().text().chars().count();
+                if shown > 0 {
+                    return Err(format!(
+                        "error: {e}\n(the reply stopped after {shown} characters of output, shown above; it was not sent again)"
+                    ));
+                }
                 return Err(format!("error: {e}"));
             }
         }
     }
     let _ = writeln!(out);
-    let reply = stream.reply();
-    switchyard::check_reply(llm.backend().name(), &reply).map_err(|e| format!("error: {e}"))?;
-    Ok(reply)
+    // The stream itself ends with `ProviderReplyMalformed` when its reply is not one.
+    Ok(stream.reply())
 }
 
 fn usage_line(llm: &Llm, reply: &Reply, elapsed: std::time::Duration) -> String {

@@ -114,6 +114,13 @@ fn text(config: &Config, r: &Reference, b: &Backend) -> String {
     if let Some(f) = &b.from {
         rows.push(row("from", f));
     }
+    if let Some(c) = &b.command {
+        rows.push(vec![
+            "command".into(),
+            c.value.join(" "),
+            c.layer.to_string(),
+        ]);
+    }
     let mut out = table::render(&rows);
     if let Some(date) = config.registry.prices_date() {
         if b.price(&r.model)
@@ -159,6 +166,7 @@ fn json_of(r: &Reference, b: &Backend) -> Value {
         "developer_role": resolved_json(&b.developer_role),
         "extra_body": serde_json::to_value(&b.extra_body).unwrap_or(Value::Null),
         "from": b.from.as_ref().map(resolved_json),
+        "command": b.command.as_ref().map(resolved_json),
         "layers": b.layers.iter().map(|l| l.to_string()).collect::<Vec<_>>(),
     })
 }

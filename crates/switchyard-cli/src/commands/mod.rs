@@ -1,8 +1,11 @@
 //! One module per command, and what they share.
 
 mod ask;
+mod backends_check;
 mod backends_list;
+mod backends_shell;
 mod backends_show;
+mod bind;
 mod log;
 mod mock;
 mod run_setup;
@@ -25,6 +28,29 @@ pub fn run(cli: Cli) -> Result<(), String> {
         Command::Backends(BackendsCommand::Show(args)) => {
             let config = load(cli.config, args.overrides.clone())?;
             backends_show::run(&config, &args)
+        }
+        Command::Backends(BackendsCommand::Check(mut args)) => {
+            // With --all, the first positional is an override, not a reference.
+            if args.all {
+                if let Some(first) = args.reference.take() {
+                    if !switchyard::registry::looks_like_override(&first) {
+                        return Err(format!(
+                            "error: `--all` checks every backend whose key is set and takes no reference (got `{first}`)"
+                        ));
+                    }
+                    args.overrides.insert(0, first);
+                }
+            }
+            let config = load(cli.config, args.overrides.clone())?;
+            backends_check::run(&config, &args)
+        }
+        Command::Backends(BackendsCommand::Shell(args)) => {
+            let config = load(cli.config, args.overrides.clone())?;
+            backends_shell::run(&config, &args)
+        }
+        Command::Bind(args) => {
+            let config = load(cli.config, args.overrides.clone())?;
+            bind::run(&config, &args)
         }
         Command::Ask(args) => {
             let config = load(cli.config, args.overrides.clone())?;

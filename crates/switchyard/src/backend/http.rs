@@ -272,7 +272,8 @@ impl HttpBackend {
         body: Bytes,
     ) -> Error {
         let (mut details, _) = classify::details(&self.config.name, status, headers, body);
-        details.status = e.status.unwrap_or(details.status);
+        // An error inside a 200 body has the status it names, or none: not the 200.
+        details.status = e.status.unwrap_or(0);
         details.kind = e.kind.or(details.kind);
         details.code = e.code.or(details.code);
         details.message = e.message;
@@ -301,8 +302,13 @@ impl Backend for HttpBackend {
 
     async fn stream(&self, call: &Call) -> Result<ReplyStream> {
         let started = tokio::time::Instant::now();
-        let response = self.send(call, true).await?;
-        let status = response.status().as_u16();
+        // The total covers the wait for the headers too.
+        let response = match self.config.timeouts.total {
+            Some(limit) => tokio::time::timeout(limit, self.send(call, true))
+                .await
+                .map_err(|_| self.timeout(TimeoutPhase::Total, limit))??,
+            None => self.send(call, true).await?,
+        };
         let headers = header_pairs(response.headers());
         let bytes = response
             .bytes_stream()
@@ -320,7 +326,6 @@ impl Backend for HttpBackend {
         Ok(decode_stream(
             &self.config.name,
             self.config.dialect,
-            status,
             headers,
             self.config.timeouts,
             deadline,
@@ -336,7 +341,6 @@ impl Backend for HttpBackend {
 pub(crate) fn decode_stream(
     name: &str,
     dialect: Dialect,
-    status: u16,
     headers: Vec<(String, String)>,
     timeouts: Timeouts,
     deadline: Option<tokio::time::Instant>,
@@ -348,7 +352,6 @@ pub(crate) fn decode_stream(
         name: name.to_string(),
         timeouts,
         deadline,
-        status,
         headers,
         received: Vec::new(),
         done: false,
@@ -379,7 +382,6 @@ struct StreamState {
     name: String,
     timeouts: Timeouts,
     deadline: Option<tokio::time::Instant>,
-    status: u16,
     headers: Vec<(String, String)>,
     /// Every byte so far, for error details.
     received: Vec<u8>,
@@ -459,7 +461,8 @@ impl StreamState {
     fn provider_error(&self, e: StreamError) -> Error {
         let details = ProviderDetails {
             backend: self.backend.name.clone(),
-            status: e.status.unwrap_or(self.status),
+            // An error inside a 200 stream has the status it names, or none.
+            status: e.status.unwrap_or(0),
             request_id: self
                 .headers
                 .iter()

@@ -281,6 +281,10 @@ impl ReplayLog {
         if let Some(body) = &record.body {
             super::note_sent_body(bytes::Bytes::copy_from_slice(body.get().as_bytes()));
         }
+        super::note_replayed_attempts(record.attempts.clone());
+        if let Some(e) = &record.error {
+            super::note_replayed_error(e.to_error());
+        }
         Ok(record)
     }
 }
@@ -412,7 +416,7 @@ fn replay_stream(name: &str, record: &CallRecord) -> Result<ReplyStream> {
     let raw = record.raw_bytes()?;
     let mut items: Vec<Result<bytes::Bytes>> = vec![Ok(raw)];
     if let Some(e) = &record.error {
-        if e.kind != "Cancelled" {
+        if e.kind != "Dropped" {
             items.push(Err(e.to_error()));
         }
     }
@@ -420,7 +424,6 @@ fn replay_stream(name: &str, record: &CallRecord) -> Result<ReplyStream> {
     Ok(crate::backend::http::decode_stream(
         name,
         dialect,
-        200,
         Vec::new(),
         crate::backend::http::Timeouts::default(),
         None,

@@ -10,8 +10,8 @@ use std::time::Duration;
 /// A failed call's error.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ErrorRecord {
-    /// The [`crate::ErrorKind`] name (`RateLimited`), or `Cancelled` for a stream the
-    /// caller dropped before its end.
+    /// The [`crate::ErrorKind`] name (`RateLimited`); `Dropped` for a stream the caller
+    /// dropped before its end.
     pub kind: String,
     /// The message as shown to people.
     pub message: String,
@@ -159,6 +159,10 @@ impl ErrorRecord {
                 put("spent", json!(spent));
                 put("in_flight", json!(in_flight));
             }
+            Error::Cancelled { backend, during } => {
+                put("backend", json!(backend));
+                put("during", json!(during));
+            }
             Error::ReplayExhausted {
                 role,
                 digest,
@@ -181,7 +185,7 @@ impl ErrorRecord {
     /// A stream the caller dropped before its end.
     pub fn cancelled() -> ErrorRecord {
         ErrorRecord {
-            kind: "Cancelled".to_string(),
+            kind: "Dropped".to_string(),
             message: "the caller dropped the stream before its end".to_string(),
             provider: None,
             fields: Map::new(),
@@ -270,6 +274,10 @@ impl ErrorRecord {
                 variable: self.str_field("variable"),
             },
             "Config" => Error::Config(self.str_field("message")),
+            "Cancelled" if self.fields.contains_key("during") => Error::Cancelled {
+                backend: self.str_field("backend"),
+                during: self.str_field("during"),
+            },
             "BudgetExceeded" => Error::BudgetExceeded {
                 limit: self.str_field("limit"),
                 max: self.str_field("max"),

@@ -2,6 +2,7 @@
 //! starts, and the record made when it ends.
 
 use super::{AttemptRecord, CallRecord, ErrorRecord, Recorder, Timings};
+use crate::attempt::Attempt;
 use crate::backend::{Backend, Call};
 use crate::budget::{BudgetTracker, Reservation};
 use crate::error::{Error, Result};
@@ -53,7 +54,7 @@ pub(crate) struct Handle<'a> {
 impl Observed {
     /// Checks the budget and notes what the record needs; `None` when the handle neither
     /// records nor keeps a budget.
-    pub(crate) fn begin(h: &Handle<'_>, call: &Call, stream: bool) -> Result<Option<Observed>> {
+    pub(crate) fn begin(h: &Handle<'_>, model: &str, stream: bool) -> Result<Option<Observed>> {
         if h.recorder.is_none() && h.budget.is_none() {
             return Ok(None);
         }
@@ -68,7 +69,7 @@ impl Observed {
             role: h.role.map(str::to_string),
             reference: h.label.to_string(),
             backend: h.backend.name().to_string(),
-            model: call.model.clone(),
+            model: model.to_string(),
             dialect: h.backend.dialect(),
             stream,
         });
@@ -84,9 +85,10 @@ impl Observed {
     pub(crate) fn end(
         self,
         call: Call,
-        body: Option<bytes::Bytes>,
+        sent: Option<crate::backend::Sent>,
         outcome: Outcome<'_>,
         first_byte: Option<Instant>,
+        attempts: &[Attempt],
     ) -> BoxFuture<'static, ()> {
         let usage = match &outcome {
             Outcome::Reply(r) | Outcome::Failed(_, Some(r)) | Outcome::Dropped(r) => r.usage,
@@ -119,18 +121,24 @@ impl Observed {
                     .and_then(|b| serde_json::from_value(b.clone()).ok())
             })
         });
-        let status = match &error {
-            None => Some(200),
-            Some(e) => e.provider.as_ref().map(|p| p.status).filter(|s| *s != 0),
+        let (body, replayed) = match sent {
+            Some(s) => (s.body, s.replayed_attempts),
+            None => (None, None),
         };
-        let attempt = AttemptRecord {
-            number: 1,
-            wait_before_ms: 0.0,
-            started_at: super::timestamp(rec.started_at),
-            duration_ms,
-            status,
-            error_kind: error.as_ref().map(|e| e.kind.clone()),
-            error: error.as_ref().map(|e| e.message.clone()),
+        let attempts: Vec<AttemptRecord> = match replayed {
+            Some(recorded) => recorded,
+            None => attempts
+                .iter()
+                .map(|a| AttemptRecord {
+                    number: a.number,
+                    wait_before_ms: ms(a.wait_before),
+                    started_at: super::timestamp(a.started_at),
+                    duration_ms: ms(a.duration),
+                    status: a.status,
+                    error_kind: a.error_kind.map(|k| k.as_str().to_string()),
+                    error: a.error.clone(),
+                })
+                .collect(),
         };
         let request = call.request;
         let record = CallRecord {
@@ -154,7 +162,7 @@ impl Observed {
             usage_reported: None,
             raw: error_raw,
             usage,
-            attempts: vec![attempt],
+            attempts,
             timings: Timings {
                 started_at: super::timestamp(rec.started_at),
                 ended_at: super::timestamp(rec.started_at + (ended - rec.started)),

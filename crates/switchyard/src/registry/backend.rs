@@ -44,6 +44,9 @@ pub struct Backend {
     pub models: BTreeMap<String, Resolved<String>>,
     /// The backend this one was copied from.
     pub from: Option<Resolved<String>>,
+    /// For `claude-code` and `codex`: the program to run (and arguments put before
+    /// Switchyard's own), when not the CLI's usual name on `PATH`.
+    pub command: Option<Resolved<Vec<String>>>,
     /// Every layer that contributed to this backend, lowest first.
     pub layers: Vec<Layer>,
 }
@@ -224,6 +227,23 @@ impl Backend {
     ) -> Result<url::Url, EndpointError> {
         let template = self.endpoint_template(dialect, model, stream)?;
         let filled = url_template::expand(&template, env).map_err(|variable| {
+            EndpointError::UnsetVariable {
+                backend: self.name.clone(),
+                variable,
+            }
+        })?;
+        let filled = vertex_global_host(&filled);
+        url::Url::parse(&filled).map_err(|e| EndpointError::BadUrl {
+            backend: self.name.clone(),
+            url: filled.clone(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// A root URL of this backend (`base_url`, `messages_url`…) with its placeholders
+    /// filled from `env`.
+    pub fn fill_url(&self, template: &str, env: &dyn EnvSource) -> Result<url::Url, EndpointError> {
+        let filled = url_template::expand(template, env).map_err(|variable| {
             EndpointError::UnsetVariable {
                 backend: self.name.clone(),
                 variable,

@@ -28,6 +28,7 @@ pub const FIELDS: &[&str] = &[
     "developer_role",
     "models",
     "from",
+    "command",
 ];
 
 /// Every field a price accepts.
@@ -52,6 +53,7 @@ pub struct BackendPatch {
     pub developer_role: Option<DeveloperRole>,
     pub models: BTreeMap<String, String>,
     pub from: Option<(String, Location)>,
+    pub command: Option<Vec<String>>,
 }
 
 impl BackendPatch {
@@ -74,6 +76,7 @@ impl BackendPatch {
             developer_role: None,
             models: BTreeMap::new(),
             from: None,
+            command: None,
         }
     }
 }
@@ -510,6 +513,7 @@ fn parse_field(
             }
             other => errors.push(wrong(src, &path, "a whole number of tokens", other)),
         },
+        "command" => patch.command = command_field(src, &path, v, errors),
         "from" => match v {
             Value::String(s) => patch.from = Some((s.clone(), src.loc(&path))),
             other => errors.push(wrong(src, &path, "the name of another backend", other)),
@@ -530,6 +534,55 @@ fn parse_field(
             },
         )),
     }
+}
+
+/// `command`: a program (a name looked up on `PATH`, or a path), or a list of a program and
+/// the arguments put before Switchyard's own (`[npx, -y, @openai/codex]`).
+fn command_field(
+    src: &LayerSource<'_>,
+    path: &[&str],
+    v: &Value,
+    errors: &mut Vec<ConfigError>,
+) -> Option<Vec<String>> {
+    const EXPECTED: &str =
+        "a program (a name on PATH or a path) or a non-empty list of a program and its first arguments";
+    let words: Vec<String> = match v {
+        Value::String(s) => vec![s.clone()],
+        Value::Sequence(items) => {
+            let mut words = Vec::new();
+            for item in items {
+                match item {
+                    Value::String(s) => words.push(s.clone()),
+                    other => {
+                        errors.push(wrong(src, path, EXPECTED, other));
+                        return None;
+                    }
+                }
+            }
+            words
+        }
+        other => {
+            errors.push(wrong(src, path, EXPECTED, other));
+            return None;
+        }
+    };
+    let bad =
+        words.first().is_none_or(|p| p.trim().is_empty()) || words.iter().any(|w| w.contains('\0'));
+    if bad {
+        errors.push(src.err(
+            path,
+            ConfigProblem::WrongType {
+                field: path[1..].join("."),
+                expected: EXPECTED.into(),
+                found: "an empty program name".into(),
+            },
+        ));
+        return None;
+    }
+    if words.iter().any(|w| secrets::looks_like_key(w)) {
+        return None; // reported by the key scan
+    }
+    Some(words)
 }
 
 /// Reports every string value under `value` that looks like a provider key, and every key

@@ -27,6 +27,7 @@ struct Draft {
     developer_role: Option<Resolved<DeveloperRole>>,
     models: BTreeMap<String, Resolved<String>>,
     from: Option<Resolved<String>>,
+    command: Option<Resolved<Vec<String>>>,
     layers: Vec<Layer>,
 }
 
@@ -64,6 +65,7 @@ impl Draft {
             developer_role: Some(source.developer_role.clone()),
             models: source.models.clone(),
             from: None,
+            command: source.command.clone(),
             layers: source.layers.clone(),
         }
     }
@@ -93,6 +95,7 @@ impl Draft {
         set(&mut self.auth, &p.auth, layer);
         set(&mut self.context_window, &p.context_window, layer);
         set(&mut self.developer_role, &p.developer_role, layer);
+        set(&mut self.command, &p.command, layer);
         merge(&mut self.prices, &p.prices, layer);
         merge(&mut self.extra_body, &p.extra_body, layer);
         merge(&mut self.models, &p.models, layer);
@@ -141,6 +144,7 @@ impl Draft {
                 .unwrap_or_else(|| Resolved::default_value(DeveloperRole::Keep)),
             models: self.models,
             from: self.from,
+            command: self.command,
             layers: self.layers,
         }
     }
@@ -193,6 +197,21 @@ impl<'a> Resolver<'a> {
             ));
             self.failed.push(name.to_string());
             return None;
+        }
+        if let Some(command) = &backend.command {
+            if !matches!(backend.kind.value, Kind::ClaudeCode | Kind::Codex) {
+                self.errors.push(ConfigError::new(
+                    Location::source(command.layer.to_string()),
+                    ConfigProblem::FieldNotForKind {
+                        backend: name.to_string(),
+                        field: "command".into(),
+                        kind: backend.kind.value.to_string(),
+                        kinds: vec![Kind::ClaudeCode.to_string(), Kind::Codex.to_string()],
+                    },
+                ));
+                self.failed.push(name.to_string());
+                return None;
+            }
         }
         self.done.insert(name.to_string(), backend.clone());
         Some(backend)

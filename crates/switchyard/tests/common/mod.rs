@@ -110,3 +110,38 @@ pub fn weather_tool() -> Tool {
         namespace: None,
     }
 }
+
+/// A handle on the mock's `model` in `dialect` with the default retry policy and
+/// `timeouts`; the returned sleeper records the waits asked for (none is real).
+pub fn handle(
+    mock: &MockServer,
+    dialect: Dialect,
+    model: &str,
+    timeouts: switchyard::backend::http::Timeouts,
+) -> (Llm, switchyard::RecordingSleeper) {
+    let env = MapEnv::default();
+    let registry = registry(mock, &[], &env);
+    let backend = registry
+        .backend("mock")
+        .expect("the mock backend is built in");
+    let http = connect::http_backend_with(backend, model, Some(dialect), &env, timeouts)
+        .unwrap_or_else(|e| panic!("{dialect}: {e}"));
+    let sleeper = switchyard::RecordingSleeper::new();
+    let llm = Llm::new(format!("mock/{model}"), Arc::new(http), model)
+        .with_retry(switchyard::RetryPolicy::default())
+        .with_sleeper(Arc::new(sleeper.clone()));
+    (llm, sleeper)
+}
+
+/// The default timeouts of a connected backend.
+pub fn default_timeouts() -> switchyard::backend::http::Timeouts {
+    connect::DEFAULT_TIMEOUTS
+}
+
+/// Every dialect the mock speaks.
+pub const DIALECTS: [Dialect; 4] = [
+    Dialect::Chat,
+    Dialect::Responses,
+    Dialect::Messages,
+    Dialect::Gemini,
+];

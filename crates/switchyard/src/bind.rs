@@ -1,0 +1,597 @@
+//! Binding a coding CLI to a backend: the environment and arguments that point Claude Code
+//! or Codex at any backend serving its dialect, computed as data so that `switchyard bind`
+//! can both run the CLI and print a command a shell can paste.
+//!
+//! A key is never part of a [`Binding`]: the variable that holds it is. Its value is read
+//! only by [`Binding::child_env`], for the environment of the CLI actually started.
+//!
+//! ```
+//! use switchyard::bind::{bind, Agent};
+//! use switchyard::env::MapEnv;
+//! use switchyard::registry::Registry;
+//!
+//! let env = MapEnv::new([("DEEPSEEK_API_KEY", "sk-not-a-real-key")]);
+//! let registry = Registry::builtin().unwrap();
+//! let b = bind(Agent::Claude, &registry, "deepseek/deepseek-chat", &[], &env).unwrap();
+//! let shell = b.shell_command("claude");
+//! assert!(shell.contains(r#"ANTHROPIC_AUTH_TOKEN="$DEEPSEEK_API_KEY""#));
+//! assert!(!shell.contains("sk-not-a-real-key"));
+//! ```
+
+use crate::env::EnvSource;
+use crate::error::{Error, Result};
+use crate::registry::{self, Auth, Kind, Registry};
+use switchyard_wire::Dialect;
+
+/// A coding CLI that can be bound to a backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Agent {
+    /// Claude Code (`claude`), which speaks `messages`.
+    Claude,
+    /// Codex (`codex`), which speaks `responses`.
+    Codex,
+}
+
+impl Agent {
+    /// The dialect the CLI speaks.
+    pub fn dialect(self) -> Dialect {
+        match self {
+            Agent::Claude => Dialect::Messages,
+            Agent::Codex => Dialect::Responses,
+        }
+    }
+
+    /// The CLI's name for people.
+    pub fn title(self) -> &'static str {
+        match self {
+            Agent::Claude => "Claude Code",
+            Agent::Codex => "Codex",
+        }
+    }
+
+    /// The word used on the command line (`claude`, `codex`).
+    pub fn word(self) -> &'static str {
+        match self {
+            Agent::Claude => "claude",
+            Agent::Codex => "codex",
+        }
+    }
+
+    /// The backend kind that runs this CLI (whose `command` field locates it).
+    pub fn kind(self) -> Kind {
+        match self {
+            Agent::Claude => Kind::ClaudeCode,
+            Agent::Codex => Kind::Codex,
+        }
+    }
+}
+
+/// The value of a variable in the CLI's environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnvValue {
+    /// This text.
+    Text(String),
+    /// The value of another variable: the backend's key variable. Printed as
+    /// `"$VARIABLE"`, read only for the CLI actually started.
+    KeyOf(String),
+}
+
+/// The environment and arguments that bind a CLI to a backend.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    /// The CLI.
+    pub agent: Agent,
+    /// The backend.
+    pub backend: String,
+    /// The model id on the backend (after aliases).
+    pub model: String,
+    /// Variables to set, in order.
+    pub env: Vec<(String, EnvValue)>,
+    /// Variables to remove (a key of another provider that the CLI would also send).
+    pub unset: Vec<String>,
+    /// Switchyard's arguments for the CLI (Codex's `-c` settings), in pairs where a flag
+    /// takes a value.
+    pub args: Vec<String>,
+    /// The user's arguments, which come after Switchyard's (so the user's settings win).
+    pub user_args: Vec<String>,
+}
+
+/// The placeholder key given to Claude Code for a server that needs none (without a key
+/// Claude Code asks for a login).
+pub const NO_KEY_PLACEHOLDER: &str = "switchyard-no-key";
+
+/// Codex's own provider ids, which a configuration cannot redefine.
+const CODEX_RESERVED_PROVIDERS: &[&str] = &["openai", "oss", "ollama", "lmstudio", "ollama-chat"];
+
+/// Binds `agent` to the backend and model of `reference`, with `user_args` after
+/// Switchyard's own arguments. Fails when the backend is not an HTTP endpoint, does not
+/// serve the CLI's dialect, or needs a key whose variable is unset.
+pub fn bind(
+    agent: Agent,
+    registry: &Registry,
+    reference: &str,
+    user_args: &[String],
+    env: &dyn EnvSource,
+) -> Result<Binding> {
+    let r = registry.require_reference(reference).map_err(|e| match e {
+        crate::reference::ReferenceError::UnknownBackend {
+            name,
+            known,
+            nearest,
+            ..
+        } => Error::UnknownBackend {
+            name,
+            known,
+            nearest,
+        },
+        crate::reference::ReferenceError::EmptyModel { text, .. } => Error::NotAReference { text },
+    })?;
+    let backend = registry
+        .backend(&r.backend)
+        .ok_or_else(|| Error::Config(format!("backend `{}` vanished", r.backend)))?;
+    if backend.kind.value != Kind::Http {
+        return Err(Error::Unsupported(format!(
+            "backend `{}` is of kind `{}`: {} can only be bound to an http backend (an \
+             endpoint it can send requests to)",
+            backend.name,
+            backend.kind.value,
+            agent.title()
+        )));
+    }
+    let dialect = agent.dialect();
+    if !backend.serves(dialect) {
+        return Err(dialect_missing(agent, backend, &r.model));
+    }
+    let url = backend
+        .endpoint(dialect, &r.model, false, env)
+        .map_err(|e| Error::Config(e.to_string()))?;
+    let key = backend.api_key(env).map_err(|e| match e {
+        registry::EndpointError::MissingKey { backend, variable } => {
+            Error::MissingKey { backend, variable }
+        }
+        other => Error::Config(other.to_string()),
+    })?;
+    let key_var = key.map(|_| backend.api_key_env.value.clone());
+    let host = url.host_str().unwrap_or("").to_string();
+    let mut binding = Binding {
+        agent,
+        backend: backend.name.clone(),
+        model: r.model.clone(),
+        env: Vec::new(),
+        unset: Vec::new(),
+        args: Vec::new(),
+        user_args: user_args.to_vec(),
+    };
+    match agent {
+        Agent::Claude => claude(&mut binding, backend, url.as_str(), &host, key_var),
+        Agent::Codex => codex(&mut binding, backend, url.as_str(), &host, key_var),
+    }
+    Ok(binding)
+}
+
+fn claude(
+    b: &mut Binding,
+    backend: &registry::Backend,
+    url: &str,
+    host: &str,
+    key_var: Option<String>,
+) {
+    // Claude Code appends `/v1/messages` to ANTHROPIC_BASE_URL.
+    let root = url.strip_suffix("/v1/messages").unwrap_or(url).to_string();
+    let text = |s: &str| EnvValue::Text(s.to_string());
+    b.env
+        .push(("ANTHROPIC_BASE_URL".into(), EnvValue::Text(root)));
+    // A backend taking `x-api-key` (Anthropic's own API) gets ANTHROPIC_API_KEY, which
+    // Claude Code sends that way; every other gets the key as a bearer token. The other
+    // variable is removed so that a key meant for one provider never goes to another.
+    let (set, unset) = if backend.auth.value == Auth::XApiKey {
+        ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+    } else {
+        ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY")
+    };
+    b.unset.push(unset.to_string());
+    b.env.push((
+        set.to_string(),
+        match key_var {
+            Some(var) => EnvValue::KeyOf(var),
+            None => text(NO_KEY_PLACEHOLDER),
+        },
+    ));
+    for var in [
+        "ANTHROPIC_MODEL",
+        "ANTHROPIC_DEFAULT_OPUS_MODEL",
+        "ANTHROPIC_DEFAULT_SONNET_MODEL",
+        "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+        "ANTHROPIC_SMALL_FAST_MODEL",
+        "CLAUDE_CODE_SUBAGENT_MODEL",
+    ] {
+        b.env.push((var.to_string(), text(&b.model)));
+    }
+    if host != "api.anthropic.com" {
+        b.env
+            .push(("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(), text("1")));
+    }
+    if let Some(window) = &backend.context_window {
+        b.env.push((
+            "CLAUDE_CODE_MAX_CONTEXT_TOKENS".into(),
+            text(&window.value.to_string()),
+        ));
+    }
+}
+
+fn codex(
+    b: &mut Binding,
+    backend: &registry::Backend,
+    url: &str,
+    host: &str,
+    key_var: Option<String>,
+) {
+    let base = url.strip_suffix("/responses").unwrap_or(url);
+    let id = codex_provider_id(&backend.name);
+    let mut set = |key: &str, value: String| {
+        b.args.push("-c".into());
+        b.args.push(format!("{key}={value}"));
+    };
+    let prefix = format!("model_providers.{id}");
+    set("model_provider", toml_string(&id));
+    set("model", toml_string(&b.model));
+    set(&format!("{prefix}.name"), toml_string(&backend.name));
+    set(&format!("{prefix}.base_url"), toml_string(base));
+    set(&format!("{prefix}.wire_api"), toml_string("responses"));
+    if let Some(var) = key_var {
+        // Codex reads the key from this variable itself and sends it as a bearer token.
+        set(&format!("{prefix}.env_key"), toml_string(&var));
+    }
+    if let Some(window) = &backend.context_window {
+        set("model_context_window", window.value.to_string());
+    }
+    if host != "api.openai.com" {
+        // Codex's hosted web search tool exists only on OpenAI.
+        set("web_search", toml_string("disabled"));
+    }
+}
+
+/// The Codex provider id for a backend: its name, unless Codex reserves that name.
+pub fn codex_provider_id(backend: &str) -> String {
+    if CODEX_RESERVED_PROVIDERS.contains(&backend) {
+        format!("switchyard-{backend}")
+    } else {
+        backend.to_string()
+    }
+}
+
+fn dialect_missing(agent: Agent, backend: &registry::Backend, model: &str) -> Error {
+    let dialect = agent.dialect();
+    let served = backend
+        .apis
+        .value
+        .iter()
+        .map(|d| d.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let name = &backend.name;
+    let relay_url = match dialect {
+        Dialect::Messages => "messages_url=http://127.0.0.1:8082",
+        _ => "base_url=http://127.0.0.1:8082/v1",
+    };
+    Error::Unsupported(format!(
+        "backend `{name}` does not serve the `{dialect}` dialect, which {title} speaks (it \
+         serves: {served}). Switchyard's gateway (`switchyard serve`, planned, not built yet) \
+         will translate between dialects; until then run a relay that serves `{dialect}` in \
+         front of the backend (`switchyard backends shell {name}/{model}` prints the origin \
+         and path to point it at) and bind through a copy of the backend: `switchyard bind \
+         {word} relay/{model} backends.relay.from={name} backends.relay.{relay_url} \
+         'backends.relay.apis=[{dialect}]'` (or declare `relay` in your backends file)",
+        title = agent.title(),
+        word = agent.word(),
+    ))
+}
+
+/// `value` as a TOML basic string (`"…"`, with `\` and `"` escaped).
+pub fn toml_string(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('"');
+    for c in value.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// `s` quoted for a POSIX shell: unchanged when it is only safe characters, else in
+/// single quotes (a `'` inside written `'\''`).
+pub fn shell_quote(s: &str) -> String {
+    let safe = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "@%+=:,./-_".contains(c));
+    if safe {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+impl Binding {
+    /// Every argument of the CLI: Switchyard's, then the user's.
+    pub fn all_args(&self) -> Vec<String> {
+        self.args.iter().chain(&self.user_args).cloned().collect()
+    }
+
+    /// One command a POSIX shell can paste, one setting a line: `env -u … NAME=value …
+    /// <program> -c … <user args>`, the key written as `"$VARIABLE"` so that the pasting
+    /// shell fills it in. `program` may be followed by `leading` arguments (a `command`
+    /// such as `npx -y @openai/codex`).
+    pub fn shell_command(&self, program: &str) -> String {
+        self.shell_command_with(program, &[])
+    }
+
+    /// [`shell_command`](Self::shell_command) with arguments right after the program.
+    pub fn shell_command_with(&self, program: &str, leading: &[String]) -> String {
+        let mut lines = Vec::new();
+        if !self.unset.is_empty() || !self.env.is_empty() {
+            lines.push("env".to_string());
+        }
+        for name in &self.unset {
+            lines.push(format!("-u {name}"));
+        }
+        for (name, value) in &self.env {
+            lines.push(match value {
+                EnvValue::Text(t) => format!("{name}={}", shell_quote(t)),
+                EnvValue::KeyOf(var) => format!("{name}=\"${var}\""),
+            });
+        }
+        let words = |items: &[String]| {
+            items
+                .iter()
+                .map(|a| shell_quote(a))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let mut first = shell_quote(program);
+        if !leading.is_empty() {
+            first = format!("{first} {}", words(leading));
+        }
+        lines.push(first);
+        // Flag and value on one line (`-c 'key="value"'`).
+        let mut i = 0;
+        while i < self.args.len() {
+            let end = if self.args[i].starts_with('-') && i + 1 < self.args.len() {
+                i + 2
+            } else {
+                i + 1
+            };
+            lines.push(words(&self.args[i..end]));
+            i = end;
+        }
+        if !self.user_args.is_empty() {
+            lines.push(words(&self.user_args));
+        }
+        lines.join(" \\\n  ")
+    }
+
+    /// The variables to set in the started CLI's environment, the key's value read from
+    /// `env`. The only place a key's value is taken.
+    pub fn child_env(&self, env: &dyn EnvSource) -> Result<Vec<(String, String)>> {
+        self.env
+            .iter()
+            .map(|(name, value)| match value {
+                EnvValue::Text(t) => Ok((name.clone(), t.clone())),
+                EnvValue::KeyOf(var) => {
+                    env.var(var)
+                        .map(|v| (name.clone(), v))
+                        .ok_or_else(|| Error::MissingKey {
+                            backend: self.backend.clone(),
+                            variable: var.clone(),
+                        })
+                }
+            })
+            .collect()
+    }
+
+    /// The value of a variable the binding sets, if it sets it (for tests and display).
+    pub fn var(&self, name: &str) -> Option<&EnvValue> {
+        self.env.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::env::MapEnv;
+    use crate::registry::{Config, LoadOptions};
+
+    fn registry(overrides: &[&str]) -> Registry {
+        let env = MapEnv::default();
+        let mut opts = LoadOptions::new(&env);
+        opts.user_file = false;
+        opts.overrides = overrides.iter().map(|s| s.to_string()).collect();
+        Config::load(&opts).unwrap().registry
+    }
+
+    const FAKE: &str = "sk-fake-0123456789abcdefghij";
+
+    #[test]
+    fn claude_on_a_keyed_hosted_backend() {
+        let env = MapEnv::new([("DEEPSEEK_API_KEY", FAKE)]);
+        let b = bind(
+            Agent::Claude,
+            &registry(&[]),
+            "deepseek/deepseek-chat",
+            &["--verbose".into()],
+            &env,
+        )
+        .unwrap();
+        let text = |s: &str| Some(EnvValue::Text(s.into()));
+        assert_eq!(
+            b.var("ANTHROPIC_BASE_URL"),
+            text("https://api.deepseek.com/anthropic").as_ref()
+        );
+        assert_eq!(
+            b.var("ANTHROPIC_AUTH_TOKEN"),
+            Some(&EnvValue::KeyOf("DEEPSEEK_API_KEY".into()))
+        );
+        for v in [
+            "ANTHROPIC_MODEL",
+            "ANTHROPIC_DEFAULT_OPUS_MODEL",
+            "ANTHROPIC_DEFAULT_SONNET_MODEL",
+            "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+            "CLAUDE_CODE_SUBAGENT_MODEL",
+        ] {
+            assert_eq!(b.var(v), text("deepseek-chat").as_ref(), "{v}");
+        }
+        assert_eq!(
+            b.var("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"),
+            text("1").as_ref()
+        );
+        assert_eq!(
+            b.var("CLAUDE_CODE_MAX_CONTEXT_TOKENS"),
+            text("128000").as_ref()
+        );
+        assert_eq!(b.unset, vec!["ANTHROPIC_API_KEY".to_string()]);
+        assert!(b.args.is_empty());
+        assert_eq!(b.user_args, vec!["--verbose".to_string()]);
+        let shell = b.shell_command("claude");
+        assert!(!shell.contains(FAKE));
+        let child = b.child_env(&env).unwrap();
+        assert!(child.contains(&("ANTHROPIC_AUTH_TOKEN".into(), FAKE.into())));
+    }
+
+    #[test]
+    fn claude_on_anthropic_uses_the_api_key_variable_and_keeps_traffic() {
+        let env = MapEnv::new([("ANTHROPIC_API_KEY", FAKE)]);
+        let b = bind(Agent::Claude, &registry(&[]), "anthropic/opus", &[], &env).unwrap();
+        assert_eq!(
+            b.var("ANTHROPIC_API_KEY"),
+            Some(&EnvValue::KeyOf("ANTHROPIC_API_KEY".into()))
+        );
+        assert_eq!(
+            b.var("ANTHROPIC_MODEL"),
+            Some(&EnvValue::Text("claude-opus-4-5".into()))
+        );
+        assert!(b.var("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC").is_none());
+        assert_eq!(b.unset, vec!["ANTHROPIC_AUTH_TOKEN".to_string()]);
+    }
+
+    #[test]
+    fn codex_settings_come_before_the_users() {
+        let env = MapEnv::new([("DEEPSEEK_API_KEY", FAKE)]);
+        let user = vec!["-c".to_string(), "model_context_window=64000".to_string()];
+        let b = bind(
+            Agent::Codex,
+            &registry(&[]),
+            "deepseek/deepseek-chat",
+            &user,
+            &env,
+        )
+        .unwrap();
+        assert_eq!(
+            b.args,
+            vec![
+                "-c",
+                "model_provider=\"deepseek\"",
+                "-c",
+                "model=\"deepseek-chat\"",
+                "-c",
+                "model_providers.deepseek.name=\"deepseek\"",
+                "-c",
+                "model_providers.deepseek.base_url=\"https://api.deepseek.com\"",
+                "-c",
+                "model_providers.deepseek.wire_api=\"responses\"",
+                "-c",
+                "model_providers.deepseek.env_key=\"DEEPSEEK_API_KEY\"",
+                "-c",
+                "model_context_window=128000",
+                "-c",
+                "web_search=\"disabled\"",
+            ]
+        );
+        assert_eq!(
+            b.all_args()[b.args.len()..],
+            ["-c".to_string(), "model_context_window=64000".to_string()]
+        );
+        assert!(b.env.is_empty());
+    }
+
+    #[test]
+    fn codex_on_openai_keeps_web_search_and_a_free_provider_id() {
+        let env = MapEnv::new([("OPENAI_API_KEY", FAKE)]);
+        let b = bind(Agent::Codex, &registry(&[]), "openai/gpt-5", &[], &env).unwrap();
+        assert!(b
+            .args
+            .contains(&"model_provider=\"switchyard-openai\"".to_string()));
+        assert!(!b.args.iter().any(|a| a.starts_with("web_search")));
+    }
+
+    #[test]
+    fn keyless_servers_get_a_placeholder_or_no_env_key() {
+        let env = MapEnv::default();
+        let b = bind(Agent::Claude, &registry(&[]), "vllm/qwen", &[], &env).unwrap();
+        assert_eq!(
+            b.var("ANTHROPIC_AUTH_TOKEN"),
+            Some(&EnvValue::Text(NO_KEY_PLACEHOLDER.into()))
+        );
+        assert_eq!(
+            b.var("ANTHROPIC_BASE_URL"),
+            Some(&EnvValue::Text("http://127.0.0.1:8000".into()))
+        );
+        assert!(b.var("CLAUDE_CODE_MAX_CONTEXT_TOKENS").is_none());
+        let b = bind(Agent::Codex, &registry(&[]), "vllm/qwen", &[], &env).unwrap();
+        assert!(!b.args.iter().any(|a| a.contains("env_key")));
+    }
+
+    #[test]
+    fn a_missing_dialect_or_key_is_refused_with_a_way_around() {
+        let env = MapEnv::new([("GROQ_API_KEY", FAKE)]);
+        let e = bind(
+            Agent::Claude,
+            &registry(&[]),
+            "groq/llama-3.3-70b-versatile",
+            &[],
+            &env,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("does not serve the `messages` dialect, which Claude Code speaks"),
+            "{e}"
+        );
+        assert!(e.contains("switchyard serve"), "{e}");
+        assert!(e.contains("backends.relay.from=groq"), "{e}");
+        let e = bind(
+            Agent::Codex,
+            &registry(&["backends.vllm.apis=[chat]"]),
+            "vllm/qwen",
+            &[],
+            &MapEnv::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("`responses` dialect, which Codex speaks"), "{e}");
+        let e = bind(
+            Agent::Claude,
+            &registry(&[]),
+            "deepseek/x",
+            &[],
+            &MapEnv::default(),
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::MissingKey);
+        assert!(e.to_string().contains("DEEPSEEK_API_KEY"));
+    }
+
+    #[test]
+    fn quoting_for_shells_and_toml() {
+        assert_eq!(shell_quote("abc-1.2/x"), "abc-1.2/x");
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote("a\"b c"), "'a\"b c'");
+        assert_eq!(toml_string(r#"a"b\c"#), r#""a\"b\\c""#);
+    }
+}

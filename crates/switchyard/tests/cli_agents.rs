@@ -1,0 +1,439 @@
+//! The CLI agents as backends, against stand-in `claude` and `codex` scripts that print
+//! output of the real shapes and record how they were run.
+
+#![cfg(unix)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use switchyard::backend::cli::{ClaudeCodeBackend, CliConfig};
+use switchyard::env::MapEnv;
+use switchyard::registry::{Config, LoadOptions};
+use switchyard::{Backend, Call, Error, ErrorKind, Llm, Request};
+
+/// A stand-in executable: records argv (one per line, `<empty>` for an empty argument),
+/// environment, working directory, its listing and standard input under `rec/`, then
+/// prints `output` and exits with `code`.
+struct StandIn {
+    dir: tempfile::TempDir,
+}
+
+impl StandIn {
+    fn new(name: &str, output: &str, code: i32) -> StandIn {
+        let dir = tempfile::tempdir().unwrap();
+        let rec = dir.path().join("rec");
+        std::fs::create_dir(&rec).unwrap();
+        std::fs::write(dir.path().join("output"), output).unwrap();
+        let script = format!(
+            "#!/bin/sh\n\
+             rec='{rec}'\n\
+             for a in \"$@\"; do if [ -z \"$a\" ]; then echo '<empty>'; else printf '%s\\n' \"$a\"; fi; done > \"$rec/argv\"\n\
+             env > \"$rec/env\"\n\
+             pwd -P > \"$rec/cwd\"\n\
+             ls -A > \"$rec/ls\"\n\
+             cat > \"$rec/stdin\"\n\
+             cat '{out}'\n\
+             echo 'stand-in stderr line' >&2\n\
+             exit {code}\n",
+            rec = rec.display(),
+            out = dir.path().join("output").display(),
+        );
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let path = bin.join(name);
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        StandIn { dir }
+    }
+
+    fn program(&self, name: &str) -> PathBuf {
+        self.dir.path().join("bin").join(name)
+    }
+
+    fn bin_dir(&self) -> PathBuf {
+        self.dir.path().join("bin")
+    }
+
+    fn rec(&self, what: &str) -> String {
+        std::fs::read_to_string(self.dir.path().join("rec").join(what)).unwrap_or_default()
+    }
+
+    fn argv(&self) -> Vec<String> {
+        self.rec("argv").lines().map(str::to_string).collect()
+    }
+}
+
+fn llm(reference: &str, overrides: &[String], env: &MapEnv) -> switchyard::Result<Llm> {
+    let mut opts = LoadOptions::new(env);
+    opts.user_file = false;
+    opts.overrides = overrides.to_vec();
+    let config = Config::load(&opts).map_err(|e| Error::Config(e.to_string()))?;
+    Llm::resolve(&config.registry, reference, env)
+}
+
+fn with_command(backend: &str, s: &StandIn, name: &str) -> Vec<String> {
+    vec![format!(
+        "backends.{backend}.command={}",
+        s.program(name).display()
+    )]
+}
+
+const CLAUDE_OK: &str = r#"{"type":"result","subtype":"success","is_error":false,"api_error_status":null,"duration_ms":2843,"duration_api_ms":2611,"num_turns":1,"result":"Paris is the capital of France.","stop_reason":"end_turn","session_id":"4b1f6a8e-5d2c-4c1e-9a0b-3f2e1d0c9b8a","total_cost_usd":0.0421,"usage":{"input_tokens":9,"cache_creation_input_tokens":5120,"cache_read_input_tokens":14000,"output_tokens":11,"server_tool_use":{"web_search_requests":0},"service_tier":"standard"},"modelUsage":{"claude-opus-4-5":{"inputTokens":9,"outputTokens":11,"cacheReadInputTokens":14000,"cacheCreationInputTokens":5120,"costUSD":0.0421}},"permission_denials":[],"terminal_reason":"completed","uuid":"d3c1"}"#;
+
+fn claude_result(subtype: &str, status: Option<u16>, result: &str) -> String {
+    serde_json::json!({
+        "type": "result", "subtype": subtype, "is_error": true,
+        "api_error_status": status, "duration_ms": 100, "num_turns": 1,
+        "result": result, "session_id": "s-1", "total_cost_usd": 0,
+        "usage": {"input_tokens": 0, "output_tokens": 0}
+    })
+    .to_string()
+}
+
+#[tokio::test]
+async fn claude_code_runs_isolated_with_the_prompt_on_stdin() {
+    let s = StandIn::new("claude", CLAUDE_OK, 0);
+    let env = MapEnv::default();
+    let llm = llm(
+        "claude-code/claude-opus-4-5",
+        &with_command("claude-code", &s, "claude"),
+        &env,
+    )
+    .unwrap();
+    let reply = llm
+        .complete(
+            Request::user("What is the capital of France?").with_system("Answer in one sentence."),
+        )
+        .await
+        .unwrap();
+    assert_eq!(reply.text(), "Paris is the capital of France.");
+    let usage = reply.usage.unwrap();
+    assert_eq!(
+        (
+            usage.input,
+            usage.cached_input,
+            usage.cache_write,
+            usage.output
+        ),
+        (19129, 14000, 5120, 11)
+    );
+    assert_eq!(
+        reply.id.as_deref(),
+        Some("4b1f6a8e-5d2c-4c1e-9a0b-3f2e1d0c9b8a")
+    );
+    // The provider-reported cost stays in the raw output for the recorder.
+    assert_eq!(
+        switchyard::backend::cli::claude_code::reported_cost(&reply.raw),
+        Some(0.0421)
+    );
+
+    let argv = s.argv();
+    let pair = |flag: &str, value: &str| argv.windows(2).any(|w| w[0] == flag && w[1] == value);
+    assert!(argv.contains(&"-p".to_string()), "{argv:?}");
+    assert!(pair("--output-format", "json"), "{argv:?}");
+    assert!(pair("--model", "claude-opus-4-5"), "{argv:?}");
+    assert!(pair("--tools", "<empty>"), "{argv:?}");
+    assert!(argv.contains(&"--strict-mcp-config".to_string()));
+    assert!(pair("--mcp-config", r#"{"mcpServers":{}}"#), "{argv:?}");
+    assert!(pair("--setting-sources", "<empty>"), "{argv:?}");
+    assert!(argv.contains(&"--disable-slash-commands".to_string()));
+    assert!(argv.contains(&"--no-session-persistence".to_string()));
+    assert!(
+        pair("--system-prompt", "Answer in one sentence."),
+        "{argv:?}"
+    );
+    // The prompt came on standard input, not in the arguments.
+    assert_eq!(s.rec("stdin"), "What is the capital of France?");
+    assert!(!argv.iter().any(|a| a.contains("capital")));
+    // A fresh empty directory, not ours, deleted afterwards.
+    let cwd = s.rec("cwd").trim().to_string();
+    assert_eq!(s.rec("ls"), "", "the working directory was not empty");
+    let here = std::env::current_dir().unwrap().canonicalize().unwrap();
+    assert_ne!(Path::new(&cwd), here);
+    assert!(!Path::new(&cwd).exists(), "{cwd} was not removed");
+    assert!(s
+        .rec("env")
+        .lines()
+        .any(|l| l == "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"));
+}
+
+#[tokio::test]
+async fn claude_code_failures_are_typed() {
+    let cases: Vec<(String, i32, ErrorKind, &str)> = vec![
+        (
+            claude_result(
+                "success",
+                Some(429),
+                r#"API Error: 429 {"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"},"request_id":"req_011"}"#,
+            ),
+            1,
+            ErrorKind::RateLimited,
+            "per-minute rate limit",
+        ),
+        (
+            claude_result(
+                "success",
+                Some(529),
+                r#"API Error: 529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+            ),
+            1,
+            ErrorKind::Overloaded,
+            "Overloaded",
+        ),
+        (
+            claude_result(
+                "success",
+                Some(400),
+                r#"API Error: 400 {"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 219898 tokens > 200000 maximum"}}"#,
+            ),
+            1,
+            ErrorKind::ContextLengthExceeded,
+            "prompt 219898 tokens",
+        ),
+        (
+            claude_result("success", Some(400), "Prompt is too long"),
+            1,
+            ErrorKind::ContextLengthExceeded,
+            "Prompt is too long",
+        ),
+        (
+            serde_json::json!({"type":"result","subtype":"error_max_turns","is_error":true,
+                "api_error_status":null,"num_turns":2,"session_id":"s","total_cost_usd":0.01,
+                "usage":{"input_tokens":1,"output_tokens":1}})
+            .to_string(),
+            1,
+            ErrorKind::Provider,
+            "turn limit",
+        ),
+        (
+            "<html><body>502 Bad Gateway</body></html>".to_string(),
+            0,
+            ErrorKind::ProviderReplyMalformed,
+            "502 Bad Gateway",
+        ),
+        (
+            r#"{"type":"assistant","message":{}}"#.to_string(),
+            0,
+            ErrorKind::ProviderReplyMalformed,
+            "not Claude Code's JSON result",
+        ),
+        (String::new(), 3, ErrorKind::Provider, "exit status 3"),
+    ];
+    for (output, code, kind, text) in cases {
+        let s = StandIn::new("claude", &output, code);
+        let llm = llm(
+            "claude-code/claude-sonnet-4-5",
+            &with_command("claude-code", &s, "claude"),
+            &MapEnv::default(),
+        )
+        .unwrap();
+        let e = llm.complete(Request::user("hi")).await.unwrap_err();
+        assert_eq!(e.kind(), kind, "{output}: {e}");
+        assert!(e.to_string().contains(text), "{output}: {e}");
+        if code == 3 {
+            assert!(e.to_string().contains("stand-in stderr line"), "{e}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_missing_executable_says_what_was_looked_for() {
+    // By `command`.
+    let e = llm(
+        "claude-code/claude-opus-4-5",
+        &["backends.claude-code.command=/nonexistent/bin/claude".to_string()],
+        &MapEnv::default(),
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Config);
+    let msg = e.to_string();
+    assert!(msg.contains("/nonexistent/bin/claude"), "{msg}");
+    assert!(msg.contains("backends.claude-code.command="), "{msg}");
+    // On PATH.
+    let empty = tempfile::tempdir().unwrap();
+    let env = MapEnv::new([("PATH", empty.path().display().to_string())]);
+    let msg = llm("codex/gpt-5", &[], &env).unwrap_err().to_string();
+    assert!(msg.contains("`codex` was not found on PATH"), "{msg}");
+    assert!(msg.contains("command"), "{msg}");
+    // Found on PATH without `command`.
+    let s = StandIn::new("claude", CLAUDE_OK, 0);
+    let env = MapEnv::new([("PATH", format!("{}:/usr/bin:/bin", s.bin_dir().display()))]);
+    let reply = llm("claude-code/claude-opus-4-5", &[], &env)
+        .unwrap()
+        .complete(Request::user("hi"))
+        .await
+        .unwrap();
+    assert_eq!(reply.text(), "Paris is the capital of France.");
+}
+
+#[test]
+fn command_is_refused_on_an_http_backend_and_must_be_a_program() {
+    let env = MapEnv::default();
+    let load = |o: &str| {
+        let mut opts = LoadOptions::new(&env);
+        opts.user_file = false;
+        opts.overrides = vec![o.to_string()];
+        Config::load(&opts).map(|_| ()).unwrap_err().to_string()
+    };
+    let e = load("backends.openai.command=claude");
+    assert!(
+        e.contains("`command`, which only kinds claude-code and codex use"),
+        "{e}"
+    );
+    let e = load("backends.codex.command=[]");
+    assert!(e.contains("`command` must be a program"), "{e}");
+    let e = load("backends.codex.command=5");
+    assert!(e.contains("`command` must be a program"), "{e}");
+}
+
+const CODEX_OK: &str = r#"{"type":"thread.started","thread_id":"0199a213-81c0-7800-8aa1-bbab2a035a53"}
+{"type":"turn.started"}
+{"type":"item.completed","item":{"id":"item_0","type":"reasoning","text":"**Recalling the capital**"}}
+{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"Paris."}}
+{"type":"turn.completed","usage":{"input_tokens":24763,"cached_input_tokens":24448,"output_tokens":122}}
+"#;
+
+#[tokio::test]
+async fn codex_runs_isolated_with_its_own_empty_home() {
+    let s = StandIn::new("codex", CODEX_OK, 0);
+    let llm = llm(
+        "codex/gpt-5",
+        &with_command("codex", &s, "codex"),
+        &MapEnv::default(),
+    )
+    .unwrap();
+    let reply = llm
+        .complete(Request::user("Capital of France?").with_system("Be terse."))
+        .await
+        .unwrap();
+    assert_eq!(reply.text(), "Paris.");
+    assert_eq!(reply.thinking(), "**Recalling the capital**");
+    let u = reply.usage.unwrap();
+    assert_eq!((u.input, u.cached_input, u.output), (24763, 24448, 122));
+
+    let argv = s.argv();
+    let pair = |flag: &str, value: &str| argv.windows(2).any(|w| w[0] == flag && w[1] == value);
+    assert_eq!(argv.first().map(String::as_str), Some("exec"), "{argv:?}");
+    assert!(argv.contains(&"--json".to_string()));
+    assert!(argv.contains(&"--skip-git-repo-check".to_string()));
+    assert!(pair("--sandbox", "read-only"), "{argv:?}");
+    assert!(pair("-m", "gpt-5"), "{argv:?}");
+    assert!(pair("-c", "mcp_servers={}"), "{argv:?}");
+    assert_eq!(argv.last().map(String::as_str), Some("-"));
+    assert_eq!(
+        s.rec("stdin"),
+        "# Instructions\n\nBe terse.\n\n# Task\n\nCapital of France?"
+    );
+    let cwd = s.rec("cwd").trim().to_string();
+    assert_eq!(s.rec("ls"), "");
+    let home = s
+        .rec("env")
+        .lines()
+        .find_map(|l| l.strip_prefix("CODEX_HOME=").map(str::to_string))
+        .expect("CODEX_HOME set");
+    assert_ne!(home, cwd);
+    assert!(!Path::new(&cwd).exists() && !Path::new(&home).exists());
+}
+
+#[tokio::test]
+async fn codex_failures_are_typed() {
+    let head = "{\"type\":\"thread.started\",\"thread_id\":\"t\"}\n{\"type\":\"turn.started\"}\n";
+    let cases: Vec<(String, i32, ErrorKind, &str)> = vec![
+        (
+            format!("{head}{{\"type\":\"turn.failed\",\"error\":{{\"message\":\"exceeded retry limit, last status: 429 Too Many Requests\"}}}}\n"),
+            1,
+            ErrorKind::RateLimited,
+            "429",
+        ),
+        (
+            format!("{head}{{\"type\":\"error\",\"message\":\"unexpected status 401 Unauthorized: Missing bearer authentication in header\"}}\n"),
+            1,
+            ErrorKind::Auth,
+            "Missing bearer",
+        ),
+        (
+            "Error: unknown flag --json\n".to_string(),
+            2,
+            ErrorKind::Provider,
+            "exit status 2",
+        ),
+        (
+            "Reading prompt from stdin...\n".to_string(),
+            0,
+            ErrorKind::ProviderReplyMalformed,
+            "Reading prompt from stdin",
+        ),
+        (String::new(), 1, ErrorKind::Provider, "stand-in stderr line"),
+    ];
+    for (output, code, kind, text) in cases {
+        let s = StandIn::new("codex", &output, code);
+        let llm = llm(
+            "codex/gpt-5",
+            &with_command("codex", &s, "codex"),
+            &MapEnv::default(),
+        )
+        .unwrap();
+        let e = llm.complete(Request::user("hi")).await.unwrap_err();
+        assert_eq!(e.kind(), kind, "{output}: {e}");
+        assert!(e.to_string().contains(text), "{output}: {e}");
+    }
+}
+
+#[tokio::test]
+async fn a_run_past_its_timeout_is_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("claude");
+    let pid_file = dir.path().join("pid");
+    std::fs::write(
+        &program,
+        format!(
+            "#!/bin/sh\necho $$ > '{}'\nexec sleep 3\n",
+            pid_file.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let backend = ClaudeCodeBackend::new(CliConfig {
+        name: "claude-code".into(),
+        program,
+        leading_args: Vec::new(),
+        timeout: Some(Duration::from_millis(200)),
+    });
+    let started = Instant::now();
+    let e = backend
+        .complete(&Call {
+            model: "m".into(),
+            request: Request::user("hi"),
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    match e {
+        Error::Timeout { after, .. } => assert_eq!(after, Duration::from_millis(200)),
+        other => panic!("{other}"),
+    }
+    // The child was killed, not left running: gone, or a zombie waiting to be reaped.
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let stat = format!("/proc/{}/stat", pid.trim());
+    let deadline = Instant::now() + Duration::from_secs(1);
+    loop {
+        let state = std::fs::read_to_string(&stat).ok();
+        let dead = state
+            .as_deref()
+            .and_then(|s| s.rsplit(") ").next())
+            .is_none_or(|rest| rest.starts_with('Z'));
+        if dead {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "pid {pid} still running: {state:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -440,12 +440,15 @@ impl Llm {
             .role(role.unwrap_or(""))
             .cloned()
             .ok_or_else(|| Error::Config("the replayed role vanished".into()))?;
+        // One replayed call is one recorded call, its retries included: it is never
+        // retried again, and so never waits.
         let mut llm = Llm::new(
             recorded.reference,
             Arc::new(backend),
             recorded.model.clone(),
         )
-        .with_price(log.price(&recorded.backend, &recorded.model));
+        .with_price(log.price(&recorded.backend, &recorded.model))
+        .with_retry(RetryPolicy::never());
         if let Some(r) = role {
             llm = llm.with_role(r);
         }

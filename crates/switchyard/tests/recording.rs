@@ -291,7 +291,13 @@ async fn a_concurrent_run_with_faults_is_recorded_and_replayed_byte_for_byte() {
             )
         })
         .collect();
+    // A replay never waits: its handles have the real sleeper, and no call is retried.
+    let started = std::time::Instant::now();
     let again = make_calls(&handles, per_role).await;
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(4),
+        "the replay waited"
+    );
     drop(handles);
     recorder.close().unwrap();
     assert_eq!(mock.requests().len(), sent, "replay called the provider");

@@ -60,6 +60,9 @@ pub enum Command {
     /// then `switchyard --env-file .env.switchyard ...`. For a Google ADC backend (vertex),
     /// checks the credentials and GOOGLE_CLOUD_PROJECT instead.
     Init(InitArgs),
+    /// Read a recorded run: stats, one call, or every call exported.
+    #[command(subcommand)]
+    Log(LogCommand),
     /// Run Claude Code or Codex bound to a backend (`--print`: show the command instead).
     ///
     /// Example: `switchyard bind claude deepseek/deepseek-chat -- -p "hello"`,
@@ -182,6 +185,59 @@ pub struct MockArgs {
     pub scenarios: Option<PathBuf>,
 }
 
+/// `switchyard log ...`
+#[derive(Debug, Subcommand)]
+pub enum LogCommand {
+    /// Calls, errors, tokens and cost by role and by model (an unknown cost is shown as
+    /// `unknown`, and a total with unknowns is marked as a lower bound).
+    Stats(LogStatsArgs),
+    /// One call, readable: role, model, request, reply, usage, cost, attempts, error.
+    Show(LogShowArgs),
+    /// Every call, as JSON lines (whole records) or CSV (the index's columns).
+    Export(LogExportArgs),
+}
+
+/// Arguments of `log stats`.
+#[derive(Debug, Args)]
+pub struct LogStatsArgs {
+    /// The run directory (holding run.yaml and llm_log/).
+    pub run_dir: PathBuf,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `log show`.
+#[derive(Debug, Args)]
+pub struct LogShowArgs {
+    /// The run directory.
+    pub run_dir: PathBuf,
+    /// The call's number.
+    pub number: u64,
+    /// Print the reply's raw bytes exactly as received, nothing else.
+    #[arg(long)]
+    pub raw: bool,
+}
+
+/// The formats of `log export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// One whole record per line.
+    Jsonl,
+    /// One row per call with the calls index's columns.
+    Csv,
+}
+
+/// Arguments of `log export`.
+#[derive(Debug, Args)]
+pub struct LogExportArgs {
+    /// The run directory.
+    pub run_dir: PathBuf,
+    /// The format.
+    #[arg(long, value_enum, default_value = "jsonl")]
+    pub format: ExportFormat,
+}
+
 /// Arguments of `ask`.
 #[derive(Debug, Args)]
 pub struct AskArgs {
@@ -210,6 +266,20 @@ pub struct AskArgs {
     /// Print the whole reply as JSON (content, finish reason, usage, model, id).
     #[arg(long)]
     pub json: bool,
+
+    /// Record the call into this run directory (run.yaml, llm_log/, calls.sqlite); also
+    /// `log: <dir>` in the run config or the override `log=<dir>`.
+    #[arg(long, value_name = "DIR")]
+    pub log: Option<PathBuf>,
+
+    /// Append to a run directory that already holds a run.
+    #[arg(long)]
+    pub resume: bool,
+
+    /// Answer from a recorded run instead of calling a provider (its reference, model and
+    /// prices are used, whatever the current config says).
+    #[arg(long, value_name = "RUN_DIR")]
+    pub replay: Option<PathBuf>,
 
     /// Fail at the first error instead of waiting out rate limits (30 s, 60 s, 120 s) and
     /// asking again after a malformed reply (5 s, 30 s).

@@ -108,6 +108,10 @@ pub enum ErrorKind {
     Provider,
     /// See [`Error::Unsupported`].
     Unsupported,
+    /// See [`Error::BudgetExceeded`].
+    BudgetExceeded,
+    /// See [`Error::ReplayExhausted`].
+    ReplayExhausted,
     /// See [`Error::Cancelled`].
     Cancelled,
 }
@@ -131,6 +135,8 @@ impl ErrorKind {
             ErrorKind::BadRequest => "BadRequest",
             ErrorKind::Provider => "Provider",
             ErrorKind::Unsupported => "Unsupported",
+            ErrorKind::BudgetExceeded => "BudgetExceeded",
+            ErrorKind::ReplayExhausted => "ReplayExhausted",
             ErrorKind::Cancelled => "Cancelled",
         }
     }
@@ -245,6 +251,28 @@ pub enum Error {
     /// The backend cannot do what was asked (a dialect it does not serve…).
     #[error("{0}")]
     Unsupported(String),
+    /// The run's budget is spent: the call was not made.
+    #[error("budget exceeded: {limit} is {max} and {spent} is spent{}; the call was not made", in_flight_hint(*.in_flight))]
+    BudgetExceeded {
+        /// The limit reached (`max_usd`, `max_calls`, `max_tokens`).
+        limit: String,
+        /// The limit's value as written for people (`$1.50`, `100 calls`).
+        max: String,
+        /// What is spent so far, settled calls only (`$1.52`, `100 calls`).
+        spent: String,
+        /// Calls still running when this one was refused.
+        in_flight: u64,
+    },
+    /// A replay has no recorded reply for a request.
+    #[error("replay has no recorded reply for role `{role}` and prompt {digest}{}", nearest_prompt(.nearest))]
+    ReplayExhausted {
+        /// The role (empty for calls made without one).
+        role: String,
+        /// The digest of the prompt (system, messages, tools).
+        digest: String,
+        /// The nearest recorded prompt of that role: its call number and a short diff.
+        nearest: Option<String>,
+    },
     /// The caller cancelled the call (through the handle's cancellation token) during an
     /// attempt or a wait between attempts.
     #[error("the call to {backend} was cancelled {during}")]
@@ -275,6 +303,8 @@ impl Error {
             Error::BadRequest(_) => ErrorKind::BadRequest,
             Error::Provider(_) => ErrorKind::Provider,
             Error::Unsupported(_) => ErrorKind::Unsupported,
+            Error::BudgetExceeded { .. } => ErrorKind::BudgetExceeded,
+            Error::ReplayExhausted { .. } => ErrorKind::ReplayExhausted,
             Error::Cancelled { .. } => ErrorKind::Cancelled,
         }
     }
@@ -299,6 +329,21 @@ fn nearest_hint(nearest: &Option<String>) -> String {
         .as_ref()
         .map(|n| format!(" (did you mean `{n}`?)"))
         .unwrap_or_default()
+}
+
+fn in_flight_hint(n: u64) -> String {
+    match n {
+        0 => String::new(),
+        1 => " (1 call in flight)".to_string(),
+        n => format!(" ({n} calls in flight)"),
+    }
+}
+
+fn nearest_prompt(nearest: &Option<String>) -> String {
+    match nearest {
+        Some(n) => format!("; nearest recorded prompt of that role: {n}"),
+        None => "; the log has no call of that role".to_string(),
+    }
 }
 
 fn rate_hint(attempts: u32, waited: Duration) -> String {

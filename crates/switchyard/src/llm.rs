@@ -3,8 +3,11 @@
 
 use crate::attempt::CallOutcome;
 use crate::backend::{Backend, Call};
+use crate::budget::BudgetTracker;
 use crate::error::{Error, Result};
 use crate::policy::CallPolicy;
+use crate::record::{Observed, Outcome, Recorder};
+use crate::registry::Price;
 use crate::reply_stream::ReplyStream;
 use crate::retry::{RetryLoop, RetryPolicy};
 use crate::sleep::{Sleeper, TokioSleeper};
@@ -37,6 +40,10 @@ pub struct Llm {
     context_window: Option<u64>,
     sleeper: Arc<dyn Sleeper>,
     cancel: CancellationToken,
+    role: Option<Arc<str>>,
+    recorder: Option<Arc<Recorder>>,
+    budget: Option<Arc<BudgetTracker>>,
+    price: Option<Price>,
 }
 
 impl std::fmt::Debug for Llm {
@@ -47,6 +54,7 @@ impl std::fmt::Debug for Llm {
             .field("backend", &self.backend.name())
             .field("policy", &self.policy)
             .field("context_window", &self.context_window)
+            .field("role", &self.role)
             .finish()
     }
 }
@@ -67,6 +75,10 @@ impl Llm {
             context_window: None,
             sleeper: Arc::new(TokioSleeper),
             cancel: CancellationToken::new(),
+            role: None,
+            recorder: None,
+            budget: None,
+            price: None,
         }
     }
 
@@ -148,56 +160,123 @@ impl Llm {
         self.stream_detailed(request).await.result
     }
 
-    /// [`Llm::complete`], with every attempt it took (for the call log).
+    /// [`Llm::complete`], with every attempt it took (for the call log). A handle with
+    /// a budget checks it first; a handle with a recorder records the call before
+    /// returning.
     pub async fn complete_detailed(&self, request: Request) -> CallOutcome<Reply> {
-        let call = match self.prepare(request) {
-            Ok(call) => call,
+        let observed = match Observed::begin(&self.observer(), &self.model, false) {
+            Ok(o) => o,
             Err(e) => return not_sent(e),
         };
+        let call = Call {
+            model: self.model.clone(),
+            request,
+        };
+        if let Err(e) = self.check_context(&call.request) {
+            if let Some(o) = observed {
+                o.end(call, None, Outcome::Failed(&e, None), None, &[])
+                    .await;
+            }
+            return not_sent(e);
+        }
         let name = self.backend.name();
-        self.retry_loop()
-            .run(|| async {
-                let result = match self.backend.complete(&call).await {
-                    Ok(reply) => check_reply(name, &reply).map(|()| reply),
-                    Err(e) => Err(e),
-                };
-                (result, None)
-            })
-            .await
+        let retry = self.retry_loop();
+        let run = retry.run(|| async {
+            let result = match self.backend.complete(&call).await {
+                Ok(reply) => check_reply(name, &reply).map(|()| reply),
+                Err(e) => Err(e),
+            };
+            (result, None)
+        });
+        let Some(observed) = observed else {
+            return run.await;
+        };
+        let (mut outcome, mut sent) = crate::backend::capturing_body(run).await;
+        if let (Some(recorded), Err(_)) = (sent.replayed_error.take(), &outcome.result) {
+            outcome.result = Err(recorded);
+        }
+        let seen = match &outcome.result {
+            Ok(r) => Outcome::Reply(r),
+            Err(e) => Outcome::Failed(e, None),
+        };
+        observed
+            .end(call, Some(sent), seen, None, &outcome.attempts)
+            .await;
+        outcome
     }
 
     /// [`Llm::stream`], with every attempt it took. The last attempt's `duration` runs
-    /// to the stream's first output; how the stream ends is the stream's to tell.
+    /// to the stream's first output; how the stream ends is the stream's to tell (a
+    /// recording handle records the call when the stream ends).
     pub async fn stream_detailed(&self, request: Request) -> CallOutcome<ReplyStream> {
-        let call = match self.prepare(request) {
-            Ok(call) => call,
+        let observed = match Observed::begin(&self.observer(), &self.model, true) {
+            Ok(o) => o,
             Err(e) => return not_sent(e),
         };
-        let name = self.backend.name();
-        self.retry_loop()
-            .run(|| async {
-                let sent = Instant::now();
-                let mut stream = match self.backend.stream(&call).await {
-                    Ok(stream) => stream.check_at_end(name),
-                    Err(e) => return (Err(e), None),
-                };
-                match stream.start().await {
-                    Ok(()) => (Ok(stream), Some(sent.elapsed())),
-                    Err(e) => (Err(e), None),
-                }
-            })
-            .await
-    }
-
-    /// The call, after the context check.
-    fn prepare(&self, request: Request) -> Result<Call> {
-        if let (true, Some(window)) = (self.policy.context_check, self.context_window) {
-            crate::context_check::check(&self.label, &request, window)?;
-        }
-        Ok(Call {
+        let call = Call {
             model: self.model.clone(),
             request,
-        })
+        };
+        if let Err(e) = self.check_context(&call.request) {
+            if let Some(o) = observed {
+                o.end(call, None, Outcome::Failed(&e, None), None, &[])
+                    .await;
+            }
+            return not_sent(e);
+        }
+        let name = self.backend.name();
+        let retry = self.retry_loop();
+        let run = retry.run(|| async {
+            let sent = Instant::now();
+            let mut stream = match self.backend.stream(&call).await {
+                Ok(stream) => stream.check_at_end(name),
+                Err(e) => return (Err(e), None),
+            };
+            match stream.start().await {
+                Ok(()) => (Ok(stream), Some(sent.elapsed())),
+                Err(e) => (Err(e), None),
+            }
+        });
+        let Some(observed) = observed else {
+            return run.await;
+        };
+        let (outcome, mut sent) = crate::backend::capturing_body(run).await;
+        let CallOutcome {
+            mut result,
+            attempts,
+        } = outcome;
+        if let (Some(recorded), Err(_)) = (sent.replayed_error.take(), &result) {
+            result = Err(recorded);
+        }
+        let result = match result {
+            Ok(stream) => {
+                let recorded = attempts.clone();
+                Ok(stream.on_end(Box::new(move |reply, end, first_byte| {
+                    use crate::reply_stream::StreamEnd;
+                    let seen = match end {
+                        StreamEnd::Done => Outcome::Reply(reply),
+                        StreamEnd::Failed(e) => Outcome::Failed(e, Some(reply)),
+                        StreamEnd::Dropped => Outcome::Dropped(reply),
+                    };
+                    observed.end(call, Some(sent), seen, first_byte, &recorded)
+                })))
+            }
+            Err(e) => {
+                observed
+                    .end(call, Some(sent), Outcome::Failed(&e, None), None, &attempts)
+                    .await;
+                Err(e)
+            }
+        };
+        CallOutcome { result, attempts }
+    }
+
+    /// The context check, when the policy asks for it and the window is known.
+    fn check_context(&self, request: &Request) -> Result<()> {
+        if let (true, Some(window)) = (self.policy.context_check, self.context_window) {
+            crate::context_check::check(&self.label, request, window)?;
+        }
+        Ok(())
     }
 
     fn retry_loop(&self) -> RetryLoop<'_> {
@@ -276,9 +355,11 @@ impl Llm {
             .ok_or_else(|| Error::Config(format!("backend `{}` vanished", resolved.backend)))?;
         let callable =
             crate::connect::backend_with(backend, &resolved.model, env, policy.timeouts())?;
+        let price = backend.price(&resolved.model).map(|p| p.value);
         Ok(Llm::new(reference, callable, resolved.model)
             .with_context_window(backend.context_window.as_ref().map(|w| w.value))
-            .with_policy(policy))
+            .with_policy(policy)
+            .with_price(price))
     }
 }
 
@@ -295,5 +376,93 @@ fn reference_error(e: crate::reference::ReferenceError) -> Error {
             nearest,
         },
         crate::reference::ReferenceError::EmptyModel { text, .. } => Error::NotAReference { text },
+    }
+}
+/// Recording, roles, budgets and replay: what a run adds to a handle.
+impl Llm {
+    /// The handle with a role: a name for the caller in records, budgets and replay.
+    pub fn with_role(mut self, role: impl Into<String>) -> Self {
+        self.role = Some(Arc::from(role.into()));
+        self
+    }
+
+    /// The handle's role, if it has one.
+    pub fn role(&self) -> Option<&str> {
+        self.role.as_deref()
+    }
+
+    /// The handle recording every call it makes into `recorder`'s run directory.
+    pub fn with_recorder(mut self, recorder: Arc<Recorder>) -> Self {
+        self.recorder = Some(recorder);
+        self
+    }
+
+    /// The handle counting its calls against `budget` (shared by the handles of a run).
+    pub fn with_budget(mut self, budget: Arc<BudgetTracker>) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// The handle pricing its calls at `price` (`None`: unknown cost).
+    pub fn with_price(mut self, price: Option<Price>) -> Self {
+        self.price = price;
+        self
+    }
+
+    /// The price its calls are costed at, when known.
+    pub fn price(&self) -> Option<&Price> {
+        self.price.as_ref()
+    }
+
+    /// A handle answering from a recorded run instead of a provider: the calls `role`
+    /// made (`None`: the calls made without a role), matched by prompt, with the recorded
+    /// run's reference, model and prices (from its `run.yaml`).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> switchyard::Result<()> {
+    /// use switchyard::{Llm, Request};
+    /// let planner = Llm::replaying("runs/monday".as_ref(), Some("planner"))?;
+    /// let reply = planner.complete(Request::user("plan the week")).await?;
+    /// # let _ = reply; Ok(()) }
+    /// ```
+    pub fn replaying(run_dir: &std::path::Path, role: Option<&str>) -> Result<Llm> {
+        let log = crate::backend::replay::ReplayLog::open(run_dir)?;
+        Llm::replaying_from(&log, role)
+    }
+
+    /// As [`Llm::replaying`], sharing one loaded log between the roles of a run.
+    pub fn replaying_from(
+        log: &Arc<crate::backend::replay::ReplayLog>,
+        role: Option<&str>,
+    ) -> Result<Llm> {
+        let backend = crate::backend::replay::ReplayBackend::new(log.clone(), role)?;
+        let recorded = log
+            .role(role.unwrap_or(""))
+            .cloned()
+            .ok_or_else(|| Error::Config("the replayed role vanished".into()))?;
+        // One replayed call is one recorded call, its retries included: it is never
+        // retried again, and so never waits.
+        let mut llm = Llm::new(
+            recorded.reference,
+            Arc::new(backend),
+            recorded.model.clone(),
+        )
+        .with_price(log.price(&recorded.backend, &recorded.model))
+        .with_retry(RetryPolicy::never());
+        if let Some(r) = role {
+            llm = llm.with_role(r);
+        }
+        Ok(llm)
+    }
+
+    fn observer(&self) -> crate::record::Handle<'_> {
+        crate::record::Handle {
+            role: self.role.as_deref(),
+            label: &self.label,
+            backend: &self.backend,
+            recorder: self.recorder.as_ref(),
+            budget: self.budget.as_ref(),
+            price: self.price,
+        }
     }
 }

@@ -3,10 +3,12 @@
 
 use crate::error::{Error, Result};
 use bytes::{Bytes, BytesMut};
+use futures::future::BoxFuture;
 use futures::stream::{BoxStream, Stream, StreamExt};
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Instant;
 use switchyard_wire::{reply_events, Assembler, Event, Reply};
 
 /// What a backend's stream yields: the bytes of one network chunk and the events decoded
@@ -18,6 +20,22 @@ pub struct Chunk {
     /// Canonical events decoded from them.
     pub events: Vec<Event>,
 }
+
+/// How a stream ended, for the hook a recording handle attaches.
+pub(crate) enum StreamEnd<'a> {
+    /// The stream reached its end.
+    Done,
+    /// The stream ended with an error.
+    Failed(&'a Error),
+    /// The caller dropped the stream before its end.
+    Dropped,
+}
+
+/// Called once when a stream ends, with the reply so far and the time of the first
+/// chunk; the future it returns is awaited before the end is shown to the caller (a
+/// recorder writes the call's record there).
+pub(crate) type EndHook =
+    Box<dyn FnOnce(&Reply, StreamEnd<'_>, Option<Instant>) -> BoxFuture<'static, ()> + Send>;
 
 /// A stream of [`Event`]s that assembles the [`Reply`] as it goes.
 ///
@@ -33,6 +51,9 @@ pub struct ReplyStream {
     ended: bool,
     /// The backend whose reply is checked at the end (`check_reply`), when set.
     end_check: Option<String>,
+    hook: Option<EndHook>,
+    first_byte: Option<Instant>,
+    finishing: Option<(BoxFuture<'static, ()>, Option<Result<Event>>)>,
 }
 
 impl ReplyStream {
@@ -45,6 +66,34 @@ impl ReplyStream {
             raw: BytesMut::new(),
             ended: false,
             end_check: None,
+            hook: None,
+            first_byte: None,
+            finishing: None,
+        }
+    }
+
+    /// Attaches the hook called when the stream ends.
+    pub(crate) fn on_end(mut self, hook: EndHook) -> Self {
+        self.hook = Some(hook);
+        self
+    }
+
+    /// Ends the stream: runs the hook (if any) and shows `item` once it is done; `None`
+    /// means the item waits for the hook's future.
+    fn end_with(&mut self, item: Option<Result<Event>>) -> Option<Option<Result<Event>>> {
+        self.ended = true;
+        match self.hook.take() {
+            Some(hook) => {
+                let reply = self.reply();
+                let end = match &item {
+                    Some(Err(e)) => StreamEnd::Failed(e),
+                    _ => StreamEnd::Done,
+                };
+                let future = hook(&reply, end, self.first_byte);
+                self.finishing = Some((future, item));
+                None
+            }
+            None => Some(item),
         }
     }
 
@@ -66,6 +115,7 @@ impl ReplyStream {
             }
             match self.inner.next().await {
                 Some(Ok(chunk)) => {
+                    self.first_byte.get_or_insert_with(Instant::now);
                     self.raw.extend_from_slice(&chunk.raw);
                     self.pending.extend(chunk.events);
                 }
@@ -128,38 +178,68 @@ impl Stream for ReplyStream {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         loop {
+            if let Some((future, _)) = &mut self.finishing {
+                if future.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                let item = self.finishing.take().and_then(|(_, item)| item);
+                return Poll::Ready(item);
+            }
             if let Some(event) = self.pending.pop_front() {
                 if let Err(e) = self.assembler.push(&event) {
-                    self.ended = true;
                     self.end_check = None;
-                    return Poll::Ready(Some(Err(order_error(e))));
+                    match self.end_with(Some(Err(order_error(e)))) {
+                        Some(item) => return Poll::Ready(item),
+                        None => continue,
+                    }
                 }
                 return Poll::Ready(Some(Ok(event)));
             }
             if self.ended {
-                return Poll::Ready(None);
+                // Ended while reading ahead (`start`): the hook still runs, once.
+                match self.hook.is_some().then(|| self.end_with(None)) {
+                    Some(None) => continue,
+                    _ => return Poll::Ready(None),
+                }
             }
             match self.inner.as_mut().poll_next(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(None) => {
-                    self.ended = true;
+                    let mut item = None;
                     if let Some(backend) = self.end_check.take() {
                         if let Err(e) = crate::llm::check_reply(&backend, &self.reply()) {
-                            return Poll::Ready(Some(Err(e)));
+                            item = Some(Err(e));
                         }
                     }
-                    return Poll::Ready(None);
+                    match self.end_with(item) {
+                        Some(item) => return Poll::Ready(item),
+                        None => continue,
+                    }
                 }
                 Poll::Ready(Some(Err(e))) => {
-                    self.ended = true;
                     self.end_check = None;
-                    return Poll::Ready(Some(Err(e)));
+                    match self.end_with(Some(Err(e))) {
+                        Some(item) => return Poll::Ready(item),
+                        None => continue,
+                    }
                 }
                 Poll::Ready(Some(Ok(chunk))) => {
+                    self.first_byte.get_or_insert_with(Instant::now);
                     self.raw.extend_from_slice(&chunk.raw);
                     self.pending.extend(chunk.events);
                 }
             }
+        }
+    }
+}
+
+impl Drop for ReplyStream {
+    fn drop(&mut self) {
+        // A stream dropped before its end is still a call that was made: its hook records
+        // it (the returned future only waits for the write, which is already queued).
+        if let Some(hook) = self.hook.take() {
+            let reply = self.reply();
+            drop(hook(&reply, StreamEnd::Dropped, self.first_byte));
         }
     }
 }

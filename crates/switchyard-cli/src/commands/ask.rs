@@ -22,11 +22,15 @@ pub fn run(config: &Config, args: &AskArgs) -> Result<(), String> {
         .without_time()
         .with_target(false)
         .try_init();
-    let mut llm = Llm::resolve(&config.registry, &args.reference, &CliEnv)
-        .map_err(|e| format!("error: {e}"))?;
+    let mut llm = match &args.replay {
+        Some(run_dir) => Llm::replaying(run_dir, None),
+        None => Llm::resolve(&config.registry, &args.reference, &CliEnv),
+    }
+    .map_err(|e| format!("error: {e}"))?;
     if args.no_retry {
         llm = llm.with_retry(RetryPolicy::never());
     }
+    let (llm, recorder) = super::run_setup::attach(config, llm, args)?;
     let mut request = Request::user(args.prompt.clone());
     if let Some(system) = &args.system {
         request = request.with_system(system.clone());
@@ -47,7 +51,12 @@ pub fn run(config: &Config, args: &AskArgs) -> Result<(), String> {
                 .await
                 .map_err(|e| format!("error: {e}"))
         }
-    })?;
+    });
+    // The record is written even when the call failed.
+    if let Some(recorder) = recorder {
+        recorder.close().map_err(|e| format!("error: {e}"))?;
+    }
+    let reply = reply?;
     let elapsed = started.elapsed();
 
     if args.json {

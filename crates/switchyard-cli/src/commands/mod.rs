@@ -8,7 +8,9 @@ mod backends_show;
 mod bind;
 mod check;
 mod init;
+mod log;
 mod mock;
+mod run_setup;
 mod serve;
 mod table;
 
@@ -19,7 +21,7 @@ use switchyard::env::{EnvSource, ProcessEnv};
 use switchyard::env_file::EnvFile;
 use switchyard::registry::{Config, LoadOptions};
 
-use crate::cli::{BackendsCommand, Cli, Command};
+use crate::cli::{BackendsCommand, Cli, Command, LogCommand};
 
 /// The variables of `--env-file`, loaded once before any command runs.
 static ENV_FILE: OnceLock<EnvFile> = OnceLock::new();
@@ -91,6 +93,9 @@ pub fn run(cli: Cli) -> Result<(), String> {
             let config = load(cli.config, args.overrides.clone())?;
             ask::run(&config, &args)
         }
+        Command::Log(LogCommand::Stats(args)) => log::stats(&args),
+        Command::Log(LogCommand::Show(args)) => log::show(&args),
+        Command::Log(LogCommand::Export(args)) => log::export(&args),
         Command::Mock(args) => mock::run(&args),
         Command::Serve(args) => serve::run(cli.config, &args),
     }

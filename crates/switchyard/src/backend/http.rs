@@ -132,8 +132,12 @@ impl HttpBackend {
     }
 
     async fn send(&self, call: &Call, stream: bool) -> Result<reqwest::Response> {
-        let body = serde_json::to_vec(&self.encode_body(call, stream)?)
-            .map_err(|e| Error::Unsupported(format!("the request could not be serialised: {e}")))?;
+        let body = Bytes::from(
+            serde_json::to_vec(&self.encode_body(call, stream)?).map_err(|e| {
+                Error::Unsupported(format!("the request could not be serialised: {e}"))
+            })?,
+        );
+        super::note_sent_body(self.recordable(&body));
         let url = self.config.endpoint.url(stream);
         let mut request = self
             .client
@@ -160,6 +164,30 @@ impl HttpBackend {
         } else {
             Err(self.error_response(response).await)
         }
+    }
+
+    /// The body as a record may keep it: an `extra_body` field named like a key (a user
+    /// who put a secret there) is redacted; otherwise the very bytes sent.
+    fn recordable(&self, body: &Bytes) -> Bytes {
+        if !self
+            .config
+            .extra_body
+            .keys()
+            .any(|k| crate::secrets::is_key_field(k))
+        {
+            return body.clone();
+        }
+        let Ok(Value::Object(mut map)) = serde_json::from_slice::<Value>(body) else {
+            return Bytes::new();
+        };
+        for (k, v) in map.iter_mut() {
+            if crate::secrets::is_key_field(k) && !v.is_null() {
+                *v = Value::String("<redacted>".into());
+            }
+        }
+        serde_json::to_vec(&map)
+            .map(Bytes::from)
+            .unwrap_or_default()
     }
 
     async fn error_response(&self, response: reqwest::Response) -> Error {
@@ -259,6 +287,10 @@ impl Backend for HttpBackend {
         &self.config.name
     }
 
+    fn dialect(&self) -> Option<Dialect> {
+        Some(self.config.dialect)
+    }
+
     async fn complete(&self, call: &Call) -> Result<Reply> {
         match self.config.timeouts.total {
             Some(limit) => tokio::time::timeout(limit, self.complete_inner(call))
@@ -278,33 +310,65 @@ impl Backend for HttpBackend {
             None => self.send(call, true).await?,
         };
         let headers = header_pairs(response.headers());
-        let state = StreamState {
-            bytes: response.bytes_stream().boxed(),
-            decoder: ByteStreamDecoder::new(codec(self.config.dialect)),
-            name: self.config.name.clone(),
-            timeouts: self.config.timeouts,
-            deadline: self.config.timeouts.total.map(|t| started + t),
+        let bytes = response
+            .bytes_stream()
+            .map({
+                let name = self.config.name.clone();
+                move |r| {
+                    r.map_err(|e| Error::Transport {
+                        backend: name.clone(),
+                        message: format!("the stream broke: {}", error_chain(&e)),
+                    })
+                }
+            })
+            .boxed();
+        let deadline = self.config.timeouts.total.map(|t| started + t);
+        Ok(decode_stream(
+            &self.config.name,
+            self.config.dialect,
             headers,
-            received: Vec::new(),
-            done: false,
-            backend: StreamErrors {
-                name: self.config.name.clone(),
-            },
-        };
-        Ok(ReplyStream::new(futures::stream::unfold(
-            state,
-            |mut state| async move {
-                if state.done {
-                    return None;
-                }
-                let item = state.next_chunk().await;
-                if item.is_err() {
-                    state.done = true;
-                }
-                Some((item, state))
-            },
-        )))
+            self.config.timeouts,
+            deadline,
+            bytes,
+        ))
     }
+}
+
+/// A stream of bytes (network chunks, or the error that broke it) decoded in
+/// `dialect` into a [`ReplyStream`], with in-stream errors typed as the HTTP backend
+/// types them. Replay feeds recorded bytes through it, so a replayed stream decodes
+/// exactly as the live one did.
+pub(crate) fn decode_stream(
+    name: &str,
+    dialect: Dialect,
+    headers: Vec<(String, String)>,
+    timeouts: Timeouts,
+    deadline: Option<tokio::time::Instant>,
+    bytes: futures::stream::BoxStream<'static, Result<Bytes>>,
+) -> ReplyStream {
+    let state = StreamState {
+        bytes,
+        decoder: ByteStreamDecoder::new(codec(dialect)),
+        name: name.to_string(),
+        timeouts,
+        deadline,
+        headers,
+        received: Vec::new(),
+        done: false,
+        backend: StreamErrors {
+            name: name.to_string(),
+        },
+    };
+    ReplyStream::new(futures::stream::unfold(state, |mut state| async move {
+        if state.done {
+            return None;
+        }
+        let item = state.next_chunk().await;
+        if item.is_err() {
+            state.done = true;
+        }
+        Some((item, state))
+    }))
 }
 
 /// Builds typed errors for a stream without borrowing the backend.
@@ -313,7 +377,7 @@ struct StreamErrors {
 }
 
 struct StreamState {
-    bytes: futures::stream::BoxStream<'static, reqwest::Result<Bytes>>,
+    bytes: futures::stream::BoxStream<'static, Result<Bytes>>,
     decoder: ByteStreamDecoder,
     name: String,
     timeouts: Timeouts,
@@ -370,10 +434,7 @@ impl StreamState {
                 self.check_events(&events)?;
                 Ok(Chunk { raw: bytes, events })
             }
-            Some(Err(e)) => Err(Error::Transport {
-                backend: self.name.clone(),
-                message: format!("the stream broke: {}", error_chain(&e)),
-            }),
+            Some(Err(e)) => Err(e),
             None => {
                 self.done = true;
                 let events = self.decoder.finish().map_err(|e| self.decode_error(e))?;

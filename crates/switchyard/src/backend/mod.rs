@@ -6,11 +6,62 @@
 pub mod auth;
 pub mod cli;
 pub mod http;
+pub mod replay;
 
 use crate::error::Result;
 use crate::reply_stream::ReplyStream;
 use async_trait::async_trait;
-use switchyard_wire::{Reply, Request};
+use bytes::Bytes;
+use std::cell::RefCell;
+use std::future::Future;
+use switchyard_wire::{Dialect, Reply, Request};
+
+tokio::task_local! {
+    /// What a backend notes about the call being made on this task, when a recording
+    /// handle asks.
+    static SENT: RefCell<Sent>;
+}
+
+/// What a backend noted about a call for its record.
+#[derive(Debug, Default)]
+pub(crate) struct Sent {
+    /// The body sent (the last attempt's).
+    pub body: Option<Bytes>,
+    /// The attempts a replayed call took when it was recorded.
+    pub replayed_attempts: Option<Vec<crate::record::AttemptRecord>>,
+    /// The error a replayed call ended with when it was recorded (its counts of
+    /// attempts and waits are the recorded run's, not the replay's single attempt).
+    pub replayed_error: Option<crate::error::Error>,
+}
+
+/// Notes the request body a backend sends for the call being made, exactly as sent, for
+/// the call's record (a backend of your own calls it too). Outside a recording handle it
+/// does nothing. The body must hold no key: keys go in headers.
+pub fn note_sent_body(body: Bytes) {
+    let _ = SENT.try_with(|s| s.borrow_mut().body = Some(body));
+}
+
+/// Notes the attempts a replayed call took when it was recorded, so that the replay's
+/// record tells the same story (a replay makes one attempt: the recorded result).
+pub(crate) fn note_replayed_attempts(attempts: Vec<crate::record::AttemptRecord>) {
+    let _ = SENT.try_with(|s| s.borrow_mut().replayed_attempts = Some(attempts));
+}
+
+/// Notes the error a replayed call ended with when it was recorded.
+pub(crate) fn note_replayed_error(error: crate::error::Error) {
+    let _ = SENT.try_with(|s| s.borrow_mut().replayed_error = Some(error));
+}
+
+/// Runs a backend call, catching the body it notes as sent (the last one, if it sent
+/// several).
+pub(crate) async fn capturing_body<F: Future>(call: F) -> (F::Output, Sent) {
+    SENT.scope(RefCell::new(Sent::default()), async move {
+        let out = call.await;
+        let sent = SENT.with(|s| std::mem::take(&mut *s.borrow_mut()));
+        (out, sent)
+    })
+    .await
+}
 
 /// One call: the model id as the backend knows it and the request.
 #[derive(Debug, Clone)]
@@ -26,6 +77,11 @@ pub struct Call {
 pub trait Backend: Send + Sync {
     /// The backend's name, for messages and records.
     fn name(&self) -> &str;
+
+    /// The wire dialect spoken, for records (`None` for backends that speak none).
+    fn dialect(&self) -> Option<Dialect> {
+        None
+    }
 
     /// Answers a request whole.
     async fn complete(&self, call: &Call) -> Result<Reply>;

@@ -1,0 +1,348 @@
+//! `switchyard log stats|show|export`: reading a recorded run.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use switchyard::cost::fmt_cost;
+use switchyard::record::{self, CallRecord};
+
+use super::table;
+use crate::cli::{ExportFormat, LogExportArgs, LogShowArgs, LogStatsArgs};
+
+fn records(dir: &std::path::Path) -> Result<Vec<CallRecord>, String> {
+    let records = record::read_records(dir).map_err(|e| format!("error: {e}"))?;
+    if records.is_empty() {
+        return Err(format!(
+            "error: {} holds no recorded calls (expected {}/<number>.json)",
+            dir.display(),
+            record::LOG_DIR
+        ));
+    }
+    Ok(records)
+}
+
+/// Totals of a group of calls.
+#[derive(Default)]
+struct Totals {
+    calls: u64,
+    errors: u64,
+    input: u64,
+    cached: u64,
+    cache_write: u64,
+    output: u64,
+    reasoning: u64,
+    cost: f64,
+    unknown_cost: u64,
+}
+
+impl Totals {
+    fn add(&mut self, r: &CallRecord) {
+        self.calls += 1;
+        self.errors += u64::from(r.failed());
+        if let Some(u) = r.usage {
+            self.input += u.input;
+            self.cached += u.cached_input;
+            self.cache_write += u.cache_write;
+            self.output += u.output;
+            self.reasoning += u.reasoning;
+        }
+        match r.cost_usd {
+            Some(c) => self.cost += c,
+            None => self.unknown_cost += 1,
+        }
+    }
+
+    /// `$0.12`, `unknown` when no call is priced, `≥ $0.12` when some are not.
+    fn cost_text(&self) -> String {
+        if self.unknown_cost == self.calls {
+            "unknown".to_string()
+        } else if self.unknown_cost > 0 {
+            format!("≥ {}", fmt_cost(Some(self.cost)))
+        } else {
+            fmt_cost(Some(self.cost))
+        }
+    }
+
+    fn row(&self, name: &str) -> Vec<String> {
+        vec![
+            name.to_string(),
+            self.calls.to_string(),
+            self.errors.to_string(),
+            self.input.to_string(),
+            self.cached.to_string(),
+            self.cache_write.to_string(),
+            self.output.to_string(),
+            self.reasoning.to_string(),
+            self.cost_text(),
+        ]
+    }
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "calls": self.calls, "errors": self.errors,
+            "input_tokens": self.input, "cached_input_tokens": self.cached,
+            "cache_write_tokens": self.cache_write, "output_tokens": self.output,
+            "reasoning_tokens": self.reasoning,
+            "cost_usd": if self.unknown_cost == self.calls { None } else { Some(self.cost) },
+            "calls_with_unknown_cost": self.unknown_cost,
+            "cost_is_lower_bound": self.unknown_cost > 0 && self.unknown_cost < self.calls,
+        })
+    }
+}
+
+fn header(first: &str) -> Vec<String> {
+    [
+        first,
+        "CALLS",
+        "ERRORS",
+        "INPUT",
+        "CACHED",
+        "CACHE WRITE",
+        "OUTPUT",
+        "REASONING",
+        "COST",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// Runs `log stats`.
+pub fn stats(args: &LogStatsArgs) -> Result<(), String> {
+    let records = records(&args.run_dir)?;
+    let mut total = Totals::default();
+    let mut by_role: BTreeMap<String, Totals> = BTreeMap::new();
+    let mut by_model: BTreeMap<String, Totals> = BTreeMap::new();
+    for r in &records {
+        total.add(r);
+        let role = match r.role_name() {
+            "" => "(none)".to_string(),
+            name => name.to_string(),
+        };
+        by_role.entry(role).or_default().add(r);
+        by_model
+            .entry(format!("{}/{}", r.backend, r.model))
+            .or_default()
+            .add(r);
+    }
+    if args.json {
+        let json = serde_json::json!({
+            "total": total.json(),
+            "by_role": by_role.iter().map(|(k, v)| (k.clone(), v.json())).collect::<serde_json::Map<_, _>>(),
+            "by_model": by_model.iter().map(|(k, v)| (k.clone(), v.json())).collect::<serde_json::Map<_, _>>(),
+        });
+        println!("{}", super::to_json(&json)?);
+        return Ok(());
+    }
+    let mut out = String::new();
+    for (title, groups) in [("ROLE", &by_role), ("MODEL", &by_model)] {
+        let mut rows = vec![header(title)];
+        rows.extend(groups.iter().map(|(k, v)| v.row(k)));
+        out.push_str(&table::render(&rows));
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "total: {} calls, {} errors, {} tokens in ({} cached), {} out ({} reasoning), cost {}",
+        total.calls,
+        total.errors,
+        total.input,
+        total.cached,
+        total.output,
+        total.reasoning,
+        total.cost_text()
+    ));
+    if total.unknown_cost > 0 && total.unknown_cost < total.calls {
+        out.push_str(&format!(
+            " — a lower bound: {} call{} had no price",
+            total.unknown_cost,
+            if total.unknown_cost == 1 { "" } else { "s" }
+        ));
+    }
+    println!("{out}");
+    Ok(())
+}
+
+/// Runs `log show`.
+pub fn show(args: &LogShowArgs) -> Result<(), String> {
+    let r = record::read_record(&args.run_dir, args.number).map_err(|e| format!("error: {e}"))?;
+    if args.raw {
+        let raw = r.raw_bytes().map_err(|e| format!("error: {e}"))?;
+        let mut out = std::io::stdout().lock();
+        out.write_all(&raw)
+            .and_then(|_| out.flush())
+            .map_err(|e| format!("error: cannot write: {e}"))?;
+        return Ok(());
+    }
+    let mut out = String::new();
+    let line = |out: &mut String, k: &str, v: String| out.push_str(&format!("{k:<10} {v}\n"));
+    line(
+        &mut out,
+        "call",
+        format!("{} (format {})", r.number, r.format),
+    );
+    line(
+        &mut out,
+        "role",
+        r.role.clone().unwrap_or_else(|| "(none)".into()),
+    );
+    line(&mut out, "reference", r.reference.clone());
+    line(
+        &mut out,
+        "backend",
+        format!(
+            "{} · model {} · dialect {} · {}",
+            r.backend,
+            r.model,
+            r.dialect.map(|d| d.as_str()).unwrap_or("none"),
+            if r.stream { "streamed" } else { "whole" }
+        ),
+    );
+    line(
+        &mut out,
+        "time",
+        format!(
+            "{} · {:.1} ms{}",
+            r.timings.started_at,
+            r.timings.duration_ms,
+            r.timings
+                .first_byte_ms
+                .map(|t| format!(" · first byte {t:.1} ms"))
+                .unwrap_or_default()
+        ),
+    );
+    line(&mut out, "prompt", r.prompt_digest.clone());
+    for l in record::prompt_lines(&r.request) {
+        out.push_str(&format!("  {l}\n"));
+    }
+    if !r.parameters.is_empty() {
+        line(
+            &mut out,
+            "params",
+            serde_json::Value::Object(r.parameters.clone()).to_string(),
+        );
+    }
+    if let Some(reply) = &r.reply {
+        let thinking = reply.thinking();
+        if !thinking.is_empty() {
+            line(&mut out, "thinking", thinking);
+        }
+        line(&mut out, "reply", reply.text());
+        for call in reply.tool_calls() {
+            line(
+                &mut out,
+                "tool call",
+                format!("{} {}({})", call.id, call.name, call.arguments),
+            );
+        }
+        line(
+            &mut out,
+            "finish",
+            format!("{:?}", reply.finish).to_lowercase(),
+        );
+    }
+    match r.usage {
+        Some(u) => line(
+            &mut out,
+            "usage",
+            format!(
+                "{} in ({} cached, {} cache write) · {} out ({} reasoning)",
+                u.input, u.cached_input, u.cache_write, u.output, u.reasoning
+            ),
+        ),
+        None => line(&mut out, "usage", "not reported".into()),
+    }
+    let mut cost = fmt_cost(r.cost_usd);
+    if let Some(p) = r.provider_cost_usd {
+        cost.push_str(&format!(" (provider reported {})", fmt_cost(Some(p))));
+    }
+    line(&mut out, "cost", cost);
+    for a in &r.attempts {
+        line(
+            &mut out,
+            "attempt",
+            format!(
+                "{} · waited {:.0} ms · {:.1} ms · {}{}",
+                a.number,
+                a.wait_before_ms,
+                a.duration_ms,
+                a.status
+                    .map(|s| format!("HTTP {s}"))
+                    .unwrap_or_else(|| "no status".into()),
+                a.error_kind
+                    .as_ref()
+                    .map(|k| format!(" · {k}"))
+                    .unwrap_or_default()
+            ),
+        );
+    }
+    if let Some(e) = &r.error {
+        line(&mut out, "error", format!("{}: {}", e.kind, e.message));
+    }
+    let raw_len = r.raw_bytes().map(|b| b.len()).unwrap_or(0);
+    line(
+        &mut out,
+        "raw",
+        format!("{raw_len} bytes (see them with --raw)"),
+    );
+    print!("{out}");
+    Ok(())
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// Runs `log export`.
+pub fn export(args: &LogExportArgs) -> Result<(), String> {
+    let records = records(&args.run_dir)?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let io = |e: std::io::Error| format!("error: cannot write: {e}");
+    match args.format {
+        ExportFormat::Jsonl => {
+            for r in &records {
+                serde_json::to_writer(&mut out, r).map_err(|e| format!("error: {e}"))?;
+                out.write_all(b"\n").map_err(io)?;
+            }
+        }
+        ExportFormat::Csv => {
+            writeln!(out, "number,time,role,reference,backend,model,dialect,stream,status,error_kind,input_tokens,cached_input_tokens,cache_write_tokens,output_tokens,reasoning_tokens,cost_usd,provider_cost_usd,latency_ms,ttfb_ms,attempts,prompt_digest").map_err(io)?;
+            for r in &records {
+                let u = r.usage;
+                let num = |v: Option<u64>| v.map(|n| n.to_string()).unwrap_or_default();
+                let fl = |v: Option<f64>| v.map(|n| n.to_string()).unwrap_or_default();
+                let fields = [
+                    r.number.to_string(),
+                    r.timings.started_at.clone(),
+                    r.role_name().to_string(),
+                    r.reference.clone(),
+                    r.backend.clone(),
+                    r.model.clone(),
+                    r.dialect
+                        .map(|d| d.as_str().to_string())
+                        .unwrap_or_default(),
+                    u8::from(r.stream).to_string(),
+                    if r.failed() { "error" } else { "ok" }.to_string(),
+                    r.error.as_ref().map(|e| e.kind.clone()).unwrap_or_default(),
+                    num(u.map(|u| u.input)),
+                    num(u.map(|u| u.cached_input)),
+                    num(u.map(|u| u.cache_write)),
+                    num(u.map(|u| u.output)),
+                    num(u.map(|u| u.reasoning)),
+                    fl(r.cost_usd),
+                    fl(r.provider_cost_usd),
+                    r.timings.duration_ms.to_string(),
+                    fl(r.timings.first_byte_ms),
+                    r.attempts.len().to_string(),
+                    r.prompt_digest.clone(),
+                ];
+                let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+                writeln!(out, "{}", line.join(",")).map_err(io)?;
+            }
+        }
+    }
+    out.flush().map_err(io)
+}

@@ -1,0 +1,90 @@
+//! What a command that makes calls adds to its handle: the run directory it records
+//! into (`--log`, `log=` or `log:`), and the budget of the run config.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use switchyard::record::RecorderOptions;
+use switchyard::registry::Config;
+use switchyard::{Budget, BudgetTracker, Llm, Recorder, RunInfo};
+
+use crate::cli::AskArgs;
+
+/// The run directory: `--log`, else the override `log=<dir>`, else `log:` in the run config.
+fn log_dir(config: &Config, flag: Option<&PathBuf>) -> Result<Option<PathBuf>, String> {
+    if let Some(dir) = flag {
+        return Ok(Some(dir.clone()));
+    }
+    let from_override = config
+        .overrides
+        .iter()
+        .rev()
+        .find(|o| o.path == ["log"])
+        .map(|o| &o.value);
+    match from_override.or_else(|| config.sections.get("log")) {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(s)) => Ok(Some(PathBuf::from(s))),
+        Some(other) => Err(format!(
+            "error: `log` must be a directory path (e.g. `log: runs/today`), not {other}"
+        )),
+    }
+}
+
+/// The handle with the run's budget and recorder attached.
+pub fn attach(
+    config: &Config,
+    mut llm: Llm,
+    args: &AskArgs,
+) -> Result<(Llm, Option<Arc<Recorder>>), String> {
+    let err = |e: switchyard::Error| format!("error: {e}");
+    if let Some(budget) = Budget::from_sections(&config.sections).map_err(err)? {
+        budget
+            .check_prices([("", llm.label(), llm.price())])
+            .map_err(err)?;
+        llm = llm.with_budget(Arc::new(BudgetTracker::new(budget)));
+    }
+    let Some(dir) = log_dir(config, args.log.as_ref())? else {
+        return Ok((llm, None));
+    };
+    let mut info = RunInfo::new().settings(&config.sections);
+    match &args.replay {
+        Some(replayed) => {
+            // The replayed run's description of its calls, whatever the current config says.
+            info = info.replay_of(replayed);
+            if let Ok(log) = switchyard::ReplayLog::open(replayed) {
+                if let Some(role) = log.role("") {
+                    let backend = log
+                        .run_file()
+                        .get("backends")
+                        .and_then(|b| b.get(&role.backend));
+                    info = info.recorded_role(
+                        "",
+                        &role.reference,
+                        &role.backend,
+                        &role.model,
+                        backend,
+                    );
+                }
+            }
+        }
+        None => {
+            info = info.role(
+                "",
+                llm.label(),
+                llm.backend().name(),
+                llm.model(),
+                &config.registry,
+            );
+        }
+    }
+    let recorder = Recorder::create(
+        &dir,
+        &info,
+        RecorderOptions {
+            resume: args.resume,
+            ..RecorderOptions::default()
+        },
+    )
+    .map_err(err)?;
+    Ok((llm.with_recorder(recorder.clone()), Some(recorder)))
+}

@@ -1,0 +1,196 @@
+//! `switchyard ask --log/--replay` and `switchyard log stats|show|export`, run as the built
+//! binary in a clean environment against the mock.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use switchyard_mock::{MockConfig, MockServer};
+
+const FAKE_KEY: &str = "sk-test-cli-FAKEKEY-0123456789abcdef";
+
+fn switchyard(home: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_switchyard"));
+    c.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("MOCK_API_KEY", FAKE_KEY);
+    c
+}
+
+fn run(c: &mut Command) -> (bool, String, String) {
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = c.output().expect("the binary runs");
+    (
+        status.success(),
+        String::from_utf8_lossy(&stdout).into_owned(),
+        String::from_utf8_lossy(&stderr).into_owned(),
+    )
+}
+
+#[test]
+fn ask_records_then_log_reads_and_replay_answers_without_the_provider() {
+    let mock =
+        MockServer::start_in_thread("127.0.0.1:0".parse().unwrap(), MockConfig::default()).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let run_dir = home.path().join("run");
+    let base = format!("backends.mock.base_url={}", mock.base_url());
+    let price = "backends.mock.prices.echo={input: 1, output: 2}";
+    let dir = run_dir.to_str().unwrap();
+
+    let (ok, out, err) = run(switchyard(home.path()).args([
+        "ask",
+        "mock/echo",
+        "hello there",
+        "--no-stream",
+        "--log",
+        dir,
+        &base,
+        price,
+    ]));
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), "hello there");
+    // A second run into the same directory is refused, unless resumed.
+    let (ok, _, err) = run(switchyard(home.path()).args([
+        "ask",
+        "mock/say:hi",
+        "again",
+        "--no-stream",
+        "--log",
+        dir,
+        &base,
+    ]));
+    assert!(!ok);
+    assert!(
+        err.contains("already holds a run (1 recorded calls); pass --resume"),
+        "{err}"
+    );
+    let (ok, out, err) = run(switchyard(home.path()).args([
+        "ask",
+        "mock/say:hi",
+        "again",
+        "--stream",
+        "--log",
+        dir,
+        "--resume",
+        &base,
+    ]));
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), "hi");
+
+    // Stats: the unpriced model's cost is unknown, and the total is a lower bound.
+    let (ok, out, err) = run(switchyard(home.path()).args(["log", "stats", dir]));
+    assert!(ok, "{err}");
+    assert!(out.contains("mock/echo"), "{out}");
+    let say = out.lines().find(|l| l.starts_with("mock/say:hi")).unwrap();
+    assert!(say.ends_with("unknown"), "{out}");
+    assert!(out.contains("total: 2 calls, 0 errors"), "{out}");
+    assert!(
+        out.contains("cost ≥ $") && out.contains("a lower bound: 1 call had no price"),
+        "{out}"
+    );
+
+    let (ok, out, err) = run(switchyard(home.path()).args(["log", "show", dir, "1"]));
+    assert!(ok, "{err}");
+    assert!(out.contains("reply      hello there"), "{out}");
+    assert!(out.contains("[user] \"hello there\""), "{out}");
+    assert!(out.contains("attempt    1 · waited 0 ms"), "{out}");
+    let (ok, raw, _) = run(switchyard(home.path()).args(["log", "show", dir, "2", "--raw"]));
+    assert!(ok);
+    assert!(
+        raw.starts_with("data: {") && raw.contains("[DONE]"),
+        "{raw}"
+    );
+    let (ok, out, err) = run(switchyard(home.path()).args(["log", "show", dir, "9"]));
+    assert!(!ok && out.is_empty());
+    assert!(err.contains("cannot read call 9"), "{err}");
+
+    let (ok, csv, _) = run(switchyard(home.path()).args(["log", "export", dir, "--format", "csv"]));
+    assert!(ok);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 3);
+    assert!(lines[0].starts_with("number,time,role,reference,backend,model"));
+    assert!(lines[1].starts_with("1,") && lines[1].contains(",mock/echo,mock,echo,chat,0,ok,"));
+    let (ok, jsonl, _) = run(switchyard(home.path()).args(["log", "export", dir]));
+    assert!(ok);
+    let first: serde_json::Value = serde_json::from_str(jsonl.lines().next().unwrap()).unwrap();
+    assert_eq!(first["format"], 1);
+    assert_eq!(first["body"]["messages"][0]["content"], "hello there");
+
+    // No key anywhere in the run directory.
+    for entry in walk(&run_dir) {
+        let text = String::from_utf8_lossy(&std::fs::read(&entry).unwrap()).into_owned();
+        assert!(!text.contains("FAKEKEY"), "key in {}", entry.display());
+    }
+    assert!(std::fs::read_to_string(run_dir.join("run.yaml"))
+        .unwrap()
+        .contains("api_key_env"));
+
+    // Replay with the provider gone: the same answer, from the log.
+    let before = mock.requests().len();
+    let (ok, out, err) = run(switchyard(home.path()).args([
+        "ask",
+        "mock/echo",
+        "hello there",
+        "--no-stream",
+        "--replay",
+        dir,
+    ]));
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), "hello there");
+    assert_eq!(mock.requests().len(), before);
+    let (ok, _, err) = run(switchyard(home.path()).args([
+        "ask",
+        "mock/echo",
+        "hello world",
+        "--no-stream",
+        "--replay",
+        dir,
+    ]));
+    assert!(!ok);
+    assert!(
+        err.contains("replay has no recorded reply for role `` and prompt"),
+        "{err}"
+    );
+    assert!(
+        err.contains("- [user] \"hello there\" / + [user] \"hello world\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_dollar_budget_refuses_an_unpriced_model_before_calling() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("run.yaml");
+    std::fs::write(&config, "budget:\n  max_usd: 1\n").unwrap();
+    let (ok, _, err) = run(switchyard(home.path()).args([
+        "--config",
+        config.to_str().unwrap(),
+        "ask",
+        "mock/echo",
+        "hi",
+        "backends.mock.base_url=http://127.0.0.1:9/v1",
+    ]));
+    assert!(!ok);
+    assert!(
+        err.contains("the budget has max_usd but `mock/echo` has no price")
+            && err.contains("unknown_cost: allow"),
+        "{err}"
+    );
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

@@ -1,0 +1,473 @@
+//! The replay backend: answers requests from a recorded run, calling no provider.
+//!
+//! A request is matched by its role and the digest of its prompt (system, messages,
+//! tools); identical requests are answered in their recorded order. The answer is the
+//! recorded raw bytes decoded with the recorded dialect's codec — for a stream, fed
+//! through the same stream decoder as a live call — so the caller decodes exactly what it
+//! decoded the first time; a recorded failure comes back as the same error.
+
+use super::{Backend, Call};
+use crate::error::{Error, Result};
+use crate::record::{self, CallRecord, INDEX_FILE};
+use crate::registry::Price;
+use crate::reply_stream::ReplyStream;
+use async_trait::async_trait;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use switchyard_wire::{codec, Dialect, Reply};
+
+/// What a role called in the recorded run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedRole {
+    /// The reference as written.
+    pub reference: String,
+    /// The backend's name.
+    pub backend: String,
+    /// The model id.
+    pub model: String,
+    /// The dialect.
+    pub dialect: Option<Dialect>,
+}
+
+struct Queue {
+    numbers: Vec<u64>,
+    next: usize,
+}
+
+/// A recorded run's replay index: for each role and prompt digest, the numbers of its
+/// records in order. Loaded from `calls.sqlite` when it is complete, else from the
+/// records themselves. Shared by the replay backends of every role.
+pub struct ReplayLog {
+    dir: PathBuf,
+    roles: Vec<(String, RecordedRole)>,
+    queues: Mutex<HashMap<(u32, u128), Queue>>,
+    run: Value,
+}
+
+impl std::fmt::Debug for ReplayLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReplayLog").field("dir", &self.dir).finish()
+    }
+}
+
+struct Row {
+    number: u64,
+    role: String,
+    reference: String,
+    backend: String,
+    model: String,
+    dialect: Option<String>,
+    digest: String,
+}
+
+fn parse_digest(hex: &str) -> u128 {
+    u128::from_str_radix(hex, 16).unwrap_or(0)
+}
+
+impl ReplayLog {
+    /// Opens a recorded run directory (the folder holding `run.yaml` and `llm_log/`; the
+    /// `llm_log/` folder itself is accepted too).
+    pub fn open(run_dir: &Path) -> Result<Arc<ReplayLog>> {
+        let dir = if run_dir.file_name().is_some_and(|n| n == record::LOG_DIR) {
+            run_dir.parent().unwrap_or(run_dir).to_path_buf()
+        } else {
+            run_dir.to_path_buf()
+        };
+        let numbers = record::record_numbers(&dir)?;
+        if numbers.is_empty() {
+            return Err(Error::Config(format!(
+                "{} holds no recorded calls to replay (expected {}/<number>.json)",
+                dir.display(),
+                record::LOG_DIR
+            )));
+        }
+        let rows = match rows_from_index(&dir, numbers.len()) {
+            Some(rows) => rows,
+            None => rows_from_records(&dir, &numbers)?,
+        };
+        let run = record::read_run_file(&dir).unwrap_or(Value::Null);
+        let mut roles: Vec<(String, RecordedRole)> = Vec::new();
+        let mut role_ids: HashMap<String, u32> = HashMap::new();
+        let mut queues: HashMap<(u32, u128), Queue> = HashMap::new();
+        for row in rows {
+            let id = match role_ids.get(&row.role) {
+                Some(id) => *id,
+                None => {
+                    let id = roles.len() as u32;
+                    role_ids.insert(row.role.clone(), id);
+                    roles.push((
+                        row.role,
+                        RecordedRole {
+                            reference: row.reference,
+                            backend: row.backend,
+                            model: row.model,
+                            dialect: row.dialect.as_deref().and_then(Dialect::parse),
+                        },
+                    ));
+                    id
+                }
+            };
+            queues
+                .entry((id, parse_digest(&row.digest)))
+                .or_insert_with(|| Queue {
+                    numbers: Vec::new(),
+                    next: 0,
+                })
+                .numbers
+                .push(row.number);
+        }
+        for q in queues.values_mut() {
+            q.numbers.shrink_to_fit();
+        }
+        Ok(Arc::new(ReplayLog {
+            dir,
+            roles,
+            queues: Mutex::new(queues),
+            run,
+        }))
+    }
+
+    /// The recorded run's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The roles of the recorded run (`""` for calls made without one) and what each
+    /// called.
+    pub fn roles(&self) -> impl Iterator<Item = (&str, &RecordedRole)> {
+        self.roles.iter().map(|(n, r)| (n.as_str(), r))
+    }
+
+    /// What `role` called in the recorded run.
+    pub fn role(&self, role: &str) -> Option<&RecordedRole> {
+        self.roles.iter().find(|(n, _)| n == role).map(|(_, r)| r)
+    }
+
+    /// The price the recorded run used for `model` on `backend` (from its `run.yaml`).
+    pub fn price(&self, backend: &str, model: &str) -> Option<Price> {
+        let p = self
+            .run
+            .get("backends")?
+            .get(backend)?
+            .get("prices")?
+            .get(model)?
+            .get("value")?;
+        Some(Price {
+            input: p.get("input")?.as_f64()?,
+            cached_input: p.get("cached_input").and_then(Value::as_f64),
+            cache_write: p.get("cache_write").and_then(Value::as_f64),
+            output: p.get("output")?.as_f64()?,
+        })
+    }
+
+    /// The recorded run's `run.yaml`, as JSON.
+    pub fn run_file(&self) -> &Value {
+        &self.run
+    }
+
+    /// Bytes the index holds (keys, record numbers and role names), for measuring.
+    pub fn index_bytes(&self) -> usize {
+        let queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
+        let per_entry = std::mem::size_of::<(u32, u128)>() + std::mem::size_of::<Queue>() + 8;
+        queues
+            .values()
+            .map(|q| per_entry + q.numbers.capacity() * 8)
+            .sum::<usize>()
+            + self
+                .roles
+                .iter()
+                .map(|(n, r)| n.len() + r.reference.len() + r.backend.len() + r.model.len() + 64)
+                .sum::<usize>()
+    }
+
+    fn role_id(&self, role: &str) -> Option<u32> {
+        self.roles
+            .iter()
+            .position(|(n, _)| n == role)
+            .map(|i| i as u32)
+    }
+
+    fn next_number(&self, role: &str, digest: &str, take: bool) -> Result<u64> {
+        let id = self.role_id(role);
+        let key = id.map(|id| (id, parse_digest(digest)));
+        {
+            let mut queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(q) = key.and_then(|k| queues.get_mut(&k)) {
+                if let Some(&n) = q.numbers.get(q.next) {
+                    if take {
+                        q.next += 1;
+                    }
+                    return Ok(n);
+                }
+                let used = q.numbers.len();
+                let last = q.numbers.last().copied().unwrap_or(0);
+                return Err(Error::ReplayExhausted {
+                    role: role.to_string(),
+                    digest: digest.to_string(),
+                    nearest: Some(format!(
+                        "call {last} has this very prompt, and all {used} recorded replies to it were already given"
+                    )),
+                });
+            }
+        }
+        Err(Error::ReplayExhausted {
+            role: role.to_string(),
+            digest: digest.to_string(),
+            nearest: None,
+        })
+    }
+
+    /// The recorded prompt of role `id` nearest to `now`, as `call N: <diff>`.
+    fn nearest(&self, id: u32, now: Option<&[String]>) -> Option<String> {
+        let now = now?;
+        let firsts: Vec<u64> = {
+            let queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
+            let mut v: Vec<u64> = queues
+                .iter()
+                .filter(|((r, _), _)| *r == id)
+                .filter_map(|(_, q)| q.numbers.first().copied())
+                .collect();
+            v.sort_unstable();
+            // Bounded, so that a miss in a huge log still answers in well under a second.
+            v.truncate(2000);
+            v
+        };
+        let mut best: Option<((usize, usize), u64, Vec<String>)> = None;
+        for n in firsts {
+            let Ok(r) = record::read_record(&self.dir, n) else {
+                continue;
+            };
+            let lines = record::prompt_lines(&r.request);
+            let score = record::digest_likeness(&lines, now);
+            if best.as_ref().is_none_or(|(s, _, _)| score > *s) {
+                best = Some((score, n, lines));
+            }
+        }
+        best.map(|(_, n, lines)| format!("call {n}: {}", record::short_diff(&lines, now)))
+    }
+
+    fn exhausted(&self, role: &str, call: &Call, e: Error) -> Error {
+        match e {
+            Error::ReplayExhausted {
+                role: r,
+                digest,
+                nearest: None,
+            } => {
+                let now = record::prompt_lines(&call.request);
+                let nearest = self
+                    .role_id(role)
+                    .and_then(|id| self.nearest(id, Some(&now)));
+                Error::ReplayExhausted {
+                    role: r,
+                    digest,
+                    nearest,
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// Takes the record answering `call` for `role`, or says why there is none.
+    fn take(&self, role: &str, call: &Call) -> Result<CallRecord> {
+        let digest = record::prompt_digest(&call.request);
+        let n = self
+            .next_number(role, &digest, true)
+            .map_err(|e| self.exhausted(role, call, e))?;
+        let record = record::read_record(&self.dir, n)?;
+        // The body the recorded run sent is the body this replay "sends", so that the
+        // replayed run's records hold the same bytes.
+        if let Some(body) = &record.body {
+            super::note_sent_body(bytes::Bytes::copy_from_slice(body.get().as_bytes()));
+        }
+        super::note_replayed_attempts(record.attempts.clone());
+        if let Some(e) = &record.error {
+            super::note_replayed_error(e.to_error());
+        }
+        Ok(record)
+    }
+}
+
+fn rows_from_index(dir: &Path, expected: usize) -> Option<Vec<Row>> {
+    let path = dir.join(INDEX_FILE);
+    if !path.exists() {
+        return None;
+    }
+    let conn =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .ok()?;
+    let mut stmt = conn
+        .prepare(
+            "SELECT number, role, reference, backend, model, dialect, prompt_digest FROM llm_calls ORDER BY number",
+        )
+        .ok()?;
+    let rows: Vec<Row> = stmt
+        .query_map([], |r| {
+            Ok(Row {
+                number: r.get::<_, i64>(0)? as u64,
+                role: r.get(1)?,
+                reference: r.get(2)?,
+                backend: r.get(3)?,
+                model: r.get(4)?,
+                dialect: r.get(5)?,
+                digest: r.get(6)?,
+            })
+        })
+        .ok()?
+        .collect::<rusqlite::Result<_>>()
+        .ok()?;
+    // An index that missed rows (a killed run) is not trusted: the records are the truth.
+    (rows.len() == expected).then_some(rows)
+}
+
+#[derive(serde::Deserialize)]
+struct RowFields {
+    number: u64,
+    role: Option<String>,
+    reference: String,
+    backend: String,
+    model: String,
+    dialect: Option<String>,
+    prompt_digest: String,
+}
+
+fn rows_from_records(dir: &Path, numbers: &[u64]) -> Result<Vec<Row>> {
+    numbers
+        .iter()
+        .map(|&n| {
+            let path = record::record_path(dir, n);
+            let bytes = std::fs::read(&path)
+                .map_err(|e| Error::Config(format!("cannot read {}: {e}", path.display())))?;
+            let f: RowFields = serde_json::from_slice(&bytes).map_err(|e| {
+                Error::Config(format!("{}: not a call record: {e}", path.display()))
+            })?;
+            Ok(Row {
+                number: f.number,
+                role: f.role.unwrap_or_default(),
+                reference: f.reference,
+                backend: f.backend,
+                model: f.model,
+                dialect: f.dialect,
+                digest: f.prompt_digest,
+            })
+        })
+        .collect()
+}
+
+/// A backend answering one role's requests from a recorded run.
+pub struct ReplayBackend {
+    log: Arc<ReplayLog>,
+    role: String,
+    name: String,
+    dialect: Option<Dialect>,
+}
+
+impl ReplayBackend {
+    /// Replays the calls `role` made (`None`: the calls made without a role). Named after
+    /// the backend the role called, so that records of a replayed run read like the
+    /// original's.
+    pub fn new(log: Arc<ReplayLog>, role: Option<&str>) -> Result<ReplayBackend> {
+        let role = role.unwrap_or("").to_string();
+        let recorded = log.role(&role).cloned().ok_or_else(|| {
+            let known: Vec<String> = log
+                .roles()
+                .map(|(n, _)| {
+                    if n.is_empty() {
+                        "(none)".to_string()
+                    } else {
+                        n.to_string()
+                    }
+                })
+                .collect();
+            Error::Config(format!(
+                "the run in {} has no calls of role `{role}`; its roles: {}",
+                log.dir().display(),
+                known.join(", ")
+            ))
+        })?;
+        Ok(ReplayBackend {
+            name: recorded.backend,
+            dialect: recorded.dialect,
+            log,
+            role,
+        })
+    }
+
+    /// The replay log.
+    pub fn log(&self) -> &Arc<ReplayLog> {
+        &self.log
+    }
+}
+
+fn dialect_of(record: &CallRecord) -> Result<Dialect> {
+    record.dialect.ok_or_else(|| {
+        Error::Unsupported(format!(
+            "recorded call {} names no dialect, so its bytes cannot be decoded",
+            record.number
+        ))
+    })
+}
+
+/// The recorded stream, fed through the dialect's stream decoder; a recorded failure
+/// that the bytes themselves do not carry (a broken connection, a timeout) comes last.
+fn replay_stream(name: &str, record: &CallRecord) -> Result<ReplyStream> {
+    let dialect = dialect_of(record)?;
+    let raw = record.raw_bytes()?;
+    let mut items: Vec<Result<bytes::Bytes>> = vec![Ok(raw)];
+    if let Some(e) = &record.error {
+        if e.kind != "Dropped" {
+            items.push(Err(e.to_error()));
+        }
+    }
+    use futures::StreamExt;
+    Ok(crate::backend::http::decode_stream(
+        name,
+        dialect,
+        Vec::new(),
+        crate::backend::http::Timeouts::default(),
+        None,
+        futures::stream::iter(items).boxed(),
+    ))
+}
+
+fn replay_reply(record: &CallRecord) -> Result<Reply> {
+    if let Some(e) = &record.error {
+        return Err(e.to_error());
+    }
+    let raw = record.raw_bytes()?;
+    codec(dialect_of(record)?).decode_reply(&raw).map_err(|e| {
+        Error::Unsupported(format!(
+            "recorded call {} no longer decodes: {e:?}",
+            record.number
+        ))
+    })
+}
+
+#[async_trait]
+impl Backend for ReplayBackend {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn dialect(&self) -> Option<Dialect> {
+        self.dialect
+    }
+
+    async fn complete(&self, call: &Call) -> Result<Reply> {
+        let record = self.log.take(&self.role, call)?;
+        if record.stream && record.reply.is_some() {
+            return replay_stream(&self.name, &record)?.into_reply().await;
+        }
+        replay_reply(&record)
+    }
+
+    async fn stream(&self, call: &Call) -> Result<ReplyStream> {
+        let record = self.log.take(&self.role, call)?;
+        if record.stream && record.reply.is_some() {
+            return replay_stream(&self.name, &record);
+        }
+        // Recorded whole (or failed before its stream began): the reply as events.
+        Ok(ReplyStream::from_reply(replay_reply(&record)?))
+    }
+}

@@ -1,0 +1,458 @@
+//! A run's budget: `budget: {max_usd, max_calls, max_tokens, exclude_roles, unknown_cost}`.
+//!
+//! Checked before each call. A call reserves its place before it starts and settles its
+//! tokens and cost when it ends, so concurrent calls cannot together overshoot:
+//! - `max_calls` is exact: a call counts from the moment it is let through;
+//! - `max_usd` and `max_tokens` let a call through only while the settled spend is under
+//!   the limit, so the overshoot is at most what the calls already in flight spend.
+
+use crate::error::{Error, Result};
+use crate::registry::Price;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+use switchyard_wire::Usage;
+
+/// The limits, as read from the run config's `budget:` section.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Budget {
+    /// Most dollars to spend (priced calls only).
+    pub max_usd: Option<f64>,
+    /// Most calls to make (failed ones included).
+    pub max_calls: Option<u64>,
+    /// Most tokens (input plus output) to use.
+    pub max_tokens: Option<u64>,
+    /// Roles whose calls are neither checked nor counted.
+    pub exclude_roles: BTreeSet<String>,
+    /// `unknown_cost: allow`: a dollar budget accepts models without a price (their
+    /// calls count as calls and tokens, not dollars).
+    pub allow_unknown_cost: bool,
+}
+
+const FIELDS: &[&str] = &[
+    "max_usd",
+    "max_calls",
+    "max_tokens",
+    "exclude_roles",
+    "unknown_cost",
+];
+
+impl Budget {
+    /// Reads the `budget:` section (and a top-level `unknown_cost: allow`) of a run
+    /// config, as held unvalidated in [`crate::Config::sections`]. `None` when there is no
+    /// budget section.
+    pub fn from_sections(
+        sections: &std::collections::BTreeMap<String, Value>,
+    ) -> Result<Option<Budget>> {
+        let Some(section) = sections.get("budget") else {
+            return Ok(None);
+        };
+        let mut budget = Budget::from_value(section)?;
+        if let Some(top) = sections.get("unknown_cost") {
+            budget.allow_unknown_cost |= parse_unknown_cost(top, "unknown_cost")?;
+        }
+        Ok(Some(budget))
+    }
+
+    /// Reads a `budget:` mapping.
+    pub fn from_value(value: &Value) -> Result<Budget> {
+        let map = match value {
+            Value::Object(m) => m,
+            Value::Null => return Ok(Budget::default()),
+            other => {
+                return Err(bad(format!(
+                    "`budget` must be a mapping of {}, not {}",
+                    FIELDS.join(", "),
+                    switchyard_wire::codec::json_type(other)
+                )))
+            }
+        };
+        let mut budget = Budget::default();
+        for (key, v) in map {
+            match key.as_str() {
+                "max_usd" => budget.max_usd = Some(non_negative_number(v, "budget.max_usd")?),
+                "max_calls" => budget.max_calls = Some(count(v, "budget.max_calls")?),
+                "max_tokens" => budget.max_tokens = Some(count(v, "budget.max_tokens")?),
+                "exclude_roles" => {
+                    let Value::Array(items) = v else {
+                        return Err(bad(
+                            "`budget.exclude_roles` must be a list of role names".to_string()
+                        ));
+                    };
+                    for item in items {
+                        match item {
+                            Value::String(s) => {
+                                budget.exclude_roles.insert(s.clone());
+                            }
+                            other => {
+                                return Err(bad(format!(
+                                    "`budget.exclude_roles` holds a {}; it accepts role names (strings)",
+                                    switchyard_wire::codec::json_type(other)
+                                )))
+                            }
+                        }
+                    }
+                }
+                "unknown_cost" => {
+                    budget.allow_unknown_cost = parse_unknown_cost(v, "budget.unknown_cost")?
+                }
+                other => {
+                    return Err(bad(format!(
+                        "`budget.{other}` is not a budget field; accepted: {}",
+                        FIELDS.join(", ")
+                    )))
+                }
+            }
+        }
+        Ok(budget)
+    }
+
+    /// Refuses, before the run starts, a dollar budget over a role whose model has no
+    /// price (unless `unknown_cost: allow`). `roles` are (role, reference, price).
+    pub fn check_prices<'a>(
+        &self,
+        roles: impl IntoIterator<Item = (&'a str, &'a str, Option<&'a Price>)>,
+    ) -> Result<()> {
+        if self.max_usd.is_none() || self.allow_unknown_cost {
+            return Ok(());
+        }
+        let unpriced: Vec<String> = roles
+            .into_iter()
+            .filter(|(role, _, price)| price.is_none() && !self.exclude_roles.contains(*role))
+            .map(|(role, reference, _)| {
+                if role.is_empty() {
+                    format!("`{reference}`")
+                } else {
+                    format!("role `{role}` (`{reference}`)")
+                }
+            })
+            .collect();
+        if unpriced.is_empty() {
+            return Ok(());
+        }
+        Err(Error::Config(format!(
+            "the budget has max_usd but {} no price, so its spend cannot be counted: add `prices` for the model to its backend, or write `unknown_cost: allow` in the budget to count such calls as calls and tokens only",
+            if unpriced.len() == 1 {
+                format!("{} has", unpriced[0])
+            } else {
+                format!("{} have", unpriced.join(", "))
+            }
+        )))
+    }
+}
+
+fn parse_unknown_cost(v: &Value, field: &str) -> Result<bool> {
+    match v.as_str() {
+        Some("allow") => Ok(true),
+        Some("refuse") => Ok(false),
+        _ => Err(bad(format!(
+            "`{field}` must be `allow` or `refuse`, not {v}"
+        ))),
+    }
+}
+
+fn non_negative_number(v: &Value, field: &str) -> Result<f64> {
+    match v.as_f64() {
+        Some(n) if n >= 0.0 && n.is_finite() => Ok(n),
+        _ => Err(bad(format!(
+            "`{field}` must be a number of dollars, 0 or more (e.g. 2.50), not {v}"
+        ))),
+    }
+}
+
+fn count(v: &Value, field: &str) -> Result<u64> {
+    v.as_u64().ok_or_else(|| {
+        bad(format!(
+            "`{field}` must be a whole number, 0 or more, not {v}"
+        ))
+    })
+}
+
+fn bad(message: String) -> Error {
+    Error::Config(format!("run config: {message}"))
+}
+
+/// What a budget has seen so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Spend {
+    /// Dollars of settled, priced calls.
+    pub usd: f64,
+    /// Calls let through (settled and in flight).
+    pub calls: u64,
+    /// Tokens of settled calls.
+    pub tokens: u64,
+    /// Calls let through and not yet settled.
+    pub in_flight: u64,
+}
+
+/// A budget shared by every handle of a run.
+#[derive(Debug)]
+pub struct BudgetTracker {
+    budget: Budget,
+    spend: Mutex<Spend>,
+}
+
+/// A call's place in the budget, taken before the call; give it back with
+/// [`BudgetTracker::settle`]. Dropping it unsettled counts the call with no spend.
+#[derive(Debug)]
+pub struct Reservation {
+    tracker: Option<std::sync::Arc<BudgetTracker>>,
+}
+
+impl BudgetTracker {
+    /// A tracker with nothing spent.
+    pub fn new(budget: Budget) -> Self {
+        BudgetTracker {
+            budget,
+            spend: Mutex::new(Spend::default()),
+        }
+    }
+
+    /// The limits.
+    pub fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
+    /// What is spent so far.
+    pub fn spend(&self) -> Spend {
+        *self.lock()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Spend> {
+        // A panic while holding the lock cannot leave the counters half-updated (each
+        // update is one statement), so a poisoned lock is still good.
+        self.spend.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Checks the budget for a call of `role` and reserves its place, or refuses it.
+    pub fn reserve(self: &std::sync::Arc<Self>, role: &str) -> Result<Reservation> {
+        if self.budget.exclude_roles.contains(role) {
+            return Ok(Reservation { tracker: None });
+        }
+        let mut spend = self.lock();
+        if let Some(max) = self.budget.max_calls {
+            if spend.calls >= max {
+                return Err(Error::BudgetExceeded {
+                    limit: "max_calls".into(),
+                    max: format!("{max} calls"),
+                    spent: format!("{} calls", spend.calls),
+                    in_flight: spend.in_flight,
+                });
+            }
+        }
+        if let Some(max) = self.budget.max_usd {
+            if spend.usd >= max {
+                return Err(Error::BudgetExceeded {
+                    limit: "max_usd".into(),
+                    max: crate::cost::fmt_cost(Some(max)),
+                    spent: crate::cost::fmt_cost(Some(spend.usd)),
+                    in_flight: spend.in_flight,
+                });
+            }
+        }
+        if let Some(max) = self.budget.max_tokens {
+            if spend.tokens >= max {
+                return Err(Error::BudgetExceeded {
+                    limit: "max_tokens".into(),
+                    max: format!("{max} tokens"),
+                    spent: format!("{} tokens", spend.tokens),
+                    in_flight: spend.in_flight,
+                });
+            }
+        }
+        spend.calls += 1;
+        spend.in_flight += 1;
+        Ok(Reservation {
+            tracker: Some(self.clone()),
+        })
+    }
+}
+
+impl Reservation {
+    /// Settles the call: its tokens and cost (unknown cost adds no dollars).
+    pub fn settle(mut self, usage: Option<&Usage>, cost: Option<f64>) {
+        if let Some(tracker) = self.tracker.take() {
+            let mut spend = tracker.lock();
+            spend.in_flight = spend.in_flight.saturating_sub(1);
+            spend.tokens += usage.map(Usage::total).unwrap_or(0);
+            spend.usd += cost.unwrap_or(0.0);
+        }
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if let Some(tracker) = self.tracker.take() {
+            let mut spend = tracker.lock();
+            spend.in_flight = spend.in_flight.saturating_sub(1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+    use serde_json::json;
+
+    fn usage(total_in: u64, out: u64) -> Usage {
+        Usage {
+            input: total_in,
+            output: out,
+            ..Usage::default()
+        }
+    }
+
+    #[test]
+    fn parses_every_field_and_names_a_wrong_one() {
+        let b = Budget::from_value(&json!({
+            "max_usd": 2.5, "max_calls": 10, "max_tokens": 1000,
+            "exclude_roles": ["judge"], "unknown_cost": "allow"
+        }))
+        .unwrap();
+        assert_eq!(b.max_usd, Some(2.5));
+        assert_eq!(b.max_calls, Some(10));
+        assert_eq!(b.max_tokens, Some(1000));
+        assert!(b.exclude_roles.contains("judge"));
+        assert!(b.allow_unknown_cost);
+        let e = Budget::from_value(&json!({"max_dollars": 1}))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`budget.max_dollars` is not a budget field"),
+            "{e}"
+        );
+        assert!(e.contains("max_usd, max_calls, max_tokens"), "{e}");
+        let e = Budget::from_value(&json!({"max_calls": -1}))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("budget.max_calls") && e.contains("whole number"),
+            "{e}"
+        );
+        let e = Budget::from_value(&json!({"max_usd": "lots"}))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("number of dollars"), "{e}");
+    }
+
+    #[test]
+    fn top_level_unknown_cost_allow_is_read() {
+        let mut sections = std::collections::BTreeMap::new();
+        sections.insert("budget".to_string(), json!({"max_usd": 1}));
+        sections.insert("unknown_cost".to_string(), json!("allow"));
+        let b = Budget::from_sections(&sections).unwrap().unwrap();
+        assert!(b.allow_unknown_cost);
+        assert_eq!(Budget::from_sections(&Default::default()).unwrap(), None);
+    }
+
+    #[test]
+    fn a_dollar_budget_refuses_an_unpriced_role_unless_allowed() {
+        let price = Price {
+            input: 1.0,
+            cached_input: None,
+            cache_write: None,
+            output: 2.0,
+        };
+        let mut b = Budget {
+            max_usd: Some(1.0),
+            ..Budget::default()
+        };
+        let roles = [
+            ("planner", "openai/gpt-5.4", Some(&price)),
+            ("coder", "vllm/qwen", None),
+        ];
+        let e = b.check_prices(roles).unwrap_err().to_string();
+        assert!(e.contains("role `coder` (`vllm/qwen`) has no price"), "{e}");
+        assert!(e.contains("unknown_cost: allow"), "{e}");
+        b.exclude_roles.insert("coder".into());
+        b.check_prices(roles).unwrap();
+        b.exclude_roles.clear();
+        b.allow_unknown_cost = true;
+        b.check_prices(roles).unwrap();
+    }
+
+    #[test]
+    fn max_calls_is_exact_and_names_the_spend() {
+        let t = std::sync::Arc::new(BudgetTracker::new(Budget {
+            max_calls: Some(2),
+            ..Budget::default()
+        }));
+        let a = t.reserve("").unwrap();
+        let b = t.reserve("").unwrap();
+        let e = t.reserve("").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::BudgetExceeded);
+        assert_eq!(
+            e.to_string(),
+            "budget exceeded: max_calls is 2 calls and 2 calls is spent (2 calls in flight); the call was not made"
+        );
+        a.settle(Some(&usage(1, 1)), None);
+        drop(b);
+        assert_eq!(t.spend().in_flight, 0);
+        assert!(t.reserve("").is_err());
+    }
+
+    #[test]
+    fn dollars_and_tokens_stop_calls_once_settled_spend_reaches_them() {
+        let t = std::sync::Arc::new(BudgetTracker::new(Budget {
+            max_usd: Some(0.01),
+            max_tokens: Some(1000),
+            exclude_roles: ["judge".to_string()].into(),
+            ..Budget::default()
+        }));
+        t.reserve("a")
+            .unwrap()
+            .settle(Some(&usage(10, 10)), Some(0.006));
+        t.reserve("a")
+            .unwrap()
+            .settle(Some(&usage(10, 10)), Some(0.006));
+        let e = t.reserve("a").unwrap_err().to_string();
+        assert!(e.contains("max_usd is $0.01 and $0.012 is spent"), "{e}");
+        // Excluded roles go through and are not counted.
+        t.reserve("judge")
+            .unwrap()
+            .settle(Some(&usage(5000, 0)), Some(5.0));
+        assert_eq!(t.spend().tokens, 40);
+        let t = std::sync::Arc::new(BudgetTracker::new(Budget {
+            max_tokens: Some(100),
+            ..Budget::default()
+        }));
+        t.reserve("a").unwrap().settle(Some(&usage(90, 20)), None);
+        let e = t.reserve("a").unwrap_err().to_string();
+        assert!(
+            e.contains("max_tokens is 100 tokens and 110 tokens is spent"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn concurrent_calls_overshoot_by_at_most_what_is_in_flight() {
+        let t = std::sync::Arc::new(BudgetTracker::new(Budget {
+            max_calls: Some(50),
+            max_usd: Some(1.0),
+            ..Budget::default()
+        }));
+        let mut handles = Vec::new();
+        for _ in 0..8 {
+            let t = t.clone();
+            handles.push(std::thread::spawn(move || {
+                let mut made = 0u64;
+                while let Ok(r) = t.reserve("w") {
+                    made += 1;
+                    std::thread::yield_now();
+                    r.settle(Some(&usage(1, 1)), Some(0.03));
+                }
+                made
+            }));
+        }
+        let made: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+        let spend = t.spend();
+        assert_eq!(spend.calls, made);
+        assert!(made <= 50);
+        // Each call costs $0.03; at most 8 were in flight when the limit was crossed.
+        assert!(
+            spend.usd >= 1.0 && spend.usd <= 1.0 + 8.0 * 0.03 + 1e-9,
+            "{spend:?}"
+        );
+    }
+}

@@ -1,0 +1,244 @@
+//! The calls index: `<run_dir>/calls.sqlite`, table `llm_calls`, one row per call.
+//!
+//! Rows come from the recorder's writer thread through a channel to a thread of their
+//! own, which inserts them in transactions of up to 500 rows or every 100 ms, so no
+//! caller ever waits on SQLite. The log files are the truth: an index that missed rows
+//! (a killed run) is caught up from them when the run is opened again.
+
+use super::read::{read_record, record_numbers};
+use super::CallRecord;
+use crate::error::{Error, Result};
+use rusqlite::{params, Connection};
+use std::path::Path;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The index's file name in a run directory.
+pub const INDEX_FILE: &str = "calls.sqlite";
+
+/// The index's schema (also in `docs/recording.md`).
+pub const INDEX_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS llm_calls (
+    number              INTEGER PRIMARY KEY, -- the record's number (llm_log/<number>.json)
+    time                TEXT NOT NULL,       -- start, RFC 3339 UTC
+    role                TEXT NOT NULL,       -- '' for calls made without a role
+    reference           TEXT NOT NULL,
+    backend             TEXT NOT NULL,
+    model               TEXT NOT NULL,
+    dialect             TEXT,
+    stream              INTEGER NOT NULL,    -- 1 when streamed
+    status              TEXT NOT NULL,       -- 'ok' or 'error'
+    error_kind          TEXT,                -- ErrorKind name, NULL when ok
+    input_tokens        INTEGER,             -- every prompt token (cached included); NULL: no usage
+    cached_input_tokens INTEGER,
+    cache_write_tokens  INTEGER,
+    output_tokens       INTEGER,             -- every generated token (reasoning included)
+    reasoning_tokens    INTEGER,
+    cost_usd            REAL,                -- NULL when the model has no price
+    provider_cost_usd   REAL,                -- as reported by the provider, if it does
+    latency_ms          REAL NOT NULL,       -- start to end
+    ttfb_ms             REAL,                -- start to first byte (streams)
+    attempts            INTEGER NOT NULL,
+    prompt_digest       TEXT NOT NULL        -- what replay matches on
+);
+CREATE INDEX IF NOT EXISTS llm_calls_role ON llm_calls(role);";
+
+/// One row of `llm_calls`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexRow {
+    number: u64,
+    time: String,
+    role: String,
+    reference: String,
+    backend: String,
+    model: String,
+    dialect: Option<String>,
+    stream: bool,
+    error_kind: Option<String>,
+    usage: Option<switchyard_wire::Usage>,
+    cost_usd: Option<f64>,
+    provider_cost_usd: Option<f64>,
+    latency_ms: f64,
+    ttfb_ms: Option<f64>,
+    attempts: u32,
+    prompt_digest: String,
+}
+
+impl IndexRow {
+    /// The row of a record.
+    pub fn new(r: &CallRecord) -> Self {
+        IndexRow {
+            number: r.number,
+            time: r.timings.started_at.clone(),
+            role: r.role_name().to_string(),
+            reference: r.reference.clone(),
+            backend: r.backend.clone(),
+            model: r.model.clone(),
+            dialect: r.dialect.map(|d| d.as_str().to_string()),
+            stream: r.stream,
+            error_kind: r.error.as_ref().map(|e| e.kind.clone()),
+            usage: r.usage,
+            cost_usd: r.cost_usd,
+            provider_cost_usd: r.provider_cost_usd,
+            latency_ms: r.timings.duration_ms,
+            ttfb_ms: r.timings.first_byte_ms,
+            attempts: r.attempts.len() as u32,
+            prompt_digest: r.prompt_digest.clone(),
+        }
+    }
+}
+
+fn db_error(path: &Path, e: rusqlite::Error) -> Error {
+    Error::Config(format!("calls index {}: {e}", path.display()))
+}
+
+fn open(path: &Path) -> Result<Connection> {
+    let conn = Connection::open(path).map_err(|e| db_error(path, e))?;
+    // WAL: readers (`sqlite3`, `switchyard log`) do not block the writer; NORMAL sync is
+    // enough since the log files, not the index, are the record of truth.
+    conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+        .map_err(|e| db_error(path, e))?;
+    conn.execute_batch(INDEX_SCHEMA)
+        .map_err(|e| db_error(path, e))?;
+    Ok(conn)
+}
+
+fn insert(conn: &Connection, rows: &[IndexRow]) -> rusqlite::Result<()> {
+    let tx = conn.unchecked_transaction()?;
+    {
+        let mut stmt = tx.prepare_cached(
+            "INSERT OR REPLACE INTO llm_calls VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21)",
+        )?;
+        for r in rows {
+            let u = r.usage;
+            stmt.execute(params![
+                r.number as i64,
+                r.time,
+                r.role,
+                r.reference,
+                r.backend,
+                r.model,
+                r.dialect,
+                r.stream,
+                if r.error_kind.is_some() {
+                    "error"
+                } else {
+                    "ok"
+                },
+                r.error_kind,
+                u.map(|u| u.input as i64),
+                u.map(|u| u.cached_input as i64),
+                u.map(|u| u.cache_write as i64),
+                u.map(|u| u.output as i64),
+                u.map(|u| u.reasoning as i64),
+                r.cost_usd,
+                r.provider_cost_usd,
+                r.latency_ms,
+                r.ttfb_ms,
+                r.attempts,
+                r.prompt_digest,
+            ])?;
+        }
+    }
+    tx.commit()
+}
+
+/// Adds rows for records on disk that the index lacks (after a killed run).
+fn catch_up(conn: &Connection, dir: &Path) -> rusqlite::Result<()> {
+    let max: Option<i64> = conn.query_row("SELECT MAX(number) FROM llm_calls", [], |r| r.get(0))?;
+    let max = max.unwrap_or(0) as u64;
+    let missing: Vec<IndexRow> = record_numbers(dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|&n| n > max)
+        .filter_map(|n| read_record(dir, n).ok())
+        .map(|r| IndexRow::new(&r))
+        .collect();
+    if !missing.is_empty() {
+        insert(conn, &missing)?;
+    }
+    Ok(())
+}
+
+/// Rebuilds the index of a run directory from its records (for a copied or old log).
+pub fn rebuild(dir: &Path) -> Result<usize> {
+    let path = dir.join(INDEX_FILE);
+    let conn = open(&path)?;
+    conn.execute("DELETE FROM llm_calls", [])
+        .map_err(|e| db_error(&path, e))?;
+    catch_up(&conn, dir).map_err(|e| db_error(&path, e))?;
+    conn.query_row("SELECT COUNT(*) FROM llm_calls", [], |r| r.get::<_, i64>(0))
+        .map(|n| n as usize)
+        .map_err(|e| db_error(&path, e))
+}
+
+/// Feeds the index from a thread of its own.
+pub(crate) struct IndexWriter {
+    tx: Option<mpsc::Sender<IndexRow>>,
+    thread: Option<JoinHandle<Option<String>>>,
+}
+
+impl IndexWriter {
+    /// Opens (creating) the index of `dir`, catches it up with the records on disk and
+    /// starts its thread.
+    pub(crate) fn open(dir: &Path) -> Result<IndexWriter> {
+        let path = dir.join(INDEX_FILE);
+        let conn = open(&path)?;
+        catch_up(&conn, dir).map_err(|e| db_error(&path, e))?;
+        let (tx, rx) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("switchyard-index".into())
+            .spawn(move || index_loop(conn, rx, &path))
+            .map_err(|e| Error::Config(format!("calls index: cannot start its thread: {e}")))?;
+        Ok(IndexWriter {
+            tx: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    pub(crate) fn push(&self, row: IndexRow) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(row);
+        }
+    }
+
+    /// Commits what is pending and stops the thread.
+    pub(crate) fn close(mut self) -> std::result::Result<(), String> {
+        self.tx.take();
+        match self.thread.take().map(JoinHandle::join) {
+            Some(Ok(Some(m))) => Err(m),
+            Some(Err(_)) => Err("calls index: its thread panicked".into()),
+            _ => Ok(()),
+        }
+    }
+}
+
+const BATCH_ROWS: usize = 500;
+const BATCH_WAIT: Duration = Duration::from_millis(100);
+
+fn index_loop(conn: Connection, rx: mpsc::Receiver<IndexRow>, path: &Path) -> Option<String> {
+    let mut failure = None;
+    let mut pending: Vec<IndexRow> = Vec::with_capacity(BATCH_ROWS);
+    let mut since = Instant::now();
+    let mut open = true;
+    while open {
+        let wait = BATCH_WAIT.saturating_sub(since.elapsed());
+        match rx.recv_timeout(wait) {
+            Ok(row) => pending.push(row),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => open = false,
+        }
+        if pending.len() >= BATCH_ROWS || since.elapsed() >= BATCH_WAIT || !open {
+            if !pending.is_empty() {
+                if let Err(e) = insert(&conn, &pending) {
+                    failure.get_or_insert_with(|| {
+                        format!("calls index {}: cannot insert rows: {e}", path.display())
+                    });
+                }
+                pending.clear();
+            }
+            since = Instant::now();
+        }
+    }
+    failure
+}

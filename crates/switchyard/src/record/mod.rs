@@ -1,0 +1,253 @@
+//! Recording a run: the call log (one JSON file per call, written atomically), the
+//! calls index (SQLite), `run.yaml`, and reading them back for `switchyard log` and
+//! replay. The format is described in `docs/recording.md`.
+
+mod digest;
+mod error_record;
+mod index;
+mod observe;
+mod raw;
+mod read;
+mod run_dir;
+mod writer;
+
+pub use digest::{likeness as digest_likeness, prompt_digest, prompt_lines, short_diff};
+pub use error_record::{ErrorRecord, ProviderRecord};
+pub use index::{rebuild as rebuild_index, IndexRow, INDEX_FILE, INDEX_SCHEMA};
+pub(crate) use observe::{Handle, Observed, Outcome};
+pub use raw::RawBytes;
+pub use read::{read_record, read_records, record_numbers, record_path};
+pub use run_dir::{read_run_file, RunInfo, LOG_DIR, RUN_FILE};
+pub use writer::{Durability, Recorder, RecorderOptions};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use switchyard_wire::{Dialect, Reply, Request, Usage};
+
+/// The version of the record format written by this library.
+pub const FORMAT: u32 = 1;
+
+/// One call, in full: what was asked, what was sent, what came back, what it cost.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CallRecord {
+    /// The record format ([`FORMAT`]).
+    pub format: u32,
+    /// The call's number in the run, from 1, in the order calls finished.
+    pub number: u64,
+    /// The role that made the call (`null` for a handle without one).
+    pub role: Option<String>,
+    /// The reference or label of the handle (`mock/echo`).
+    pub reference: String,
+    /// The backend's name.
+    pub backend: String,
+    /// The model id on the backend (after aliases).
+    pub model: String,
+    /// The wire dialect spoken (`null` for backends that speak none).
+    pub dialect: Option<Dialect>,
+    /// Whether the reply was streamed.
+    pub stream: bool,
+    /// The digest replay matches on: role aside, the prompt (system, messages, tools).
+    pub prompt_digest: String,
+    /// The canonical request.
+    pub request: Request,
+    /// The parameters of the request (everything but messages and tools).
+    pub parameters: Map<String, Value>,
+    /// The request body exactly as sent, byte for byte (`null` for backends that send
+    /// none).
+    pub body: Option<Box<serde_json::value::RawValue>>,
+    /// The reply in canonical form (`null` when the call failed before one).
+    pub reply: Option<Reply>,
+    /// The reply's bytes exactly as received (the whole stream for a streamed call; the
+    /// error body for a provider error).
+    pub raw: Option<RawBytes>,
+    /// The usage in canonical form.
+    pub usage: Option<Usage>,
+    /// The usage object as the provider wrote it (`usage`, `usageMetadata`), when found.
+    pub usage_reported: Option<Value>,
+    /// Every attempt, in order.
+    pub attempts: Vec<AttemptRecord>,
+    /// When the call started, its first byte and its end.
+    pub timings: Timings,
+    /// The cost in USD from the backend's price (`null` when the model has no price).
+    pub cost_usd: Option<f64>,
+    /// The cost the provider reported itself (Claude Code's `total_cost_usd`), if any.
+    pub provider_cost_usd: Option<f64>,
+    /// The error, when the call failed.
+    pub error: Option<ErrorRecord>,
+}
+
+/// One attempt of a call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttemptRecord {
+    /// From 1.
+    pub number: u32,
+    /// Milliseconds waited before it (0 for the first).
+    pub wait_before_ms: f64,
+    /// When it started (RFC 3339, UTC).
+    pub started_at: String,
+    /// How long it took, in milliseconds.
+    pub duration_ms: f64,
+    /// The HTTP status, when one came back.
+    pub status: Option<u16>,
+    /// The error's kind, when it failed.
+    pub error_kind: Option<String>,
+    /// The error's message, when it failed.
+    pub error: Option<String>,
+}
+
+/// When a call ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Timings {
+    /// When the call started (RFC 3339, UTC, microseconds).
+    pub started_at: String,
+    /// When it ended.
+    pub ended_at: String,
+    /// Milliseconds from the start to the first byte of the reply (streams; `null` when
+    /// not observed).
+    pub first_byte_ms: Option<f64>,
+    /// Milliseconds from the start to the end.
+    pub duration_ms: f64,
+}
+
+/// The fields of a record that differ between two runs of the same calls: the timings,
+/// the call number (calls finish in a different order) and the attempts' times.
+pub const TIMING_FIELDS: &[&str] = &[
+    "number",
+    "timings",
+    "attempts[].started_at",
+    "attempts[].duration_ms",
+];
+
+impl CallRecord {
+    /// The role as written in indexes and stats (`""` for none).
+    pub fn role_name(&self) -> &str {
+        self.role.as_deref().unwrap_or("")
+    }
+
+    /// True when the call failed.
+    pub fn failed(&self) -> bool {
+        self.error.is_some()
+    }
+
+    /// The record with every field of [`TIMING_FIELDS`] cleared, for comparing runs.
+    pub fn without_timings(&self) -> CallRecord {
+        let mut r = self.clone();
+        r.number = 0;
+        r.timings = Timings {
+            started_at: String::new(),
+            ended_at: String::new(),
+            first_byte_ms: None,
+            duration_ms: 0.0,
+        };
+        for a in &mut r.attempts {
+            a.started_at.clear();
+            a.duration_ms = 0.0;
+        }
+        r
+    }
+
+    /// The raw bytes, decoded from the record's encoding.
+    pub fn raw_bytes(&self) -> crate::Result<bytes::Bytes> {
+        match &self.raw {
+            Some(raw) => raw.to_bytes(),
+            None => Ok(bytes::Bytes::new()),
+        }
+    }
+}
+
+/// A time for records: RFC 3339, UTC, microseconds.
+pub fn timestamp(t: std::time::SystemTime) -> String {
+    chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
+/// The parameters of a request: its canonical form without messages and tools.
+pub fn parameters(request: &Request) -> Map<String, Value> {
+    // Built from the parameter fields alone: serialising the whole request to drop its
+    // messages would copy the prompt once more per call.
+    let only = Request {
+        messages: Vec::new(),
+        tools: Vec::new(),
+        tool_choice: request.tool_choice.clone(),
+        parallel_tool_calls: request.parallel_tool_calls,
+        max_tokens: request.max_tokens,
+        temperature: request.temperature,
+        top_p: request.top_p,
+        stop: request.stop.clone(),
+        reasoning: request.reasoning.clone(),
+        response_format: request.response_format.clone(),
+        passthrough: request.passthrough.clone(),
+    };
+    match serde_json::to_value(&only) {
+        Ok(Value::Object(mut map)) => {
+            map.remove("messages");
+            map
+        }
+        _ => Map::new(),
+    }
+}
+
+/// The request body of a record as JSON, for reading it.
+pub fn body_json(record: &CallRecord) -> Option<Value> {
+    record
+        .body
+        .as_ref()
+        .and_then(|b| serde_json::from_str(b.get()).ok())
+}
+
+/// The usage object as the provider wrote it, found in the raw bytes of a reply or a
+/// stream (the last one in a stream: providers repeat it cumulatively).
+pub fn reported_usage(raw: &[u8], stream: bool) -> Option<Value> {
+    fn find(value: &Value) -> Option<Value> {
+        let obj = value.as_object()?;
+        for key in ["usage", "usageMetadata"] {
+            if let Some(u) = obj.get(key).filter(|u| u.is_object()) {
+                return Some(u.clone());
+            }
+        }
+        // Responses stream events and Anthropic's message_start nest it one level down.
+        for key in ["response", "message"] {
+            if let Some(u) = obj.get(key).and_then(find) {
+                return Some(u);
+            }
+        }
+        None
+    }
+    if !stream {
+        // Only the usage object is parsed, found from the end (it closes the body), so a
+        // large reply is not parsed a second time.
+        for key in ["\"usage\"", "\"usageMetadata\""] {
+            let Some(at) = rfind(raw, key.as_bytes()) else {
+                continue;
+            };
+            let rest = raw[at + key.len()..].trim_ascii_start();
+            let Some(rest) = rest.strip_prefix(b":") else {
+                continue;
+            };
+            let mut values = serde_json::Deserializer::from_slice(rest).into_iter::<Value>();
+            if let Some(Ok(v)) = values.next() {
+                if v.is_object() {
+                    return Some(v);
+                }
+            }
+        }
+        return serde_json::from_slice::<Value>(raw)
+            .ok()
+            .as_ref()
+            .and_then(find);
+    }
+    let text = std::str::from_utf8(raw).ok()?;
+    text.lines()
+        .rev()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter(|data| data.contains("sage"))
+        .find_map(|data| {
+            serde_json::from_str::<Value>(data.trim())
+                .ok()
+                .as_ref()
+                .and_then(find)
+        })
+}
+
+fn rfind(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).rposition(|w| w == needle)
+}

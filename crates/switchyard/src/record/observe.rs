@@ -1,0 +1,185 @@
+//! One call seen by a handle that records or keeps a budget: what is known when it
+//! starts, and the record made when it ends.
+
+use super::{AttemptRecord, CallRecord, ErrorRecord, Recorder, Timings};
+use crate::attempt::Attempt;
+use crate::backend::{Backend, Call};
+use crate::budget::{BudgetTracker, Reservation};
+use crate::error::{Error, Result};
+use crate::registry::Price;
+use futures::future::BoxFuture;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+use switchyard_wire::Reply;
+
+/// A call in flight on a recording or budgeted handle.
+pub(crate) struct Observed {
+    recording: Option<Recording>,
+    reservation: Option<Reservation>,
+    price: Option<Price>,
+}
+
+struct Recording {
+    recorder: Arc<Recorder>,
+    started: Instant,
+    started_at: SystemTime,
+    role: Option<String>,
+    reference: String,
+    backend: String,
+    model: String,
+    dialect: Option<switchyard_wire::Dialect>,
+    stream: bool,
+}
+
+/// How a call ended, as the handle saw it.
+pub(crate) enum Outcome<'a> {
+    /// A reply.
+    Reply(&'a Reply),
+    /// An error, with the reply so far for a stream that broke.
+    Failed(&'a Error, Option<&'a Reply>),
+    /// A stream the caller dropped, with the reply so far.
+    Dropped(&'a Reply),
+}
+
+/// What the handle knows about itself.
+pub(crate) struct Handle<'a> {
+    pub role: Option<&'a str>,
+    pub label: &'a str,
+    pub backend: &'a Arc<dyn Backend>,
+    pub recorder: Option<&'a Arc<Recorder>>,
+    pub budget: Option<&'a Arc<BudgetTracker>>,
+    pub price: Option<Price>,
+}
+
+impl Observed {
+    /// Checks the budget and notes what the record needs; `None` when the handle neither
+    /// records nor keeps a budget.
+    pub(crate) fn begin(h: &Handle<'_>, model: &str, stream: bool) -> Result<Option<Observed>> {
+        if h.recorder.is_none() && h.budget.is_none() {
+            return Ok(None);
+        }
+        let reservation = match h.budget {
+            Some(b) => Some(b.reserve(h.role.unwrap_or(""))?),
+            None => None,
+        };
+        let recording = h.recorder.map(|recorder| Recording {
+            recorder: recorder.clone(),
+            started: Instant::now(),
+            started_at: SystemTime::now(),
+            role: h.role.map(str::to_string),
+            reference: h.label.to_string(),
+            backend: h.backend.name().to_string(),
+            model: model.to_string(),
+            dialect: h.backend.dialect(),
+            stream,
+        });
+        Ok(Some(Observed {
+            recording,
+            reservation,
+            price: h.price,
+        }))
+    }
+
+    /// Settles the budget and queues the record; the future waits for the record to be
+    /// in place.
+    pub(crate) fn end(
+        self,
+        call: Call,
+        sent: Option<crate::backend::Sent>,
+        outcome: Outcome<'_>,
+        first_byte: Option<Instant>,
+        attempts: &[Attempt],
+    ) -> BoxFuture<'static, ()> {
+        let usage = match &outcome {
+            Outcome::Reply(r) | Outcome::Failed(_, Some(r)) | Outcome::Dropped(r) => r.usage,
+            Outcome::Failed(_, None) => None,
+        };
+        let cost = crate::cost::call_cost(self.price.as_ref(), usage.as_ref());
+        if let Some(r) = self.reservation {
+            r.settle(usage.as_ref(), cost);
+        }
+        let Some(rec) = self.recording else {
+            return Box::pin(async {});
+        };
+        let ended = Instant::now();
+        let duration_ms = ms(ended - rec.started);
+        let (reply, error) = match outcome {
+            Outcome::Reply(r) => (Some(r), None),
+            Outcome::Failed(e, r) => (r, Some(ErrorRecord::new(e))),
+            Outcome::Dropped(r) => (Some(r), Some(ErrorRecord::cancelled())),
+        };
+        // The raw bytes travel as `Bytes` (a reference count, no copy); the writer
+        // thread turns them into the record's text, off the caller's path.
+        let raw: Option<bytes::Bytes> = match reply {
+            Some(r) if !r.raw.is_empty() => Some(r.raw.clone()),
+            _ => None,
+        };
+        let error_raw = error.as_ref().and_then(|e| {
+            e.provider.as_ref().map(|p| p.body.clone()).or_else(|| {
+                e.fields
+                    .get("body")
+                    .and_then(|b| serde_json::from_value(b.clone()).ok())
+            })
+        });
+        let (body, replayed) = match sent {
+            Some(s) => (s.body, s.replayed_attempts),
+            None => (None, None),
+        };
+        let attempts: Vec<AttemptRecord> = match replayed {
+            Some(recorded) => recorded,
+            None => attempts
+                .iter()
+                .map(|a| AttemptRecord {
+                    number: a.number,
+                    wait_before_ms: ms(a.wait_before),
+                    started_at: super::timestamp(a.started_at),
+                    duration_ms: ms(a.duration),
+                    status: a.status,
+                    error_kind: a.error_kind.map(|k| k.as_str().to_string()),
+                    error: a.error.clone(),
+                })
+                .collect(),
+        };
+        let request = call.request;
+        let record = CallRecord {
+            format: super::FORMAT,
+            number: 0,
+            role: rec.role,
+            reference: rec.reference,
+            backend: rec.backend,
+            model: rec.model,
+            dialect: rec.dialect,
+            stream: rec.stream,
+            prompt_digest: String::new(),
+            parameters: serde_json::Map::new(),
+            request,
+            body: body.and_then(|b| {
+                String::from_utf8(b.to_vec())
+                    .ok()
+                    .and_then(|t| serde_json::value::RawValue::from_string(t).ok())
+            }),
+            reply: reply.map(Reply::without_raw),
+            usage_reported: None,
+            raw: error_raw,
+            usage,
+            attempts,
+            timings: Timings {
+                started_at: super::timestamp(rec.started_at),
+                ended_at: super::timestamp(rec.started_at + (ended - rec.started)),
+                first_byte_ms: first_byte.map(|t| ms(t.saturating_duration_since(rec.started))),
+                duration_ms,
+            },
+            cost_usd: cost,
+            provider_cost_usd: None,
+            error,
+        };
+        let done = rec.recorder.submit_draft(record, raw);
+        Box::pin(async move {
+            done.await;
+        })
+    }
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
+}

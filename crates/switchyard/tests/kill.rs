@@ -1,0 +1,140 @@
+//! A run killed with SIGKILL mid-call leaves only whole records, numbered without a gap.
+//!
+//! The child is this test binary itself, run again with `child_making_calls_until_killed`
+//! (ignored in normal runs: it only works as the child, driven by the test below).
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use switchyard::env::MapEnv;
+use switchyard::record::{self, RecorderOptions};
+use switchyard::registry::{Config, LoadOptions};
+use switchyard::{Llm, Recorder, Request, RunInfo};
+use switchyard_mock::{MockConfig, MockServer};
+
+const DIR_VAR: &str = "SWITCHYARD_TEST_KILL_DIR";
+const URL_VAR: &str = "SWITCHYARD_TEST_MOCK_URL";
+
+#[test]
+#[ignore = "the child of a_killed_run_leaves_whole_records_numbered_without_gaps"]
+fn child_making_calls_until_killed() {
+    let (Ok(dir), Ok(url)) = (std::env::var(DIR_VAR), std::env::var(URL_VAR)) else {
+        return;
+    };
+    let env = MapEnv::default();
+    let mut opts = LoadOptions::new(&env);
+    opts.user_file = false;
+    opts.overrides = vec![format!("backends.mock.base_url={url}")];
+    let config = Config::load(&opts).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let recorder =
+            Recorder::create(dir.as_ref(), &RunInfo::new(), RecorderOptions::default()).unwrap();
+        let llm = Llm::resolve(&config.registry, "mock/echo", &env)
+            .unwrap()
+            .with_role("looper")
+            .with_recorder(recorder);
+        let workers: Vec<_> = (0..8)
+            .map(|w| {
+                let llm = llm.clone();
+                tokio::spawn(async move {
+                    for i in 0.. {
+                        let prompt = format!("worker {w} call {i} {}", "x".repeat(2000));
+                        let _ = llm.complete(Request::user(prompt)).await;
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            let _ = w.await;
+        }
+    });
+}
+
+#[test]
+fn a_killed_run_leaves_whole_records_numbered_without_gaps() {
+    let mock =
+        MockServer::start_in_thread("127.0.0.1:0".parse().unwrap(), MockConfig::default()).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "child_making_calls_until_killed",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(DIR_VAR, &dir)
+        .env(URL_VAR, mock.base_url())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    loop {
+        let n = record::record_numbers(&dir).unwrap_or_default().len();
+        if n >= 300 {
+            break;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the child stopped by itself after {n} records"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "only {n} records in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SIGKILL, while eight calls are in flight and records are being written.
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let numbers = record::record_numbers(&dir).unwrap();
+    assert!(numbers.len() >= 300);
+    let last = *numbers.last().unwrap();
+    assert_eq!(
+        numbers,
+        (1..=last).collect::<Vec<_>>(),
+        "a gap in the numbering"
+    );
+    for &n in &numbers {
+        let r = record::read_record(&dir, n).unwrap_or_else(|e| panic!("record {n}: {e}"));
+        assert_eq!(r.number, n);
+        assert!(
+            r.reply.is_some() && r.raw.is_some(),
+            "record {n} is incomplete"
+        );
+    }
+    // Every call the server answered and the child saw finish is a record; at most the
+    // eight in flight are not.
+    let answered = mock.requests().len() as u64;
+    assert!(
+        answered >= last && answered <= last + 8 + 8,
+        "{answered} answered, {last} recorded"
+    );
+
+    // Resuming: leftover temporary files are cleared, the index is caught up from the
+    // records, and numbering goes on.
+    let recorder = Recorder::create(
+        &dir,
+        &RunInfo::new(),
+        RecorderOptions {
+            resume: true,
+            ..RecorderOptions::default()
+        },
+    )
+    .unwrap();
+    recorder.close().unwrap();
+    let leftovers = std::fs::read_dir(dir.join(record::LOG_DIR))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .count();
+    assert_eq!(leftovers, 0);
+    let db = rusqlite::Connection::open(dir.join(record::INDEX_FILE)).unwrap();
+    let rows: i64 = db
+        .query_row("SELECT COUNT(*) FROM llm_calls", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rows as u64, last);
+}

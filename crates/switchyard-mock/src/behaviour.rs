@@ -229,6 +229,9 @@ fn component_into(c: &str, b: &mut Behaviour) -> Result<(), GrammarError> {
     let bad = |why: &str| GrammarError(format!("`{c}`: {why}"));
     match c {
         "echo" => b.content = Content::Echo,
+        // The models the built-in `mock` backend prices (`mock/small`, `mock/large`,
+        // `mock/free`), so cost and budget tests have a known price: they echo.
+        "mock-small" | "mock-large" | "mock-free" => b.content = Content::Echo,
         "tools" => b.tools = true,
         "think" => b.think = true,
         "cache" => b.cache = Some((DEFAULT_CACHE_READ, DEFAULT_CACHE_WRITE)),
@@ -396,6 +399,7 @@ mod tests {
     #[test]
     fn plain_behaviours() {
         assert_eq!(parse("echo").unwrap(), Behaviour::default());
+        assert_eq!(parse("mock-small").unwrap(), Behaviour::default());
         assert_eq!(parse("mock/echo").unwrap(), Behaviour::default());
         assert_eq!(parse("").unwrap(), Behaviour::default());
         let b = parse("mock/think+tools+cache").unwrap();

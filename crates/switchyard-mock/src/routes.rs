@@ -25,6 +25,9 @@ const MAX_BODY: usize = 64 * 1024 * 1024;
 /// Model names listed by `GET /v1/models` (scenario names are added).
 pub const BUILT_IN_MODELS: &[&str] = &[
     "echo",
+    "mock-small",
+    "mock-large",
+    "mock-free",
     "say:hello",
     "lorem-100",
     "tools",

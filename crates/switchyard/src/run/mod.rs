@@ -37,10 +37,12 @@ pub use roles::{InlineKind, RoleForm, INLINE_KEYS, MAPPING_KEYS};
 pub use settings::{accepted as accepted_settings, SettingSpec, Settings, ValueShape, SETTINGS};
 
 use crate::backend::Backend;
+use crate::budget::{Budget, BudgetTracker};
 use crate::config_error::ConfigErrors;
 use crate::env::{EnvSource, ProcessEnv};
 use crate::error::{Error, Result};
 use crate::llm::Llm;
+use crate::record::{Recorder, RecorderOptions, RunInfo};
 use crate::registry::{Config, LoadOptions};
 use crate::suggest::nearest;
 
@@ -50,6 +52,7 @@ pub struct Run {
     roles: Vec<RoleInfo>,
     llms: BTreeMap<String, Llm>,
     report: CheckReport,
+    recorder: Option<Arc<Recorder>>,
 }
 
 impl std::fmt::Debug for Run {
@@ -87,6 +90,7 @@ impl Run {
             env: None,
             user_file: true,
             custom: BTreeMap::new(),
+            resume: false,
         }
     }
 
@@ -128,6 +132,54 @@ impl Run {
     pub fn report(&self) -> &CheckReport {
         &self.report
     }
+
+    /// The recorder of the run directory, when the run records (`log:`).
+    pub fn recorder(&self) -> Option<&Arc<Recorder>> {
+        self.recorder.as_ref()
+    }
+
+    /// Gives every role's handle the run's budget and, with `log:`, the recorder.
+    fn attach_budget_and_log(&mut self, resume: bool) -> Result<()> {
+        if let Some(budget) = Budget::from_sections(&self.config.sections)? {
+            let tracker = Arc::new(BudgetTracker::new(budget));
+            for llm in self.llms.values_mut() {
+                *llm = llm.clone().with_budget(tracker.clone());
+            }
+        }
+        let dir = match resolve::effective_section(&self.config, "log") {
+            None | Some(serde_json::Value::Null) => return Ok(()),
+            Some(serde_json::Value::String(dir)) => PathBuf::from(dir),
+            Some(other) => {
+                return Err(Error::Config(format!(
+                    "{}: `log` must be a directory path (e.g. `log: runs/today`), not {other}",
+                    self.report.config
+                )))
+            }
+        };
+        let mut info = RunInfo::new().settings(&self.config.sections);
+        for role in &self.roles {
+            info = info.role(
+                &role.name,
+                &role.reference,
+                &role.backend.name,
+                &role.model,
+                &self.config.registry,
+            );
+        }
+        let recorder = Recorder::create(
+            &dir,
+            &info,
+            RecorderOptions {
+                resume,
+                ..RecorderOptions::default()
+            },
+        )?;
+        for llm in self.llms.values_mut() {
+            *llm = llm.clone().with_recorder(recorder.clone());
+        }
+        self.recorder = Some(recorder);
+        Ok(())
+    }
 }
 
 /// Options of a [`Run`].
@@ -137,6 +189,7 @@ pub struct RunBuilder<'a> {
     env: Option<&'a dyn EnvSource>,
     user_file: bool,
     custom: BTreeMap<String, Arc<dyn Backend>>,
+    resume: bool,
 }
 
 impl<'a> RunBuilder<'a> {
@@ -223,15 +276,30 @@ impl<'a> RunBuilder<'a> {
                 roles: p.roles,
                 llms: p.llms,
                 report,
+                recorder: None,
             }),
             _ => Err(report),
         }
     }
 
+    /// Appends to a run directory that already holds a run (`log:`), instead of refusing it.
+    pub fn resume(mut self, resume: bool) -> Self {
+        self.resume = resume;
+        self
+    }
+
     /// Opens the run; the error ([`Error::Config`]) lists every problem.
+    ///
+    /// The run's `budget:` is shared by every role's handle, and with `log:` (or the
+    /// override `log=<dir>`) every call is recorded in that run directory, whose
+    /// `run.yaml` is written now.
     pub fn open(self) -> Result<Run> {
-        self.open_checked()
-            .map_err(|report| Error::Config(report.problems_text()))
+        let resume = self.resume;
+        let mut run = self
+            .open_checked()
+            .map_err(|report| Error::Config(report.problems_text()))?;
+        run.attach_budget_and_log(resume)?;
+        Ok(run)
     }
 }
 

@@ -614,6 +614,8 @@ fn build_llm(
     let wrapped = Arc::new(RoleBackend::new(inner, info.settings.clone(), total));
     Ok(
         Llm::new(info.reference.clone(), wrapped, info.model.clone())
+            .with_role(info.name.clone())
+            .with_price(info.backend.price(&info.model).map(|p| p.value))
             .with_context_window(info.backend.context_window.as_ref().map(|w| w.value))
             .with_policy(info.policy.clone()),
     )

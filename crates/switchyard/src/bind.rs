@@ -105,7 +105,8 @@ const CODEX_RESERVED_PROVIDERS: &[&str] = &["openai", "oss", "ollama", "lmstudio
 
 /// Binds `agent` to the backend and model of `reference`, with `user_args` after
 /// Switchyard's own arguments. Fails when the backend is not an HTTP endpoint, does not
-/// serve the CLI's dialect, or needs a key whose variable is unset.
+/// serve the CLI's dialect (then [`bind_through_gateway`] is the way), or needs a key whose
+/// variable is unset.
 pub fn bind(
     agent: Agent,
     registry: &Registry,
@@ -113,6 +114,108 @@ pub fn bind(
     user_args: &[String],
     env: &dyn EnvSource,
 ) -> Result<Binding> {
+    let (backend, model) = http_backend(agent, registry, reference)?;
+    let dialect = agent.dialect();
+    if !backend.serves(dialect) {
+        return Err(dialect_missing(agent, backend, &model));
+    }
+    let url = backend
+        .endpoint(dialect, &model, false, env)
+        .map_err(|e| Error::Config(e.to_string()))?;
+    let key = backend.api_key(env).map_err(|e| match e {
+        registry::EndpointError::MissingKey { backend, variable } => {
+            Error::MissingKey { backend, variable }
+        }
+        other => Error::Config(other.to_string()),
+    })?;
+    let host = url.host_str().unwrap_or("");
+    let url = url.as_str();
+    let target = Target {
+        // Claude Code appends `/v1/messages` to ANTHROPIC_BASE_URL; Codex `/responses`.
+        base: match agent {
+            Agent::Claude => url.strip_suffix("/v1/messages").unwrap_or(url),
+            Agent::Codex => url.strip_suffix("/responses").unwrap_or(url),
+        },
+        key_var: key.map(|_| backend.api_key_env.value.clone()),
+        x_api_key: backend.auth.value == Auth::XApiKey,
+        vendor_host: match agent {
+            Agent::Claude => host == "api.anthropic.com",
+            Agent::Codex => host == "api.openai.com",
+        },
+        context_window: backend.context_window.as_ref().map(|w| w.value),
+        provider_id: codex_provider_id(&backend.name),
+        provider_name: &backend.name,
+    };
+    Ok(binding(agent, &backend.name, model, user_args, &target))
+}
+
+/// True when `reference` names an HTTP backend that does not serve `agent`'s dialect, so
+/// the CLI can only reach it through the gateway (see [`bind_through_gateway`]). Errors
+/// as [`bind`] does for an unknown reference or a backend that is not HTTP.
+pub fn needs_gateway(agent: Agent, registry: &Registry, reference: &str) -> Result<bool> {
+    let (backend, _) = http_backend(agent, registry, reference)?;
+    Ok(!backend.serves(agent.dialect()))
+}
+
+/// The Codex provider id of a Switchyard gateway.
+pub const GATEWAY_PROVIDER: &str = "switchyard";
+
+/// Binds `agent` to `reference` through the Switchyard gateway at `gateway_url`
+/// (`http://127.0.0.1:8080`), which translates the CLI's dialect to one the backend serves.
+/// The model the CLI sends is the whole reference (`vllm/qwen3`), which the gateway routes.
+/// The CLI gets no key: the gateway reads the backend's key itself (the binding removes that
+/// variable from the CLI's environment), and a gateway without client keys takes the
+/// placeholder (Claude Code) or no credential (Codex) on loopback.
+///
+/// ```
+/// use switchyard::bind::{bind_through_gateway, Agent, EnvValue};
+/// use switchyard::registry::Registry;
+///
+/// let registry = Registry::builtin().unwrap();
+/// let b = bind_through_gateway(Agent::Claude, &registry, "groq/llama-3.3-70b-versatile",
+///     &[], "http://127.0.0.1:8080").unwrap();
+/// assert_eq!(b.var("ANTHROPIC_BASE_URL"), Some(&EnvValue::Text("http://127.0.0.1:8080".into())));
+/// assert_eq!(b.var("ANTHROPIC_MODEL"), Some(&EnvValue::Text("groq/llama-3.3-70b-versatile".into())));
+/// ```
+pub fn bind_through_gateway(
+    agent: Agent,
+    registry: &Registry,
+    reference: &str,
+    user_args: &[String],
+    gateway_url: &str,
+) -> Result<Binding> {
+    let (backend, model) = http_backend(agent, registry, reference)?;
+    let root = gateway_url.trim_end_matches('/');
+    let root = root.strip_suffix("/v1").unwrap_or(root);
+    let base = match agent {
+        Agent::Claude => root.to_string(),
+        Agent::Codex => format!("{root}/v1"),
+    };
+    let target = Target {
+        base: &base,
+        key_var: None,
+        x_api_key: false,
+        vendor_host: false,
+        context_window: backend.context_window.as_ref().map(|w| w.value),
+        provider_id: GATEWAY_PROVIDER.to_string(),
+        provider_name: GATEWAY_PROVIDER,
+    };
+    // The reference after aliases, which the gateway resolves to the same backend and model.
+    let routed = format!("{}/{model}", backend.name);
+    let mut b = binding(agent, &backend.name, routed, user_args, &target);
+    if !backend.uses_no_key() && !backend.api_key_env.value.is_empty() {
+        // The backend's key is the gateway's to send: the CLI does not inherit it.
+        b.unset.push(backend.api_key_env.value.clone());
+    }
+    Ok(b)
+}
+
+/// Resolves `reference` to an HTTP backend and the model id on it (after aliases).
+fn http_backend<'r>(
+    agent: Agent,
+    registry: &'r Registry,
+    reference: &str,
+) -> Result<(&'r registry::Backend, String)> {
     let r = registry.require_reference(reference).map_err(|e| match e {
         crate::reference::ReferenceError::UnknownBackend {
             name,
@@ -138,53 +241,56 @@ pub fn bind(
             agent.title()
         )));
     }
-    let dialect = agent.dialect();
-    if !backend.serves(dialect) {
-        return Err(dialect_missing(agent, backend, &r.model));
-    }
-    let url = backend
-        .endpoint(dialect, &r.model, false, env)
-        .map_err(|e| Error::Config(e.to_string()))?;
-    let key = backend.api_key(env).map_err(|e| match e {
-        registry::EndpointError::MissingKey { backend, variable } => {
-            Error::MissingKey { backend, variable }
-        }
-        other => Error::Config(other.to_string()),
-    })?;
-    let key_var = key.map(|_| backend.api_key_env.value.clone());
-    let host = url.host_str().unwrap_or("").to_string();
-    let mut binding = Binding {
+    Ok((backend, r.model))
+}
+
+/// Where a binding points the CLI: the same settings whether at a backend or a gateway.
+struct Target<'a> {
+    /// The URL the CLI appends its path to (Claude Code: `/v1/messages`; Codex: `/responses`).
+    base: &'a str,
+    /// The variable holding the key, when there is one.
+    key_var: Option<String>,
+    /// The server takes the key as `x-api-key` (Anthropic's own API).
+    x_api_key: bool,
+    /// The CLI's own vendor (Anthropic for Claude Code, OpenAI for Codex): keeps its extras.
+    vendor_host: bool,
+    /// The backend's declared context window.
+    context_window: Option<u64>,
+    /// Codex's provider id and display name.
+    provider_id: String,
+    provider_name: &'a str,
+}
+
+fn binding(
+    agent: Agent,
+    backend: &str,
+    model: String,
+    user_args: &[String],
+    target: &Target,
+) -> Binding {
+    let mut b = Binding {
         agent,
-        backend: backend.name.clone(),
-        model: r.model.clone(),
+        backend: backend.to_string(),
+        model,
         env: Vec::new(),
         unset: Vec::new(),
         args: Vec::new(),
         user_args: user_args.to_vec(),
     };
     match agent {
-        Agent::Claude => claude(&mut binding, backend, url.as_str(), &host, key_var),
-        Agent::Codex => codex(&mut binding, backend, url.as_str(), &host, key_var),
+        Agent::Claude => claude(&mut b, target),
+        Agent::Codex => codex(&mut b, target),
     }
-    Ok(binding)
+    b
 }
 
-fn claude(
-    b: &mut Binding,
-    backend: &registry::Backend,
-    url: &str,
-    host: &str,
-    key_var: Option<String>,
-) {
-    // Claude Code appends `/v1/messages` to ANTHROPIC_BASE_URL.
-    let root = url.strip_suffix("/v1/messages").unwrap_or(url).to_string();
+fn claude(b: &mut Binding, t: &Target) {
     let text = |s: &str| EnvValue::Text(s.to_string());
-    b.env
-        .push(("ANTHROPIC_BASE_URL".into(), EnvValue::Text(root)));
+    b.env.push(("ANTHROPIC_BASE_URL".into(), text(t.base)));
     // A backend taking `x-api-key` (Anthropic's own API) gets ANTHROPIC_API_KEY, which
     // Claude Code sends that way; every other gets the key as a bearer token. The other
     // variable is removed so that a key meant for one provider never goes to another.
-    let (set, unset) = if backend.auth.value == Auth::XApiKey {
+    let (set, unset) = if t.x_api_key {
         ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
     } else {
         ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY")
@@ -192,8 +298,8 @@ fn claude(
     b.unset.push(unset.to_string());
     b.env.push((
         set.to_string(),
-        match key_var {
-            Some(var) => EnvValue::KeyOf(var),
+        match &t.key_var {
+            Some(var) => EnvValue::KeyOf(var.clone()),
             None => text(NO_KEY_PLACEHOLDER),
         },
     ));
@@ -207,45 +313,38 @@ fn claude(
     ] {
         b.env.push((var.to_string(), text(&b.model)));
     }
-    if host != "api.anthropic.com" {
+    if !t.vendor_host {
         b.env
             .push(("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(), text("1")));
     }
-    if let Some(window) = &backend.context_window {
+    if let Some(window) = t.context_window {
         b.env.push((
             "CLAUDE_CODE_MAX_CONTEXT_TOKENS".into(),
-            text(&window.value.to_string()),
+            text(&window.to_string()),
         ));
     }
 }
 
-fn codex(
-    b: &mut Binding,
-    backend: &registry::Backend,
-    url: &str,
-    host: &str,
-    key_var: Option<String>,
-) {
-    let base = url.strip_suffix("/responses").unwrap_or(url);
-    let id = codex_provider_id(&backend.name);
+fn codex(b: &mut Binding, t: &Target) {
+    let id = &t.provider_id;
     let mut set = |key: &str, value: String| {
         b.args.push("-c".into());
         b.args.push(format!("{key}={value}"));
     };
     let prefix = format!("model_providers.{id}");
-    set("model_provider", toml_string(&id));
+    set("model_provider", toml_string(id));
     set("model", toml_string(&b.model));
-    set(&format!("{prefix}.name"), toml_string(&backend.name));
-    set(&format!("{prefix}.base_url"), toml_string(base));
+    set(&format!("{prefix}.name"), toml_string(t.provider_name));
+    set(&format!("{prefix}.base_url"), toml_string(t.base));
     set(&format!("{prefix}.wire_api"), toml_string("responses"));
-    if let Some(var) = key_var {
+    if let Some(var) = &t.key_var {
         // Codex reads the key from this variable itself and sends it as a bearer token.
-        set(&format!("{prefix}.env_key"), toml_string(&var));
+        set(&format!("{prefix}.env_key"), toml_string(var));
     }
-    if let Some(window) = &backend.context_window {
-        set("model_context_window", window.value.to_string());
+    if let Some(window) = t.context_window {
+        set("model_context_window", window.to_string());
     }
-    if host != "api.openai.com" {
+    if !t.vendor_host {
         // Codex's hosted web search tool exists only on OpenAI.
         set("web_search", toml_string("disabled"));
     }
@@ -270,18 +369,12 @@ fn dialect_missing(agent: Agent, backend: &registry::Backend, model: &str) -> Er
         .collect::<Vec<_>>()
         .join(", ");
     let name = &backend.name;
-    let relay_url = match dialect {
-        Dialect::Messages => "messages_url=http://127.0.0.1:8082",
-        _ => "base_url=http://127.0.0.1:8082/v1",
-    };
     Error::Unsupported(format!(
         "backend `{name}` does not serve the `{dialect}` dialect, which {title} speaks (it \
-         serves: {served}). Switchyard's gateway (`switchyard serve`, planned, not built yet) \
-         will translate between dialects; until then run a relay that serves `{dialect}` in \
-         front of the backend (`switchyard backends shell {name}/{model}` prints the origin \
-         and path to point it at) and bind through a copy of the backend: `switchyard bind \
-         {word} relay/{model} backends.relay.from={name} backends.relay.{relay_url} \
-         'backends.relay.apis=[{dialect}]'` (or declare `relay` in your backends file)",
+         serves: {served}). Bind through Switchyard's gateway, which translates between \
+         dialects: `switchyard bind {word} {name}/{model}` uses a running gateway \
+         (`switchyard serve`, at $SWITCHYARD_GATEWAY_URL or http://127.0.0.1:8080) or starts \
+         one for the session (from a program: `switchyard::bind::bind_through_gateway`)",
         title = agent.title(),
         word = agent.word(),
     ))
@@ -563,7 +656,8 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("switchyard serve"), "{e}");
-        assert!(e.contains("backends.relay.from=groq"), "{e}");
+        assert!(e.contains("bind_through_gateway"), "{e}");
+        assert!(!e.contains("planned"), "{e}");
         let e = bind(
             Agent::Codex,
             &registry(&["backends.vllm.apis=[chat]"]),
@@ -584,6 +678,127 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::MissingKey);
         assert!(e.to_string().contains("DEEPSEEK_API_KEY"));
+    }
+
+    #[test]
+    fn claude_through_the_gateway_sends_the_reference_and_no_key() {
+        let reg = registry(&[
+            "backends.vllm.apis=[chat]",
+            "backends.vllm.context_window=32768",
+        ]);
+        assert!(needs_gateway(Agent::Claude, &reg, "vllm/qwen3").unwrap());
+        assert!(!needs_gateway(Agent::Claude, &registry(&[]), "vllm/qwen3").unwrap());
+        let b = bind_through_gateway(
+            Agent::Claude,
+            &reg,
+            "vllm/qwen3",
+            &["-p".into(), "hi".into()],
+            "http://127.0.0.1:8080/",
+        )
+        .unwrap();
+        let text = |s: &str| Some(EnvValue::Text(s.into()));
+        assert_eq!(
+            b.var("ANTHROPIC_BASE_URL"),
+            text("http://127.0.0.1:8080").as_ref()
+        );
+        assert_eq!(
+            b.var("ANTHROPIC_AUTH_TOKEN"),
+            text(NO_KEY_PLACEHOLDER).as_ref()
+        );
+        assert_eq!(b.unset, vec!["ANTHROPIC_API_KEY".to_string()]);
+        for v in [
+            "ANTHROPIC_MODEL",
+            "ANTHROPIC_DEFAULT_OPUS_MODEL",
+            "ANTHROPIC_DEFAULT_SONNET_MODEL",
+            "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+            "ANTHROPIC_SMALL_FAST_MODEL",
+            "CLAUDE_CODE_SUBAGENT_MODEL",
+        ] {
+            assert_eq!(b.var(v), text("vllm/qwen3").as_ref(), "{v}");
+        }
+        assert_eq!(
+            b.var("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"),
+            text("1").as_ref()
+        );
+        assert_eq!(
+            b.var("CLAUDE_CODE_MAX_CONTEXT_TOKENS"),
+            text("32768").as_ref()
+        );
+        assert!(!b.env.iter().any(|(_, v)| matches!(v, EnvValue::KeyOf(_))));
+        assert_eq!(b.user_args, vec!["-p".to_string(), "hi".to_string()]);
+    }
+
+    #[test]
+    fn a_keyed_backend_through_the_gateway_keeps_its_key_out_of_the_binding() {
+        // The gateway reads DEEPSEEK_API_KEY itself; the binding never names it.
+        let reg = registry(&["backends.deepseek.apis=[chat]"]);
+        let b = bind_through_gateway(
+            Agent::Claude,
+            &reg,
+            "deepseek/deepseek-chat",
+            &[],
+            "http://127.0.0.1:9",
+        )
+        .unwrap();
+        let shell = b.shell_command("claude");
+        assert!(shell.contains("-u DEEPSEEK_API_KEY \\\n"), "{shell}");
+        assert!(!shell.contains("$DEEPSEEK_API_KEY"), "{shell}");
+        assert!(!b.env.iter().any(|(_, v)| matches!(v, EnvValue::KeyOf(_))));
+        assert!(
+            shell.contains("ANTHROPIC_MODEL=deepseek/deepseek-chat"),
+            "{shell}"
+        );
+        // Nothing to read: the child's environment needs no variable at all.
+        assert!(b.child_env(&MapEnv::default()).is_ok());
+    }
+
+    #[test]
+    fn codex_through_the_gateway_uses_the_switchyard_provider() {
+        let reg = registry(&["backends.deepseek.apis=[chat]"]);
+        assert!(needs_gateway(Agent::Codex, &reg, "deepseek/deepseek-chat").unwrap());
+        let user = vec!["-c".to_string(), "model_context_window=64000".to_string()];
+        let b = bind_through_gateway(
+            Agent::Codex,
+            &reg,
+            "deepseek/deepseek-chat",
+            &user,
+            "http://127.0.0.1:8080",
+        )
+        .unwrap();
+        assert_eq!(
+            b.args,
+            vec![
+                "-c",
+                "model_provider=\"switchyard\"",
+                "-c",
+                "model=\"deepseek/deepseek-chat\"",
+                "-c",
+                "model_providers.switchyard.name=\"switchyard\"",
+                "-c",
+                "model_providers.switchyard.base_url=\"http://127.0.0.1:8080/v1\"",
+                "-c",
+                "model_providers.switchyard.wire_api=\"responses\"",
+                "-c",
+                "model_context_window=128000",
+                "-c",
+                "web_search=\"disabled\"",
+            ]
+        );
+        assert_eq!(b.all_args()[b.args.len()..], user[..]);
+        assert!(b.env.is_empty());
+        // A window is set only when declared.
+        let b = bind_through_gateway(
+            Agent::Codex,
+            &registry(&["backends.vllm.apis=[chat]"]),
+            "vllm/qwen",
+            &[],
+            "http://127.0.0.1:8080/v1",
+        )
+        .unwrap();
+        assert!(!b.args.iter().any(|a| a.starts_with("model_context_window")));
+        assert!(b
+            .args
+            .contains(&"model_providers.switchyard.base_url=\"http://127.0.0.1:8080/v1\"".into()));
     }
 
     #[test]

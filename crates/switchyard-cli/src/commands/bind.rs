@@ -1,14 +1,30 @@
 //! `switchyard bind claude|codex <reference> [--print] [-- <args>]`: runs the CLI bound to a
-//! backend, or prints the command that would.
+//! backend, or prints the command that would. A backend that does not serve the CLI's
+//! dialect is reached through the gateway: a running one (`$SWITCHYARD_GATEWAY_URL`, else
+//! `http://127.0.0.1:8080`) when it answers, else one started in this process for as long
+//! as the CLI runs.
 
+use std::path::PathBuf;
 use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
 
 use super::CliEnv;
 use switchyard::backend::cli::{default_program, locate};
-use switchyard::bind::{bind, Agent, Binding};
+use switchyard::bind::{bind, bind_through_gateway, needs_gateway, Agent, Binding};
+use switchyard::env::EnvSource;
 use switchyard::registry::{Backend, Config};
+use switchyard_gateway::{probe, start, Gateway, GatewayConfig};
 
 use crate::cli::{BindAgent, BindArgs};
+
+/// Where a running gateway is looked for when `SWITCHYARD_GATEWAY_URL` is unset (the
+/// address `switchyard serve` listens on by default).
+const DEFAULT_GATEWAY_URL: &str = "http://127.0.0.1:8080";
+
+/// The longest the in-process gateway waits for calls in flight once the CLI has exited
+/// (nothing is left to read their replies).
+const IN_PROCESS_DRAIN: Duration = Duration::from_secs(2);
 
 /// Runs `bind`.
 pub fn run(config: &Config, args: &BindArgs) -> Result<(), String> {
@@ -17,21 +33,135 @@ pub fn run(config: &Config, args: &BindArgs) -> Result<(), String> {
         BindAgent::Codex => Agent::Codex,
     };
     let env = CliEnv;
-    let binding = bind(agent, &config.registry, &args.reference, &args.args, &env)
-        .map_err(|e| format!("error: {e}"))?;
+    let err = |e: switchyard::Error| format!("error: {e}");
     // The CLI is found like its backend kind finds it: the `command` of the backend of that
     // kind (`claude-code`, `codex`), else its usual name on PATH.
     let runner = runner_backend(config, agent);
+    if !needs_gateway(agent, &config.registry, &args.reference).map_err(err)? {
+        let binding =
+            bind(agent, &config.registry, &args.reference, &args.args, &env).map_err(err)?;
+        if args.print {
+            print(runner, agent, &binding);
+            return Ok(());
+        }
+        return exec(command(runner, agent, &binding)?);
+    }
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("error: cannot start the async runtime: {e}"))?;
+    let wanted = env
+        .var("SWITCHYARD_GATEWAY_URL")
+        .filter(|u| !u.trim().is_empty())
+        .unwrap_or_else(|| DEFAULT_GATEWAY_URL.to_string());
+    let wanted = wanted.trim_end_matches('/').to_string();
+    let running = runtime.block_on(probe(&wanted));
+    let bind_at = |url: &str| {
+        bind_through_gateway(agent, &config.registry, &args.reference, &args.args, url).map_err(err)
+    };
+    let dialect = agent.dialect();
     if args.print {
-        let mut words: Vec<String> = match runner.and_then(|b| b.command.as_ref()) {
-            Some(c) => c.value.clone(),
-            None => vec![default_program(agent.kind()).0.to_string()],
-        };
-        let program = words.remove(0);
-        println!("{}", binding.shell_command_with(&program, &words));
+        print(runner, agent, &bind_at(&wanted)?);
+        if !running {
+            eprintln!(
+                "note: `{}` does not serve `{dialect}`, so {} goes through a gateway; none \
+                 answers at {wanted}: start one there with `switchyard serve` (or set \
+                 SWITCHYARD_GATEWAY_URL) before running this",
+                args.reference,
+                agent.title()
+            );
+        }
         return Ok(());
     }
-    exec(runner, agent, &binding)
+    if running {
+        eprintln!(
+            "switchyard: {} speaks `{dialect}`, which `{}` does not serve; using the gateway at {wanted}",
+            agent.title(),
+            args.reference
+        );
+        return exec(command(runner, agent, &bind_at(&wanted)?)?);
+    }
+    // No gateway to reuse: serve one here while the CLI runs.
+    let backend = config
+        .registry
+        .require_reference(&args.reference)
+        .ok()
+        .and_then(|r| config.registry.backend(&r.backend));
+    if let Some(b) = backend {
+        // The gateway would fail every call without it; say so before the CLI starts.
+        b.api_key(&env).map_err(|e| format!("error: {e}"))?;
+    }
+    let gateway = in_process_gateway(config)?;
+    let gateway = runtime
+        .block_on(start(gateway, ([127, 0, 0, 1], 0).into()))
+        .map_err(|e| format!("error: cannot start the gateway on 127.0.0.1: {e}"))?;
+    let url = gateway.url();
+    let outcome = bind_at(&url).and_then(|binding| {
+        let (mut cmd, program) = command(runner, agent, &binding)?;
+        eprintln!(
+            "switchyard: {} speaks `{dialect}`, which `{}` does not serve; using a gateway \
+             started for this session at {url} (none answered at {wanted})",
+            agent.title(),
+            args.reference
+        );
+        // Ctrl-c goes to the whole foreground group: the CLI handles it (Claude Code and
+        // Codex interrupt a turn); this process must outlive it to keep serving.
+        // Creating the stream installs tokio's handler, in place of the default (exit), for
+        // the life of the process; the child gets the default back when it starts.
+        #[cfg(unix)]
+        let _interrupts = runtime.block_on(async {
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        });
+        cmd.status()
+            .map_err(|e| format!("error: could not run `{}`: {e}", program.display()))
+    });
+    if let Err(e) = runtime.block_on(gateway.shutdown()) {
+        eprintln!("switchyard: the gateway did not stop cleanly: {e}");
+    }
+    let status = outcome?;
+    std::process::exit(exit_code(status));
+}
+
+/// The gateway `bind` serves itself: the run config's gateway sections and the registry,
+/// without client keys (it listens on loopback, for this CLI only, which has no client key).
+fn in_process_gateway(config: &Config) -> Result<Gateway, String> {
+    let problems = |what: &str, errors: Vec<String>| {
+        format!(
+            "error: {what} has {} problem{}:\n  {}",
+            errors.len(),
+            if errors.len() == 1 { "" } else { "s" },
+            errors.join("\n  ")
+        )
+    };
+    let mut gateway_config = GatewayConfig::from_sections(&config.sections)
+        .map_err(|e| problems("the gateway configuration", e))?;
+    gateway_config.keys.clear();
+    gateway_config.drain_timeout = gateway_config.drain_timeout.min(IN_PROCESS_DRAIN);
+    Gateway::new(&gateway_config, config.registry.clone(), Arc::new(CliEnv))
+        .map_err(|e| problems("the gateway for this session", e))
+}
+
+/// The exit code to pass on: the CLI's, or 128 + the signal that ended it (as shells do).
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return 128 + signal;
+        }
+    }
+    status.code().unwrap_or(1)
+}
+
+fn print(runner: Option<&Backend>, agent: Agent, binding: &Binding) {
+    let mut words: Vec<String> = match runner.and_then(|b| b.command.as_ref()) {
+        Some(c) => c.value.clone(),
+        None => vec![default_program(agent.kind()).0.to_string()],
+    };
+    let program = words.remove(0);
+    println!("{}", binding.shell_command_with(&program, &words));
 }
 
 /// The backend that runs `agent`: the built-in of its name when it has that kind, else
@@ -53,7 +183,13 @@ fn runner_backend(config: &Config, agent: Agent) -> Option<&Backend> {
         })
 }
 
-fn exec(runner: Option<&Backend>, agent: Agent, binding: &Binding) -> Result<(), String> {
+/// The CLI's command, bound: program, arguments and environment (the key's value read
+/// here, for this child only).
+fn command(
+    runner: Option<&Backend>,
+    agent: Agent,
+    binding: &Binding,
+) -> Result<(Command, PathBuf), String> {
     let env = CliEnv;
     let (program, leading) = match runner {
         Some(b) => locate(b, &env).map_err(|e| format!("error: {e}"))?,
@@ -77,10 +213,14 @@ fn exec(runner: Option<&Backend>, agent: Agent, binding: &Binding) -> Result<(),
         command.env_remove(name);
     }
     command.envs(child_env);
+    Ok((command, program))
+}
+
+/// Becomes the CLI: it owns the terminal, its signals and its exit status.
+fn exec((mut command, program): (Command, PathBuf)) -> Result<(), String> {
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
-        // Become the CLI: it owns the terminal, its signals and its exit status.
         let e = command.exec();
         Err(format!("error: could not run `{}`: {e}", program.display()))
     }
@@ -89,6 +229,6 @@ fn exec(runner: Option<&Backend>, agent: Agent, binding: &Binding) -> Result<(),
         let status = command
             .status()
             .map_err(|e| format!("error: could not run `{}`: {e}", program.display()))?;
-        std::process::exit(status.code().unwrap_or(1));
+        std::process::exit(exit_code(status));
     }
 }

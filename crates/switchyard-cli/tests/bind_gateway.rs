@@ -154,6 +154,10 @@ fn claude_on_a_chat_only_backend_goes_through_a_gateway_started_in_process() {
         env_var(&env, "CLAUDE_CODE_MAX_CONTEXT_TOKENS").as_deref(),
         Some("32768")
     );
+    assert_eq!(
+        env_var(&env, "CLAUDE_CODE_ATTRIBUTION_HEADER").as_deref(),
+        Some("0")
+    );
     assert_eq!(argv, "-p\nhello through the gateway\n");
 }
 

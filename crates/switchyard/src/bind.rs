@@ -145,6 +145,7 @@ pub fn bind(
         context_window: backend.context_window.as_ref().map(|w| w.value),
         provider_id: codex_provider_id(&backend.name),
         provider_name: &backend.name,
+        gateway: false,
     };
     Ok(binding(agent, &backend.name, model, user_args, &target))
 }
@@ -199,6 +200,7 @@ pub fn bind_through_gateway(
         context_window: backend.context_window.as_ref().map(|w| w.value),
         provider_id: GATEWAY_PROVIDER.to_string(),
         provider_name: GATEWAY_PROVIDER,
+        gateway: true,
     };
     // The reference after aliases, which the gateway resolves to the same backend and model.
     let routed = format!("{}/{model}", backend.name);
@@ -259,6 +261,8 @@ struct Target<'a> {
     /// Codex's provider id and display name.
     provider_id: String,
     provider_name: &'a str,
+    /// The CLI talks to a Switchyard gateway (Claude Code gets the gateway hygiene variables).
+    gateway: bool,
 }
 
 fn binding(
@@ -316,6 +320,15 @@ fn claude(b: &mut Binding, t: &Target) {
     if !t.vendor_host {
         b.env
             .push(("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(), text("1")));
+    }
+    if t.gateway {
+        // Experimental beta fields have no equivalent in the dialects the gateway translates
+        // to, and the per-conversation attribution block Claude Code puts at `system[0]`
+        // defeats the upstream's prefix caching.
+        b.env
+            .push(("CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS".into(), text("1")));
+        b.env
+            .push(("CLAUDE_CODE_ATTRIBUTION_HEADER".into(), text("0")));
     }
     if let Some(window) = t.context_window {
         b.env.push((
@@ -548,6 +561,7 @@ mod tests {
             text("128000").as_ref()
         );
         assert_eq!(b.unset, vec!["ANTHROPIC_API_KEY".to_string()]);
+        assert!(b.var("CLAUDE_CODE_ATTRIBUTION_HEADER").is_none());
         assert!(b.args.is_empty());
         assert_eq!(b.user_args, vec!["--verbose".to_string()]);
         let shell = b.shell_command("claude");
@@ -705,7 +719,11 @@ mod tests {
             b.var("ANTHROPIC_AUTH_TOKEN"),
             text(NO_KEY_PLACEHOLDER).as_ref()
         );
-        assert_eq!(b.unset, vec!["ANTHROPIC_API_KEY".to_string()]);
+        // The backend's (optional) key variable is the gateway's, not the CLI's.
+        assert_eq!(
+            b.unset,
+            vec!["ANTHROPIC_API_KEY".to_string(), "VLLM_API_KEY".to_string()]
+        );
         for v in [
             "ANTHROPIC_MODEL",
             "ANTHROPIC_DEFAULT_OPUS_MODEL",
@@ -724,6 +742,11 @@ mod tests {
             b.var("CLAUDE_CODE_MAX_CONTEXT_TOKENS"),
             text("32768").as_ref()
         );
+        assert_eq!(
+            b.var("CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS"),
+            text("1").as_ref()
+        );
+        assert_eq!(b.var("CLAUDE_CODE_ATTRIBUTION_HEADER"), text("0").as_ref());
         assert!(!b.env.iter().any(|(_, v)| matches!(v, EnvValue::KeyOf(_))));
         assert_eq!(b.user_args, vec!["-p".to_string(), "hi".to_string()]);
     }

@@ -62,14 +62,14 @@ pub fn run(config: &Config, args: &BindArgs) -> Result<(), String> {
         bind_through_gateway(agent, &config.registry, &args.reference, &args.args, url).map_err(err)
     };
     let dialect = agent.dialect();
+    let backend_name = args.reference.split('/').next().unwrap_or(&args.reference);
     if args.print {
         print(runner, agent, &bind_at(&wanted)?);
         if !running {
             eprintln!(
-                "note: `{}` does not serve `{dialect}`, so {} goes through a gateway; none \
-                 answers at {wanted}: start one there with `switchyard serve` (or set \
-                 SWITCHYARD_GATEWAY_URL) before running this",
-                args.reference,
+                "note: backend `{backend_name}` does not serve `{dialect}`, so {} goes \
+                 through a gateway; none answers at {wanted}: start one there with \
+                 `switchyard serve` (or set SWITCHYARD_GATEWAY_URL) before running this",
                 agent.title()
             );
         }
@@ -77,9 +77,9 @@ pub fn run(config: &Config, args: &BindArgs) -> Result<(), String> {
     }
     if running {
         eprintln!(
-            "switchyard: {} speaks `{dialect}`, which `{}` does not serve; using the gateway at {wanted}",
+            "switchyard: {} speaks `{dialect}`, which backend `{backend_name}` does not serve; \
+             using the gateway at {wanted}",
             agent.title(),
-            args.reference
         );
         return exec(command(runner, agent, &bind_at(&wanted)?)?);
     }
@@ -101,10 +101,9 @@ pub fn run(config: &Config, args: &BindArgs) -> Result<(), String> {
     let outcome = bind_at(&url).and_then(|binding| {
         let (mut cmd, program) = command(runner, agent, &binding)?;
         eprintln!(
-            "switchyard: {} speaks `{dialect}`, which `{}` does not serve; using a gateway \
-             started for this session at {url} (none answered at {wanted})",
+            "switchyard: {} speaks `{dialect}`, which backend `{backend_name}` does not serve; \
+             using a gateway started for this session at {url} (none answered at {wanted})",
             agent.title(),
-            args.reference
         );
         // Ctrl-c goes to the whole foreground group: the CLI handles it (Claude Code and
         // Codex interrupt a turn); this process must outlive it to keep serving.

@@ -218,19 +218,7 @@ fn http_backend<'r>(
     registry: &'r Registry,
     reference: &str,
 ) -> Result<(&'r registry::Backend, String)> {
-    let r = registry.require_reference(reference).map_err(|e| match e {
-        crate::reference::ReferenceError::UnknownBackend {
-            name,
-            known,
-            nearest,
-            ..
-        } => Error::UnknownBackend {
-            name,
-            known,
-            nearest,
-        },
-        crate::reference::ReferenceError::EmptyModel { text, .. } => Error::NotAReference { text },
-    })?;
+    let r = registry.require_reference(reference)?;
     let backend = registry
         .backend(&r.backend)
         .ok_or_else(|| Error::Config(format!("backend `{}` vanished", r.backend)))?;

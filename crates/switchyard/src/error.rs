@@ -324,6 +324,27 @@ impl Error {
     }
 }
 
+impl From<crate::reference::ReferenceError> for Error {
+    /// A reference that names no backend, or no model.
+    fn from(e: crate::reference::ReferenceError) -> Self {
+        match e {
+            crate::reference::ReferenceError::UnknownBackend {
+                name,
+                known,
+                nearest,
+                ..
+            } => Error::UnknownBackend {
+                name,
+                known,
+                nearest,
+            },
+            crate::reference::ReferenceError::EmptyModel { text, .. } => {
+                Error::NotAReference { text }
+            }
+        }
+    }
+}
+
 fn nearest_hint(nearest: &Option<String>) -> String {
     nearest
         .as_ref()

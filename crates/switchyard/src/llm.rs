@@ -347,9 +347,7 @@ impl Llm {
         env: &dyn crate::env::EnvSource,
         policy: CallPolicy,
     ) -> Result<Llm> {
-        let resolved = registry
-            .require_reference(reference)
-            .map_err(reference_error)?;
+        let resolved = registry.require_reference(reference)?;
         let backend = registry
             .backend(&resolved.backend)
             .ok_or_else(|| Error::Config(format!("backend `{}` vanished", resolved.backend)))?;
@@ -363,21 +361,6 @@ impl Llm {
     }
 }
 
-fn reference_error(e: crate::reference::ReferenceError) -> Error {
-    match e {
-        crate::reference::ReferenceError::UnknownBackend {
-            name,
-            known,
-            nearest,
-            ..
-        } => Error::UnknownBackend {
-            name,
-            known,
-            nearest,
-        },
-        crate::reference::ReferenceError::EmptyModel { text, .. } => Error::NotAReference { text },
-    }
-}
 /// Recording, roles, budgets and replay: what a run adds to a handle.
 impl Llm {
     /// The handle with a role: a name for the caller in records, budgets and replay.

@@ -83,6 +83,13 @@ pub trait Backend: Send + Sync {
         None
     }
 
+    /// The cost the provider reported itself for a reply, read from its raw bytes
+    /// (Claude Code's `total_cost_usd`), for the record's `provider_cost_usd`. Most
+    /// providers report none.
+    fn reported_cost(&self, _raw: &[u8]) -> Option<f64> {
+        None
+    }
+
     /// Answers a request whole.
     async fn complete(&self, call: &Call) -> Result<Reply>;
 

@@ -394,6 +394,8 @@ fn rows_from_records(dir: &Path) -> Result<Vec<Row>> {
 pub struct ReplayBackend {
     log: Arc<ReplayLog>,
     role: String,
+    /// Answers for the role of the handle making each call (`role` when it has none).
+    from_handle: bool,
     name: String,
     dialect: Option<Dialect>,
 }
@@ -426,7 +428,35 @@ impl ReplayBackend {
             dialect: recorded.dialect,
             log,
             role,
+            from_handle: false,
         })
+    }
+
+    /// Replays, for each call, the calls of the role of the handle making it (a backend
+    /// of kind `replay` in the registry, shared by handles); `default_role` for a handle
+    /// without a role (`None`: the calls made without one). Named `name`.
+    pub fn for_handles(
+        log: Arc<ReplayLog>,
+        name: &str,
+        default_role: Option<&str>,
+    ) -> ReplayBackend {
+        ReplayBackend {
+            log,
+            role: default_role.unwrap_or("").to_string(),
+            from_handle: true,
+            name: name.to_string(),
+            dialect: None,
+        }
+    }
+
+    /// The recorded role this call is answered from.
+    fn role_for_call(&self) -> String {
+        if self.from_handle {
+            if let Some(Some(role)) = super::handle_role() {
+                return role.to_string();
+            }
+        }
+        self.role.clone()
     }
 
     /// The replay log.
@@ -499,7 +529,7 @@ impl Backend for ReplayBackend {
     }
 
     async fn complete(&self, call: &Call) -> Result<Reply> {
-        let record = self.log.take(&self.role, call)?;
+        let record = self.log.take(&self.role_for_call(), call)?;
         if record.stream && record.reply.is_some() {
             return replay_stream(&self.name, &record)?.into_reply().await;
         }
@@ -507,7 +537,7 @@ impl Backend for ReplayBackend {
     }
 
     async fn stream(&self, call: &Call) -> Result<ReplyStream> {
-        let record = self.log.take(&self.role, call)?;
+        let record = self.log.take(&self.role_for_call(), call)?;
         if record.stream && record.reply.is_some() {
             return replay_stream(&self.name, &record);
         }

@@ -117,7 +117,7 @@ fn ask_records_then_log_reads_and_replay_answers_without_the_provider() {
     let (ok, jsonl, _) = run(switchyard(home.path()).args(["log", "export", dir]));
     assert!(ok);
     let first: serde_json::Value = serde_json::from_str(jsonl.lines().next().unwrap()).unwrap();
-    assert_eq!(first["format"], 1);
+    assert_eq!(first["format"], 2);
     assert_eq!(first["body"]["messages"][0]["content"], "hello there");
 
     // No key anywhere in the run directory.

@@ -166,11 +166,30 @@ pub fn backend_with(
             backend, model, None, env, timeouts,
         )?)),
         Kind::ClaudeCode | Kind::Codex => crate::backend::cli::cli_backend(backend, env),
-        other => Err(Error::Unsupported(format!(
-            "backend `{}` is of kind `{other}`, which this version cannot call yet",
-            backend.name
-        ))),
+        Kind::Replay => replay_backend(backend, None),
     }
+}
+
+/// A backend of kind `replay`: answers from the recorded run its `log` names, calling no
+/// provider. With `role`, it answers for that role of the recorded run; without, for the
+/// role of the handle making each call (a handle without one: the role its name gives,
+/// `role:<name>`, else the calls recorded without a role).
+pub fn replay_backend(backend: &registry::Backend, role: Option<&str>) -> Result<Arc<dyn Backend>> {
+    let Some(log) = &backend.log else {
+        return Err(Error::Config(format!(
+            "backend `{}` is of kind `replay` and needs `log`: the recorded run's call log (`<run_dir>/llm_log`)",
+            backend.name
+        )));
+    };
+    let replay = crate::backend::replay::ReplayLog::open(std::path::Path::new(&log.value))?;
+    Ok(match role {
+        Some(r) => Arc::new(crate::backend::replay::ReplayBackend::new(replay, Some(r))?),
+        None => Arc::new(crate::backend::replay::ReplayBackend::for_handles(
+            replay,
+            &backend.name,
+            backend.name.strip_prefix("role:"),
+        )),
+    })
 }
 
 fn endpoint_url(

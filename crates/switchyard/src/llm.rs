@@ -188,6 +188,7 @@ impl Llm {
             };
             (result, None)
         });
+        let run = crate::backend::as_role(self.role.clone(), run);
         let Some(observed) = observed else {
             return run.await;
         };
@@ -237,6 +238,7 @@ impl Llm {
                 Err(e) => (Err(e), None),
             }
         });
+        let run = crate::backend::as_role(self.role.clone(), run);
         let Some(observed) = observed else {
             return run.await;
         };

@@ -437,3 +437,44 @@ async fn a_run_past_its_timeout_is_killed() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+#[tokio::test]
+async fn a_recorded_claude_code_call_keeps_its_reported_cost_beside_ours() {
+    let s = StandIn::new("claude", CLAUDE_OK, 0);
+    let env = MapEnv::default();
+    let mut overrides = with_command("claude-code", &s, "claude");
+    overrides.push("backends.claude-code.prices.claude-opus-4-5={input: 5, output: 25}".into());
+    let registry_llm = llm("claude-code/claude-opus-4-5", &overrides, &env).unwrap();
+    let run = tempfile::tempdir().unwrap();
+    let recorder = switchyard::Recorder::create(
+        run.path(),
+        &switchyard::RunInfo::new(),
+        switchyard::RecorderOptions::default(),
+    )
+    .unwrap();
+    let recording = registry_llm.with_recorder(recorder.clone());
+    recording.complete(Request::user("capital?")).await.unwrap();
+    recorder.close().unwrap();
+
+    let records = switchyard::record::read_records(run.path()).unwrap();
+    assert_eq!(records.len(), 1);
+    let r = &records[0];
+    // The provider's own figure is kept as reported…
+    assert_eq!(r.provider_cost_usd, Some(0.0421));
+    // …and the cost used is ours, from the backend's price: 19,129 input tokens (14,000
+    // read from cache and 5,120 written to it, both at the input price with no price of
+    // their own) at $5/M and 11 output tokens at $25/M.
+    let ours = (19_129.0 * 5.0 + 11.0 * 25.0) / 1e6;
+    let cost = r.cost_usd.unwrap();
+    assert!((cost - ours).abs() < 1e-9, "{cost} != {ours}");
+    let db = rusqlite::Connection::open(run.path().join(switchyard::record::INDEX_FILE)).unwrap();
+    let (indexed, reported): (f64, f64) = db
+        .query_row(
+            "SELECT cost_usd, provider_cost_usd FROM llm_calls WHERE number = 1",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap();
+    assert!((indexed - ours).abs() < 1e-9);
+    assert_eq!(reported, 0.0421);
+}

@@ -132,12 +132,99 @@ fn replay_parses_and_names_its_replay_roles() {
             Some(format!("role:{name}").as_str())
         );
     }
-    // The config itself is sound: the only problems possible are about calling a replay
-    // backend (none in a version without replay, a missing log in one with it).
+    // The config itself is sound: the only problem possible is that the example's log
+    // (`runs/my_campaign/llm_log`) was not recorded here.
     for p in &report.problems {
         assert!(
             p.message.contains("replay") || p.message.contains("llm_log"),
             "{p}"
         );
     }
+}
+
+#[tokio::test]
+async fn replay_answers_from_a_recorded_run_without_calling_a_provider() {
+    // Record a tiny run against the mock: a planner and a reviewer.
+    let mock = MockServer::start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let recorded = tmp.path().join("my_campaign");
+    let env = MapEnv::default();
+    let mut opts = switchyard::registry::LoadOptions::new(&env);
+    opts.user_file = false;
+    opts.overrides = vec![format!("backends.mock.base_url={}", mock.base_url())];
+    let config = switchyard::registry::Config::load(&opts).unwrap();
+    let recorder = switchyard::Recorder::create(
+        &recorded,
+        &switchyard::RunInfo::new(),
+        switchyard::RecorderOptions::default(),
+    )
+    .unwrap();
+    let mock_llm = switchyard::Llm::resolve(&config.registry, "mock/echo", &env).unwrap();
+    let planner = mock_llm
+        .clone()
+        .with_role("planner")
+        .with_recorder(recorder.clone());
+    let reviewer = mock_llm
+        .with_role("reviewer")
+        .with_recorder(recorder.clone());
+    let plan = planner
+        .complete(Request::user("plan a trip to Rome"))
+        .await
+        .unwrap();
+    let review = reviewer
+        .complete(Request::user("review: the plan"))
+        .await
+        .unwrap();
+    recorder.close().unwrap();
+    let sent = mock.requests().len();
+    assert_eq!(sent, 2);
+
+    // The example, its log pointed at that run.
+    let text = std::fs::read_to_string(example("replay.yaml")).unwrap();
+    assert!(text.contains("runs/my_campaign/llm_log"));
+    let log = recorded.join("llm_log");
+    let config_path = tmp.path().join("replay.yaml");
+    std::fs::write(
+        &config_path,
+        text.replace("runs/my_campaign/llm_log", log.to_str().unwrap()),
+    )
+    .unwrap();
+    let run = match Run::builder(&config_path)
+        .env(&env)
+        .user_file(false)
+        .open_checked()
+    {
+        Ok(run) => run,
+        Err(report) => panic!("replay.yaml: {}", report.problems_text()),
+    };
+    let replayed_plan = run
+        .llm("planner")
+        .unwrap()
+        .complete(Request::user("plan a trip to Rome"))
+        .await
+        .unwrap();
+    let replayed_review = run
+        .llm("reviewer")
+        .unwrap()
+        .complete(Request::user("review: the plan"))
+        .await
+        .unwrap();
+    assert_eq!(replayed_plan.text(), plan.text());
+    assert_eq!(replayed_plan.raw, plan.raw);
+    assert_eq!(replayed_review.text(), review.text());
+    // Each role answers from its own recorded calls: the reviewer has none for the
+    // planner's prompt (already used up or not), and no provider was called.
+    let miss = run
+        .llm("reviewer")
+        .unwrap()
+        .complete(Request::user("plan a trip to Rome"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        miss.kind(),
+        switchyard::ErrorKind::ReplayExhausted,
+        "{miss}"
+    );
+    assert!(miss.to_string().contains("`reviewer`"), "{miss}");
+    assert_eq!(mock.requests().len(), sent);
 }

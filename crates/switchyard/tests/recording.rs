@@ -456,3 +456,86 @@ async fn a_directory_holding_a_run_is_refused_unless_resumed() {
     assert!(records[1].stream);
     assert!(tmp.path().join(record::RUN_FILE).exists());
 }
+
+#[tokio::test]
+async fn a_registry_replay_backend_answers_each_handle_for_its_role() {
+    let mock = MockServer::start().await;
+    let env = env();
+    let config = config(&mock, &env);
+    let tmp = tempfile::tempdir().unwrap();
+    let recorder =
+        Recorder::create(tmp.path(), &RunInfo::new(), RecorderOptions::default()).unwrap();
+    let echo = llm(&config, &env, "echo", Dialect::Chat);
+    let planner = echo
+        .clone()
+        .with_role("planner")
+        .with_recorder(recorder.clone());
+    let judge = echo.with_role("judge").with_recorder(recorder.clone());
+    let plan = planner
+        .complete(Request::user("same prompt"))
+        .await
+        .unwrap();
+    let verdict = judge.complete(Request::user("same prompt")).await.unwrap();
+    recorder.close().unwrap();
+    let sent = mock.requests().len();
+
+    // `kind: replay, log: <run_dir>/llm_log` in the registry, one backend for both roles.
+    let log = tmp.path().join(record::LOG_DIR);
+    let mut opts = LoadOptions::new(&env);
+    opts.user_file = false;
+    opts.overrides = vec![
+        "backends.old.kind=replay".to_string(),
+        format!("backends.old.log={}", log.display()),
+    ];
+    let registry = Config::load(&opts).unwrap().registry;
+    assert_eq!(
+        registry
+            .backend("old")
+            .unwrap()
+            .log
+            .as_ref()
+            .map(|l| l.value.clone()),
+        Some(log.display().to_string())
+    );
+    let replayed = Llm::resolve(&registry, "old/echo", &env).unwrap();
+    // The same prompt, answered for the judge from the judge's record and for the
+    // planner from the planner's, whatever the order.
+    let again_verdict = replayed
+        .clone()
+        .with_role("judge")
+        .complete(Request::user("same prompt"))
+        .await
+        .unwrap();
+    let again_plan = replayed
+        .clone()
+        .with_role("planner")
+        .complete(Request::user("same prompt"))
+        .await
+        .unwrap();
+    assert_eq!(again_verdict.raw, verdict.raw);
+    assert_eq!(again_plan.raw, plan.raw);
+    let e = replayed
+        .with_role("planner")
+        .complete(Request::user("same prompt"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ReplayExhausted);
+    assert!(e.to_string().contains("`planner`"), "{e}");
+    assert_eq!(mock.requests().len(), sent, "a replay called the provider");
+
+    // `log` belongs to replay backends only.
+    let mut opts = LoadOptions::new(&env);
+    opts.user_file = false;
+    opts.overrides = vec![format!("backends.mock.log={}", log.display())];
+    let e = Config::load(&opts).unwrap_err().to_string();
+    assert!(e.contains("log") && e.contains("replay"), "{e}");
+    // And a replay backend without it says what it needs when called.
+    let mut opts = LoadOptions::new(&env);
+    opts.user_file = false;
+    opts.overrides = vec!["backends.old.kind=replay".to_string()];
+    let registry = Config::load(&opts).unwrap().registry;
+    let e = Llm::resolve(&registry, "old/echo", &env)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("needs `log`"), "{e}");
+}

@@ -13,9 +13,10 @@ fn records(dir: &std::path::Path) -> Result<Vec<CallRecord>, String> {
     let records = record::read_records(dir).map_err(|e| format!("error: {e}"))?;
     if records.is_empty() {
         return Err(format!(
-            "error: {} holds no recorded calls (expected {}/<number>.json)",
+            "error: {} holds no recorded calls (expected {}/{})",
             dir.display(),
-            record::LOG_DIR
+            record::LOG_DIR,
+            record::segment_name(1)
         ));
     }
     Ok(records)

@@ -63,6 +63,23 @@ pub(crate) async fn capturing_body<F: Future>(call: F) -> (F::Output, Sent) {
     .await
 }
 
+tokio::task_local! {
+    /// The role of the handle making the call on this task (a replay backend shared by
+    /// handles answers each for its own role).
+    static HANDLE_ROLE: Option<std::sync::Arc<str>>;
+}
+
+/// Runs a handle's backend call with the handle's role known to the backend.
+pub(crate) async fn as_role<F: Future>(role: Option<std::sync::Arc<str>>, call: F) -> F::Output {
+    HANDLE_ROLE.scope(role, call).await
+}
+
+/// The role of the handle making the call on this task: `None` outside a handle's call,
+/// `Some(None)` for a handle without a role.
+pub(crate) fn handle_role() -> Option<Option<std::sync::Arc<str>>> {
+    HANDLE_ROLE.try_with(Clone::clone).ok()
+}
+
 /// One call: the model id as the backend knows it and the request.
 #[derive(Debug, Clone)]
 pub struct Call {
@@ -80,6 +97,13 @@ pub trait Backend: Send + Sync {
 
     /// The wire dialect spoken, for records (`None` for backends that speak none).
     fn dialect(&self) -> Option<Dialect> {
+        None
+    }
+
+    /// The cost the provider reported itself for a reply, read from its raw bytes
+    /// (Claude Code's `total_cost_usd`), for the record's `provider_cost_usd`. Most
+    /// providers report none.
+    fn reported_cost(&self, _raw: &[u8]) -> Option<f64> {
         None
     }
 

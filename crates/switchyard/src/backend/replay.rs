@@ -8,7 +8,7 @@
 
 use super::{Backend, Call};
 use crate::error::{Error, Result};
-use crate::record::{self, CallRecord, INDEX_FILE};
+use crate::record::{self, CallRecord, Location, INDEX_FILE};
 use crate::registry::Price;
 use crate::reply_stream::ReplyStream;
 use async_trait::async_trait;
@@ -43,6 +43,8 @@ pub struct ReplayLog {
     dir: PathBuf,
     roles: Vec<(String, RecordedRole)>,
     queues: Mutex<HashMap<(u32, u128), Queue>>,
+    /// Where each record lies, by number (sorted).
+    locations: Vec<(u64, Location)>,
     run: Value,
 }
 
@@ -60,6 +62,7 @@ struct Row {
     model: String,
     dialect: Option<String>,
     digest: String,
+    location: Location,
 }
 
 fn parse_digest(hex: &str) -> u128 {
@@ -75,23 +78,25 @@ impl ReplayLog {
         } else {
             run_dir.to_path_buf()
         };
-        let numbers = record::record_numbers(&dir)?;
-        if numbers.is_empty() {
+        let rows = match rows_from_index(&dir) {
+            Some(rows) => rows,
+            None => rows_from_records(&dir)?,
+        };
+        if rows.is_empty() {
             return Err(Error::Config(format!(
-                "{} holds no recorded calls to replay (expected {}/<number>.json)",
+                "{} holds no recorded calls to replay (expected {}/{})",
                 dir.display(),
-                record::LOG_DIR
+                record::LOG_DIR,
+                record::segment_name(1)
             )));
         }
-        let rows = match rows_from_index(&dir, numbers.len()) {
-            Some(rows) => rows,
-            None => rows_from_records(&dir, &numbers)?,
-        };
         let run = record::read_run_file(&dir).unwrap_or(Value::Null);
         let mut roles: Vec<(String, RecordedRole)> = Vec::new();
         let mut role_ids: HashMap<String, u32> = HashMap::new();
         let mut queues: HashMap<(u32, u128), Queue> = HashMap::new();
+        let mut locations: Vec<(u64, Location)> = Vec::with_capacity(rows.len());
         for row in rows {
+            locations.push((row.number, row.location));
             let id = match role_ids.get(&row.role) {
                 Some(id) => *id,
                 None => {
@@ -121,10 +126,12 @@ impl ReplayLog {
         for q in queues.values_mut() {
             q.numbers.shrink_to_fit();
         }
+        locations.sort_unstable_by_key(|(n, _)| *n);
         Ok(Arc::new(ReplayLog {
             dir,
             roles,
             queues: Mutex::new(queues),
+            locations,
             run,
         }))
     }
@@ -175,11 +182,21 @@ impl ReplayLog {
             .values()
             .map(|q| per_entry + q.numbers.capacity() * 8)
             .sum::<usize>()
+            + self.locations.capacity() * std::mem::size_of::<(u64, Location)>()
             + self
                 .roles
                 .iter()
                 .map(|(n, r)| n.len() + r.reference.len() + r.backend.len() + r.model.len() + 64)
                 .sum::<usize>()
+    }
+
+    /// Reads recorded call `n` from where the index says it lies.
+    fn read(&self, n: u64) -> Result<CallRecord> {
+        let i = self
+            .locations
+            .binary_search_by_key(&n, |(k, _)| *k)
+            .map_err(|_| Error::Config(format!("{} has no call {n}", self.dir.display())))?;
+        record::read_record_at(&self.dir, self.locations[i].1)
     }
 
     fn role_id(&self, role: &str) -> Option<u32> {
@@ -236,7 +253,7 @@ impl ReplayLog {
         };
         let mut best: Option<((usize, usize), u64, Vec<String>)> = None;
         for n in firsts {
-            let Ok(r) = record::read_record(&self.dir, n) else {
+            let Ok(r) = self.read(n) else {
                 continue;
             };
             let lines = record::prompt_lines(&r.request);
@@ -275,7 +292,7 @@ impl ReplayLog {
         let n = self
             .next_number(role, &digest, true)
             .map_err(|e| self.exhausted(role, call, e))?;
-        let record = record::read_record(&self.dir, n)?;
+        let record = self.read(n)?;
         // The body the recorded run sent is the body this replay "sends", so that the
         // replayed run's records hold the same bytes.
         if let Some(body) = &record.body {
@@ -289,7 +306,7 @@ impl ReplayLog {
     }
 }
 
-fn rows_from_index(dir: &Path, expected: usize) -> Option<Vec<Row>> {
+fn rows_from_index(dir: &Path) -> Option<Vec<Row>> {
     let path = dir.join(INDEX_FILE);
     if !path.exists() {
         return None;
@@ -299,7 +316,7 @@ fn rows_from_index(dir: &Path, expected: usize) -> Option<Vec<Row>> {
             .ok()?;
     let mut stmt = conn
         .prepare(
-            "SELECT number, role, reference, backend, model, dialect, prompt_digest FROM llm_calls ORDER BY number",
+            "SELECT number, role, reference, backend, model, dialect, prompt_digest, segment, line_offset, line_length FROM llm_calls ORDER BY number",
         )
         .ok()?;
     let rows: Vec<Row> = stmt
@@ -312,13 +329,29 @@ fn rows_from_index(dir: &Path, expected: usize) -> Option<Vec<Row>> {
                 model: r.get(4)?,
                 dialect: r.get(5)?,
                 digest: r.get(6)?,
+                location: Location {
+                    segment: r.get(7)?,
+                    offset: r.get::<_, i64>(8)? as u64,
+                    len: r.get(9)?,
+                },
             })
         })
         .ok()?
         .collect::<rusqlite::Result<_>>()
         .ok()?;
     // An index that missed rows (a killed run) is not trusted: the records are the truth.
-    (rows.len() == expected).then_some(rows)
+    // It is whole when it numbers its rows from 1 without a gap and its last row ends
+    // the log (the last segment, at its last byte).
+    let last = rows.last()?;
+    let log = record::log_dir(dir);
+    let last_segment = record::segment_ids(&log).ok()?.last().copied()?;
+    let log_len = std::fs::metadata(record::segment_path(&log, last_segment))
+        .ok()?
+        .len();
+    let whole = rows.len() as u64 == last.number
+        && last.location.segment == last_segment
+        && last.location.end() == log_len;
+    whole.then_some(rows)
 }
 
 #[derive(serde::Deserialize)]
@@ -332,33 +365,37 @@ struct RowFields {
     prompt_digest: String,
 }
 
-fn rows_from_records(dir: &Path, numbers: &[u64]) -> Result<Vec<Row>> {
-    numbers
-        .iter()
-        .map(|&n| {
-            let path = record::record_path(dir, n);
-            let bytes = std::fs::read(&path)
-                .map_err(|e| Error::Config(format!("cannot read {}: {e}", path.display())))?;
-            let f: RowFields = serde_json::from_slice(&bytes).map_err(|e| {
-                Error::Config(format!("{}: not a call record: {e}", path.display()))
-            })?;
-            Ok(Row {
-                number: f.number,
-                role: f.role.unwrap_or_default(),
-                reference: f.reference,
-                backend: f.backend,
-                model: f.model,
-                dialect: f.dialect,
-                digest: f.prompt_digest,
-            })
-        })
-        .collect()
+fn rows_from_records(dir: &Path) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    record::for_each_record_line(dir, |at, line| {
+        let f: RowFields = serde_json::from_slice(line).map_err(|e| {
+            Error::Config(format!(
+                "{} at offset {}: not a call record: {e}",
+                record::segment_path(&record::log_dir(dir), at.segment).display(),
+                at.offset
+            ))
+        })?;
+        rows.push(Row {
+            number: f.number,
+            role: f.role.unwrap_or_default(),
+            reference: f.reference,
+            backend: f.backend,
+            model: f.model,
+            dialect: f.dialect,
+            digest: f.prompt_digest,
+            location: at,
+        });
+        Ok(())
+    })?;
+    Ok(rows)
 }
 
 /// A backend answering one role's requests from a recorded run.
 pub struct ReplayBackend {
     log: Arc<ReplayLog>,
     role: String,
+    /// Answers for the role of the handle making each call (`role` when it has none).
+    from_handle: bool,
     name: String,
     dialect: Option<Dialect>,
 }
@@ -391,7 +428,35 @@ impl ReplayBackend {
             dialect: recorded.dialect,
             log,
             role,
+            from_handle: false,
         })
+    }
+
+    /// Replays, for each call, the calls of the role of the handle making it (a backend
+    /// of kind `replay` in the registry, shared by handles); `default_role` for a handle
+    /// without a role (`None`: the calls made without one). Named `name`.
+    pub fn for_handles(
+        log: Arc<ReplayLog>,
+        name: &str,
+        default_role: Option<&str>,
+    ) -> ReplayBackend {
+        ReplayBackend {
+            log,
+            role: default_role.unwrap_or("").to_string(),
+            from_handle: true,
+            name: name.to_string(),
+            dialect: None,
+        }
+    }
+
+    /// The recorded role this call is answered from.
+    fn role_for_call(&self) -> String {
+        if self.from_handle {
+            if let Some(Some(role)) = super::handle_role() {
+                return role.to_string();
+            }
+        }
+        self.role.clone()
     }
 
     /// The replay log.
@@ -454,8 +519,17 @@ impl Backend for ReplayBackend {
         self.dialect
     }
 
+    /// A recorded CLI agent's output (no dialect) carries its own cost as the original
+    /// call's did, so the replayed record keeps the same `provider_cost_usd`.
+    fn reported_cost(&self, raw: &[u8]) -> Option<f64> {
+        if self.dialect.is_some() {
+            return None;
+        }
+        super::cli::claude_code::reported_cost(raw)
+    }
+
     async fn complete(&self, call: &Call) -> Result<Reply> {
-        let record = self.log.take(&self.role, call)?;
+        let record = self.log.take(&self.role_for_call(), call)?;
         if record.stream && record.reply.is_some() {
             return replay_stream(&self.name, &record)?.into_reply().await;
         }
@@ -463,7 +537,7 @@ impl Backend for ReplayBackend {
     }
 
     async fn stream(&self, call: &Call) -> Result<ReplyStream> {
-        let record = self.log.take(&self.role, call)?;
+        let record = self.log.take(&self.role_for_call(), call)?;
         if record.stream && record.reply.is_some() {
             return replay_stream(&self.name, &record);
         }

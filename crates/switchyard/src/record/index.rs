@@ -5,10 +5,11 @@
 //! caller ever waits on SQLite. The log files are the truth: an index that missed rows
 //! (a killed run) is caught up from them when the run is opened again.
 
-use super::read::{read_record, record_numbers};
+use super::read::{log_dir, parse_record};
+use super::segment::{self, Location};
 use super::CallRecord;
 use crate::error::{Error, Result};
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 use std::path::Path;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
@@ -19,7 +20,7 @@ pub const INDEX_FILE: &str = "calls.sqlite";
 
 /// The index's schema (also in `docs/recording.md`).
 pub const INDEX_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS llm_calls (
-    number              INTEGER PRIMARY KEY, -- the record's number (llm_log/<number>.json)
+    number              INTEGER PRIMARY KEY, -- the record's number
     time                TEXT NOT NULL,       -- start, RFC 3339 UTC
     role                TEXT NOT NULL,       -- '' for calls made without a role
     reference           TEXT NOT NULL,
@@ -39,7 +40,10 @@ pub const INDEX_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS llm_calls (
     latency_ms          REAL NOT NULL,       -- start to end
     ttfb_ms             REAL,                -- start to first byte (streams)
     attempts            INTEGER NOT NULL,
-    prompt_digest       TEXT NOT NULL        -- what replay matches on
+    prompt_digest       TEXT NOT NULL,       -- what replay matches on
+    segment             INTEGER NOT NULL,    -- the record's line: llm_log/segment-<segment>.jsonl,
+    line_offset         INTEGER NOT NULL,    --   from this byte offset,
+    line_length         INTEGER NOT NULL     --   this many bytes (without the newline)
 );
 CREATE INDEX IF NOT EXISTS llm_calls_role ON llm_calls(role);";
 
@@ -62,11 +66,12 @@ pub struct IndexRow {
     ttfb_ms: Option<f64>,
     attempts: u32,
     prompt_digest: String,
+    location: Location,
 }
 
 impl IndexRow {
-    /// The row of a record.
-    pub fn new(r: &CallRecord) -> Self {
+    /// The row of a record whose line lies at `location`.
+    pub fn new(r: &CallRecord, location: Location) -> Self {
         IndexRow {
             number: r.number,
             time: r.timings.started_at.clone(),
@@ -84,7 +89,13 @@ impl IndexRow {
             ttfb_ms: r.timings.first_byte_ms,
             attempts: r.attempts.len() as u32,
             prompt_digest: r.prompt_digest.clone(),
+            location,
         }
+    }
+
+    /// Places the row's record at `location` (known once its batch is written).
+    pub(crate) fn set_location(&mut self, location: Location) {
+        self.location = location;
     }
 }
 
@@ -107,7 +118,7 @@ fn insert(conn: &Connection, rows: &[IndexRow]) -> rusqlite::Result<()> {
     let tx = conn.unchecked_transaction()?;
     {
         let mut stmt = tx.prepare_cached(
-            "INSERT OR REPLACE INTO llm_calls VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21)",
+            "INSERT OR REPLACE INTO llm_calls VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24)",
         )?;
         for r in rows {
             let u = r.usage;
@@ -137,36 +148,87 @@ fn insert(conn: &Connection, rows: &[IndexRow]) -> rusqlite::Result<()> {
                 r.ttfb_ms,
                 r.attempts,
                 r.prompt_digest,
+                r.location.segment,
+                r.location.offset as i64,
+                r.location.len,
             ])?;
         }
     }
     tx.commit()
 }
 
-/// Adds rows for records on disk that the index lacks (after a killed run).
-fn catch_up(conn: &Connection, dir: &Path) -> rusqlite::Result<()> {
-    let max: Option<i64> = conn.query_row("SELECT MAX(number) FROM llm_calls", [], |r| r.get(0))?;
-    let max = max.unwrap_or(0) as u64;
-    let missing: Vec<IndexRow> = record_numbers(dir)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|&n| n > max)
-        .filter_map(|n| read_record(dir, n).ok())
-        .map(|r| IndexRow::new(&r))
-        .collect();
+/// Adds rows for records on disk that the index lacks (after a killed run): the lines
+/// after the last indexed one.
+fn catch_up(conn: &Connection, dir: &Path) -> Result<()> {
+    let path = dir.join(INDEX_FILE);
+    let last: Option<(i64, u32, i64, u32)> = conn
+        .query_row(
+            "SELECT number, segment, line_offset, line_length FROM llm_calls ORDER BY number DESC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .optional()
+        .map_err(|e| db_error(&path, e))?;
+    let (max, from) = match last {
+        Some((n, segment, offset, len)) => {
+            let at = Location {
+                segment,
+                offset: offset as u64,
+                len,
+            };
+            (n as u64, Some((segment, at.end())))
+        }
+        None => (0, None),
+    };
+    let log = log_dir(dir);
+    let mut missing: Vec<IndexRow> = Vec::new();
+    segment::for_each_line(&log, from, |at, line| {
+        if segment::line_number(line).is_some_and(|n| n > max) {
+            let record = parse_record(line, &log, at)?;
+            missing.push(IndexRow::new(&record, at));
+        }
+        Ok(())
+    })?;
     if !missing.is_empty() {
-        insert(conn, &missing)?;
+        insert(conn, &missing).map_err(|e| db_error(&path, e))?;
     }
     Ok(())
+}
+
+/// Where record `number` lies, as the index of `run_dir` has it (`None` without an index
+/// or a row).
+pub(crate) fn location(run_dir: &Path, number: u64) -> Option<Location> {
+    let path = run_dir.join(INDEX_FILE);
+    if !path.exists() {
+        return None;
+    }
+    let conn =
+        Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).ok()?;
+    conn.query_row(
+        "SELECT segment, line_offset, line_length FROM llm_calls WHERE number = ?1",
+        [number as i64],
+        |r| {
+            Ok(Location {
+                segment: r.get(0)?,
+                offset: r.get::<_, i64>(1)? as u64,
+                len: r.get(2)?,
+            })
+        },
+    )
+    .ok()
 }
 
 /// Rebuilds the index of a run directory from its records (for a copied or old log).
 pub fn rebuild(dir: &Path) -> Result<usize> {
     let path = dir.join(INDEX_FILE);
+    // Dropped rather than emptied: an index of an older schema is rebuilt in this one.
+    if path.exists() {
+        let conn = Connection::open(&path).map_err(|e| db_error(&path, e))?;
+        conn.execute_batch("DROP TABLE IF EXISTS llm_calls")
+            .map_err(|e| db_error(&path, e))?;
+    }
     let conn = open(&path)?;
-    conn.execute("DELETE FROM llm_calls", [])
-        .map_err(|e| db_error(&path, e))?;
-    catch_up(&conn, dir).map_err(|e| db_error(&path, e))?;
+    catch_up(&conn, dir)?;
     conn.query_row("SELECT COUNT(*) FROM llm_calls", [], |r| r.get::<_, i64>(0))
         .map(|n| n as usize)
         .map_err(|e| db_error(&path, e))
@@ -184,7 +246,7 @@ impl IndexWriter {
     pub(crate) fn open(dir: &Path) -> Result<IndexWriter> {
         let path = dir.join(INDEX_FILE);
         let conn = open(&path)?;
-        catch_up(&conn, dir).map_err(|e| db_error(&path, e))?;
+        catch_up(&conn, dir)?;
         let (tx, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("switchyard-index".into())

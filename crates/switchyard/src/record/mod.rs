@@ -1,4 +1,4 @@
-//! Recording a run: the call log (one JSON file per call, written atomically), the
+//! Recording a run: the call log (append-only segments, one JSON line per call), the
 //! calls index (SQLite), `run.yaml`, and reading them back for `switchyard log` and
 //! replay. The format is described in `docs/recording.md`.
 
@@ -9,6 +9,7 @@ mod observe;
 mod raw;
 mod read;
 mod run_dir;
+mod segment;
 mod writer;
 
 pub use digest::{likeness as digest_likeness, prompt_digest, prompt_lines, short_diff};
@@ -16,8 +17,12 @@ pub use error_record::{ErrorRecord, ProviderRecord};
 pub use index::{rebuild as rebuild_index, IndexRow, INDEX_FILE, INDEX_SCHEMA};
 pub(crate) use observe::{Handle, Observed, Outcome};
 pub use raw::RawBytes;
-pub use read::{read_record, read_records, record_numbers, record_path};
+pub use read::{
+    for_each_record_line, log_dir, read_record, read_record_at, read_records, record_location,
+    record_locations, record_numbers,
+};
 pub use run_dir::{read_run_file, RunInfo, LOG_DIR, RUN_FILE};
+pub use segment::{segment_ids, segment_name, segment_path, Location, SEGMENT_BYTES};
 pub use writer::{Durability, Recorder, RecorderOptions};
 
 use serde::{Deserialize, Serialize};
@@ -25,7 +30,7 @@ use serde_json::{Map, Value};
 use switchyard_wire::{Dialect, Reply, Request, Usage};
 
 /// The version of the record format written by this library.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 /// One call, in full: what was asked, what was sent, what came back, what it cost.
 #[derive(Debug, Clone, Serialize, Deserialize)]

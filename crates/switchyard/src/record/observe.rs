@@ -29,6 +29,8 @@ struct Recording {
     model: String,
     dialect: Option<switchyard_wire::Dialect>,
     stream: bool,
+    /// The backend, asked for the cost it reports itself (Claude Code).
+    source: Arc<dyn Backend>,
 }
 
 /// How a call ended, as the handle saw it.
@@ -72,6 +74,7 @@ impl Observed {
             model: model.to_string(),
             dialect: h.backend.dialect(),
             stream,
+            source: h.backend.clone(),
         });
         Ok(Some(Observed {
             recording,
@@ -140,6 +143,8 @@ impl Observed {
                 })
                 .collect(),
         };
+        // Kept beside the cost from our prices, never in its place.
+        let provider_cost_usd = reply.and_then(|r| rec.source.reported_cost(&r.raw));
         let request = call.request;
         let record = CallRecord {
             format: super::FORMAT,
@@ -170,7 +175,7 @@ impl Observed {
                 duration_ms,
             },
             cost_usd: cost,
-            provider_cost_usd: None,
+            provider_cost_usd,
             error,
         };
         let done = rec.recorder.submit_draft(record, raw);

@@ -1,57 +1,107 @@
-//! Reading a run's records back.
+//! Reading a run's records back from its segments.
 
 use super::run_dir::LOG_DIR;
-use super::writer::file_name;
+use super::segment::{self, Location};
 use super::CallRecord;
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
 
-/// The path of record `number` in a run directory.
-pub fn record_path(run_dir: &Path, number: u64) -> PathBuf {
-    run_dir.join(LOG_DIR).join(file_name(number))
+/// The call log folder of a run directory.
+pub fn log_dir(run_dir: &Path) -> PathBuf {
+    run_dir.join(LOG_DIR)
 }
 
-/// The numbers of the records in a run directory, sorted (temporary files are not
-/// records). An absent `llm_log/` holds none.
-pub fn record_numbers(run_dir: &Path) -> Result<Vec<u64>> {
-    let log = run_dir.join(LOG_DIR);
-    let entries = match std::fs::read_dir(&log) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::Config(format!("cannot read {}: {e}", log.display()))),
-    };
-    let mut numbers: Vec<u64> = entries
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name();
-            let name = name.to_str()?;
-            name.strip_suffix(".json")?.parse().ok()
-        })
-        .collect();
-    numbers.sort_unstable();
-    Ok(numbers)
+/// Refuses a log of record format 1 (one file per call), which this version does not
+/// read, when it holds no segments.
+fn check_format(log: &Path) -> Result<()> {
+    if segment::holds_format_1(log) && segment::segment_ids(log)?.is_empty() {
+        return Err(Error::Config(format!(
+            "{} holds records of format 1 (one <number>.json file per call); this version reads format {} (segment-NNNNNN.jsonl files): read it with the Switchyard version that wrote it",
+            log.display(),
+            super::FORMAT
+        )));
+    }
+    Ok(())
 }
 
-/// Reads record `number`.
-pub fn read_record(run_dir: &Path, number: u64) -> Result<CallRecord> {
-    let path = record_path(run_dir, number);
-    let bytes = std::fs::read(&path).map_err(|e| {
-        Error::Config(format!(
-            "cannot read call {number} ({}): {e}",
-            path.display()
-        ))
+fn no_number(log: &Path, at: Location) -> Error {
+    Error::Config(format!(
+        "{} at offset {}: a line that is not a call record (no number)",
+        segment::segment_path(log, at.segment).display(),
+        at.offset
+    ))
+}
+
+/// Every record line of a run, in order: calls `f` with its location and bytes (whole
+/// lines only; a line cut short at the end of the log is not one). Stops at `f`'s first
+/// error.
+pub fn for_each_record_line(
+    run_dir: &Path,
+    f: impl FnMut(Location, &[u8]) -> Result<()>,
+) -> Result<()> {
+    let log = log_dir(run_dir);
+    check_format(&log)?;
+    segment::for_each_line(&log, None, f)
+}
+
+/// Every record of a run with where it lies, in order. An absent `llm_log/` holds none.
+pub fn record_locations(run_dir: &Path) -> Result<Vec<(u64, Location)>> {
+    let log = log_dir(run_dir);
+    let mut found = Vec::new();
+    for_each_record_line(run_dir, |at, line| {
+        let n = segment::line_number(line).ok_or_else(|| no_number(&log, at))?;
+        found.push((n, at));
+        Ok(())
     })?;
-    let record: CallRecord = serde_json::from_slice(&bytes).map_err(|e| {
+    Ok(found)
+}
+
+/// The numbers of the records in a run directory, in order.
+pub fn record_numbers(run_dir: &Path) -> Result<Vec<u64>> {
+    Ok(record_locations(run_dir)?
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect())
+}
+
+/// The last record of a log folder and where it lies, read from its last non-empty
+/// segment alone.
+pub(crate) fn last_record(log: &Path) -> Result<Option<(u64, Location)>> {
+    for segment in segment::segment_ids(log)?.into_iter().rev() {
+        let bytes = segment::read_segment(log, segment)?;
+        if let Some((offset, line)) = segment::lines(&bytes, 0).last() {
+            let at = Location {
+                segment,
+                offset,
+                len: line.len() as u32,
+            };
+            let n = segment::line_number(line).ok_or_else(|| no_number(log, at))?;
+            return Ok(Some((n, at)));
+        }
+    }
+    Ok(None)
+}
+
+/// Parses a record line, checking its format.
+pub(crate) fn parse_record(line: &[u8], log: &Path, at: Location) -> Result<CallRecord> {
+    let place = || {
+        format!(
+            "{} at offset {}",
+            segment::segment_path(log, at.segment).display(),
+            at.offset
+        )
+    };
+    let record: CallRecord = serde_json::from_slice(line).map_err(|e| {
         Error::Config(format!(
             "{}: not a call record of format {}: {e}",
-            path.display(),
+            place(),
             super::FORMAT
         ))
     })?;
     if record.format != super::FORMAT {
         return Err(Error::Config(format!(
             "{}: record format {} is not one this version reads (it reads {})",
-            path.display(),
+            place(),
             record.format,
             super::FORMAT
         )));
@@ -59,10 +109,54 @@ pub fn read_record(run_dir: &Path, number: u64) -> Result<CallRecord> {
     Ok(record)
 }
 
+/// Reads the record at `at` in a run directory.
+pub fn read_record_at(run_dir: &Path, at: Location) -> Result<CallRecord> {
+    let log = log_dir(run_dir);
+    let line = segment::read_line(&log, at)?;
+    parse_record(&line, &log, at)
+}
+
+/// Where record `number` lies: looked up in `calls.sqlite`, else found by reading the
+/// segments.
+pub fn record_location(run_dir: &Path, number: u64) -> Result<Location> {
+    let log = log_dir(run_dir);
+    if let Some(at) = super::index::location(run_dir, number) {
+        // The index is a cache: the line must be there and be that record.
+        if segment::read_line(&log, at)
+            .ok()
+            .and_then(|l| segment::line_number(&l))
+            == Some(number)
+        {
+            return Ok(at);
+        }
+    }
+    let all = record_locations(run_dir)?;
+    if let Some((_, at)) = all.iter().find(|(n, _)| *n == number) {
+        return Ok(*at);
+    }
+    let holds = match (all.first(), all.last()) {
+        (Some((first, _)), Some((last, _))) => format!("it holds calls {first} to {last}"),
+        _ => "it holds no calls".to_string(),
+    };
+    Err(Error::Config(format!(
+        "cannot read call {number}: {} has no such record ({holds})",
+        log.display()
+    )))
+}
+
+/// Reads record `number`.
+pub fn read_record(run_dir: &Path, number: u64) -> Result<CallRecord> {
+    read_record_at(run_dir, record_location(run_dir, number)?)
+}
+
 /// Reads every record of a run, in number order.
 pub fn read_records(run_dir: &Path) -> Result<Vec<CallRecord>> {
-    record_numbers(run_dir)?
-        .into_iter()
-        .map(|n| read_record(run_dir, n))
-        .collect()
+    let log = log_dir(run_dir);
+    check_format(&log)?;
+    let mut records = Vec::new();
+    segment::for_each_line(&log, None, |at, line| {
+        records.push(parse_record(line, &log, at)?);
+        Ok(())
+    })?;
+    Ok(records)
 }

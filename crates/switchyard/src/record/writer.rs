@@ -1,17 +1,20 @@
-//! The recorder: numbers finished calls, writes each record atomically, and feeds the
-//! calls index.
+//! The recorder: numbers finished calls, appends each record to the call log, and feeds
+//! the calls index.
 //!
 //! One writer thread takes finished calls from a channel in the order they finished,
-//! gives each the next number, writes it to a temporary file and renames it into place,
-//! in number order. A call's future waits for its record before it returns, so a call
-//! the program saw finish is on disk; and since records are renamed in number order by
-//! one thread, a `kill -9` leaves a gap-free prefix and never a torn file. The SQLite
-//! index is fed from there by a second thread, in batched transactions, off every
-//! caller's path.
+//! gives each the next number and appends it as one line to the current segment
+//! (`llm_log/segment-NNNNNN.jsonl`). Records that queued up while it wrote are written
+//! together, in one `write` (group commit). A call's future waits until its line is
+//! written before it returns, so a call the program saw finish is on disk; lines are
+//! appended in number order by one thread, so a `kill -9` leaves a gap-free prefix, and
+//! a line cut short (a write interrupted by the kill) has no newline and is not a record
+//! to any reader. The SQLite index is fed from there by a second thread, in batched
+//! transactions, off every caller's path.
 
 use super::index::{IndexRow, IndexWriter};
-use super::read::record_numbers;
-use super::run_dir::{LOG_DIR, RUN_FILE};
+use super::read::{last_record, log_dir};
+use super::run_dir::RUN_FILE;
+use super::segment::{self, Location, SEGMENT_BYTES};
 use super::{CallRecord, RunInfo};
 use crate::error::{Error, Result};
 use std::io::Write;
@@ -23,12 +26,13 @@ use std::thread::JoinHandle;
 /// How hard a record is pushed to disk before the call returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Durability {
-    /// Written and renamed into place: survives the process being killed (the
-    /// operating system holds the data), not a power cut. The default.
+    /// Written to the segment: survives the process being killed (the operating system
+    /// holds the data), not a power cut. The default.
     #[default]
     Process,
-    /// Also `fsync`ed (file and folder) before the rename is acknowledged: survives a
-    /// power cut, at the cost of a disk flush per batch of records.
+    /// Also `fsync`ed (the segment, and the folder when a segment is created) before the
+    /// call returns: survives a power cut, at the cost of a disk flush per batch of
+    /// records.
     Disk,
 }
 
@@ -90,41 +94,39 @@ impl Recorder {
     /// Opens `dir` for a new run (refused when it already holds one, unless
     /// `options.resume`), writes `run.yaml` and starts the writer threads.
     pub fn create(dir: &Path, run: &RunInfo, options: RecorderOptions) -> Result<Arc<Recorder>> {
-        let log = dir.join(LOG_DIR);
+        let log = log_dir(dir);
         let run_file = dir.join(RUN_FILE);
-        let existing = record_numbers(dir).unwrap_or_default();
-        let holds_run = run_file.exists() || !existing.is_empty();
+        if segment::holds_format_1(&log) {
+            return Err(Error::Config(format!(
+                "{} holds records of format 1 (one file per call); this version writes format {}: name another directory with --log",
+                log.display(),
+                super::FORMAT
+            )));
+        }
+        let last = last_record(&log)?;
+        let holds_run = run_file.exists() || last.is_some();
         if holds_run && !options.resume {
             return Err(Error::Config(format!(
                 "{} already holds a run ({} recorded calls); pass --resume to append to it, or name another directory with --log",
                 dir.display(),
-                existing.len()
+                last.map_or(0, |(n, _)| n)
             )));
         }
         std::fs::create_dir_all(&log).map_err(|e| io_error("create", &log, e))?;
-        // Temporary files of a run that was killed are not records: clear them.
-        if let Ok(entries) = std::fs::read_dir(&log) {
-            for entry in entries.flatten() {
-                if entry.file_name().to_string_lossy().ends_with(".tmp") {
-                    let _ = std::fs::remove_file(entry.path());
-                }
-            }
-        }
         if !run_file.exists() {
             let text = serde_yaml_ng::to_string(&run.to_value())
                 .map_err(|e| Error::Config(format!("recording: cannot write run.yaml: {e}")))?;
             write_atomic(&run_file, text.as_bytes(), options.durability)
                 .map_err(|e| io_error("write", &run_file, e))?;
         }
-        let next = existing.last().copied().unwrap_or(0) + 1;
+        let next = last.map_or(0, |(n, _)| n) + 1;
+        let segments = SegmentWriter::open(&log, options.durability)?;
         let index = IndexWriter::open(dir)?;
         let (tx, rx) = mpsc::channel::<Job>();
         let failure = Arc::new(Mutex::new(None));
-        let thread_log = log.clone();
-        let durability = options.durability;
         let thread = std::thread::Builder::new()
             .name("switchyard-recorder".into())
-            .spawn(move || writer_loop(rx, thread_log, next, durability, index))
+            .spawn(move || writer_loop(rx, segments, next, index))
             .map_err(|e| Error::Config(format!("recording: cannot start the writer: {e}")))?;
         Ok(Arc::new(Recorder {
             dir: dir.to_path_buf(),
@@ -236,20 +238,110 @@ impl Drop for Recorder {
     }
 }
 
-/// The records' file name: the number zero-padded to 8 digits.
-pub(crate) fn file_name(number: u64) -> String {
-    format!("{number:08}.json")
+/// Appends record lines to the log's segments.
+struct SegmentWriter {
+    log: PathBuf,
+    segment: u32,
+    file: std::fs::File,
+    len: u64,
+    durability: Durability,
+}
+
+impl SegmentWriter {
+    /// Opens the last segment for appending (creating the first), truncating a line cut
+    /// short at its end (a write interrupted by a kill or a power cut: not a record).
+    fn open(log: &Path, durability: Durability) -> Result<SegmentWriter> {
+        let segment = segment::segment_ids(log)?.last().copied().unwrap_or(1);
+        let path = segment::segment_path(log, segment);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| io_error("open", &path, e))?;
+        let bytes = std::fs::read(&path).map_err(|e| io_error("read", &path, e))?;
+        let len = segment::complete_len(&bytes);
+        if len < bytes.len() as u64 {
+            tracing::warn!(
+                "{}: dropping {} bytes of a record line cut short at its end",
+                path.display(),
+                bytes.len() as u64 - len
+            );
+            file.set_len(len)
+                .map_err(|e| io_error("truncate", &path, e))?;
+        }
+        if durability == Durability::Disk {
+            sync_dir(log);
+        }
+        Ok(SegmentWriter {
+            log: log.to_path_buf(),
+            segment,
+            file,
+            len,
+            durability,
+        })
+    }
+
+    /// Appends `lines` (whole lines) in one write; gives the segment and the offset they
+    /// start at. A failed write is cut off again, so no partial line stays.
+    fn append(&mut self, lines: &[u8]) -> std::io::Result<(u32, u64)> {
+        if self.len >= SEGMENT_BYTES {
+            let next = self.segment + 1;
+            let path = segment::segment_path(&self.log, next);
+            self.file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)?;
+            self.segment = next;
+            self.len = 0;
+            if self.durability == Durability::Disk {
+                sync_dir(&self.log);
+            }
+        }
+        let at = self.len;
+        if let Err(e) = self.file.write_all(lines) {
+            let _ = self.file.set_len(at);
+            return Err(e);
+        }
+        if self.durability == Durability::Disk {
+            self.file.sync_data()?;
+        }
+        self.len += lines.len() as u64;
+        Ok((self.segment, at))
+    }
+
+    fn path(&self) -> PathBuf {
+        segment::segment_path(&self.log, self.segment)
+    }
+}
+
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+/// A record serialised into the batch, waiting for the batch's write.
+struct Pending {
+    ack: Option<Ack>,
+    number: u64,
+    row: IndexRow,
+    start: usize,
+    len: usize,
 }
 
 fn writer_loop(
     rx: mpsc::Receiver<Job>,
-    log: PathBuf,
+    mut segments: SegmentWriter,
     mut next: u64,
-    durability: Durability,
     index: IndexWriter,
 ) -> Option<String> {
     let mut failure = None;
-    let mut buf = Vec::with_capacity(16 * 1024);
+    let mut buf = Vec::with_capacity(256 * 1024);
+    let placeholder = Location {
+        segment: 0,
+        offset: 0,
+        len: 0,
+    };
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         while batch.len() < 256 {
@@ -258,40 +350,68 @@ fn writer_loop(
                 Err(_) => break,
             }
         }
-        let mut done = Vec::with_capacity(batch.len());
+        buf.clear();
+        let mut pending: Vec<Pending> = Vec::with_capacity(batch.len());
         for job in batch {
             let mut record = job.record;
             finish_record(&mut record, job.raw);
-            record.number = next;
-            buf.clear();
-            let result = serde_json::to_writer(&mut buf, &record)
-                .map_err(|e| format!("recording: cannot serialise call {next}: {e}"))
-                .and_then(|_| {
-                    let path = log.join(file_name(next));
-                    write_atomic(&path, &buf, durability)
-                        .map_err(|e| format!("recording: cannot write {}: {e}", path.display()))
-                });
-            match result {
+            let number = next + pending.len() as u64;
+            record.number = number;
+            let start = buf.len();
+            match serde_json::to_writer(&mut buf, &record) {
                 Ok(()) => {
-                    index.push(IndexRow::new(&record));
-                    done.push((job.ack, Ok(next)));
-                    next += 1;
+                    let len = buf.len() - start;
+                    buf.push(b'\n');
+                    pending.push(Pending {
+                        ack: job.ack,
+                        number,
+                        row: IndexRow::new(&record, placeholder),
+                        start,
+                        len,
+                    });
                 }
-                Err(m) => {
+                Err(e) => {
+                    buf.truncate(start);
+                    let m = format!("recording: cannot serialise call {number}: {e}");
                     failure.get_or_insert_with(|| m.clone());
-                    done.push((job.ack, Err(m)));
+                    if let Some(ack) = job.ack {
+                        let _ = ack.send(Err(m));
+                    }
                 }
             }
         }
-        if durability == Durability::Disk {
-            // The renames themselves are made durable by syncing the folder.
-            if let Ok(d) = std::fs::File::open(&log) {
-                let _ = d.sync_all();
-            }
+        if pending.is_empty() {
+            continue;
         }
-        for (ack, result) in done {
-            if let Some(ack) = ack {
-                let _ = ack.send(result);
+        match segments.append(&buf) {
+            Ok((segment, offset)) => {
+                next += pending.len() as u64;
+                for p in pending {
+                    let mut row = p.row;
+                    row.set_location(Location {
+                        segment,
+                        offset: offset + p.start as u64,
+                        len: p.len as u32,
+                    });
+                    index.push(row);
+                    if let Some(ack) = p.ack {
+                        let _ = ack.send(Ok(p.number));
+                    }
+                }
+            }
+            Err(e) => {
+                let m = format!(
+                    "recording: cannot write calls {}-{} to {}: {e}",
+                    next,
+                    next + pending.len() as u64 - 1,
+                    segments.path().display()
+                );
+                failure.get_or_insert_with(|| m.clone());
+                for p in pending {
+                    if let Some(ack) = p.ack {
+                        let _ = ack.send(Err(m.clone()));
+                    }
+                }
             }
         }
     }

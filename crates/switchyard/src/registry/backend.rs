@@ -47,6 +47,9 @@ pub struct Backend {
     /// For `claude-code` and `codex`: the program to run (and arguments put before
     /// Switchyard's own), when not the CLI's usual name on `PATH`.
     pub command: Option<Resolved<Vec<String>>>,
+    /// For `replay`: the recorded run's call log (`<run_dir>/llm_log`, or the run
+    /// directory itself).
+    pub log: Option<Resolved<String>>,
     /// Every layer that contributed to this backend, lowest first.
     pub layers: Vec<Layer>,
 }

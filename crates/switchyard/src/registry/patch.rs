@@ -29,6 +29,7 @@ pub const FIELDS: &[&str] = &[
     "models",
     "from",
     "command",
+    "log",
 ];
 
 /// Every field a price accepts.
@@ -54,6 +55,7 @@ pub struct BackendPatch {
     pub models: BTreeMap<String, String>,
     pub from: Option<(String, Location)>,
     pub command: Option<Vec<String>>,
+    pub log: Option<String>,
 }
 
 impl BackendPatch {
@@ -77,6 +79,7 @@ impl BackendPatch {
             models: BTreeMap::new(),
             from: None,
             command: None,
+            log: None,
         }
     }
 }
@@ -514,6 +517,15 @@ pub(crate) fn parse_field(
             other => errors.push(wrong(src, &path, "a whole number of tokens", other)),
         },
         "command" => patch.command = command_field(src, &path, v, errors),
+        "log" => match v {
+            Value::String(s) if !s.trim().is_empty() => patch.log = Some(s.clone()),
+            other => errors.push(wrong(
+                src,
+                &path,
+                "the path of a recorded call log (`<run_dir>/llm_log`, or the run directory)",
+                other,
+            )),
+        },
         "from" => match v {
             Value::String(s) => patch.from = Some((s.clone(), src.loc(&path))),
             other => errors.push(wrong(src, &path, "the name of another backend", other)),

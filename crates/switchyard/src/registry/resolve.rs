@@ -28,6 +28,7 @@ struct Draft {
     models: BTreeMap<String, Resolved<String>>,
     from: Option<Resolved<String>>,
     command: Option<Resolved<Vec<String>>>,
+    log: Option<Resolved<String>>,
     layers: Vec<Layer>,
 }
 
@@ -66,6 +67,7 @@ impl Draft {
             models: source.models.clone(),
             from: None,
             command: source.command.clone(),
+            log: source.log.clone(),
             layers: source.layers.clone(),
         }
     }
@@ -96,6 +98,7 @@ impl Draft {
         set(&mut self.context_window, &p.context_window, layer);
         set(&mut self.developer_role, &p.developer_role, layer);
         set(&mut self.command, &p.command, layer);
+        set(&mut self.log, &p.log, layer);
         merge(&mut self.prices, &p.prices, layer);
         merge(&mut self.extra_body, &p.extra_body, layer);
         merge(&mut self.models, &p.models, layer);
@@ -145,6 +148,7 @@ impl Draft {
             models: self.models,
             from: self.from,
             command: self.command,
+            log: self.log,
             layers: self.layers,
         }
     }
@@ -207,6 +211,21 @@ impl<'a> Resolver<'a> {
                         field: "command".into(),
                         kind: backend.kind.value.to_string(),
                         kinds: vec![Kind::ClaudeCode.to_string(), Kind::Codex.to_string()],
+                    },
+                ));
+                self.failed.push(name.to_string());
+                return None;
+            }
+        }
+        if let Some(log) = &backend.log {
+            if backend.kind.value != Kind::Replay {
+                self.errors.push(ConfigError::new(
+                    Location::source(log.layer.to_string()),
+                    ConfigProblem::FieldNotForKind {
+                        backend: name.to_string(),
+                        field: "log".into(),
+                        kind: backend.kind.value.to_string(),
+                        kinds: vec![Kind::Replay.to_string()],
                     },
                 ));
                 self.failed.push(name.to_string());

@@ -592,6 +592,11 @@ fn build_llm(
     let (inner, total): (Arc<dyn CallableBackend>, _) = match custom {
         Some(c) => (c, info.policy.total_timeout),
         None => match (info.backend.kind.value, info.dialect) {
+            // A replay answers for the role of the same name in the recorded run.
+            (Kind::Replay, _) => (
+                crate::connect::replay_backend(&info.backend, Some(&info.name))?,
+                None,
+            ),
             (Kind::Http, Some(d)) => (
                 Arc::new(crate::connect::http_backend_pooled(
                     &info.backend,

@@ -61,6 +61,10 @@ impl Backend for RoleBackend {
         self.inner.name()
     }
 
+    fn reported_cost(&self, raw: &[u8]) -> Option<f64> {
+        self.inner.reported_cost(raw)
+    }
+
     async fn complete(&self, call: &Call) -> Result<Reply> {
         let call = self.prepare(call);
         match self.total {

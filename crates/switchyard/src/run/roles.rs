@@ -413,6 +413,10 @@ fn parse_key(
                         value: s.clone(),
                         loc: loc.clone(),
                     });
+                    // The anonymous backend carries it too, as a registry backend would.
+                    let mut p = BackendPatch::empty(&format!("role:{name}"), src.layer.clone());
+                    p.log = Some(s.clone());
+                    inline.patches.push(p);
                 }
             }
             _ => errors.push(wrong(

@@ -103,6 +103,10 @@ impl Backend for ClaudeCodeBackend {
         &self.config.name
     }
 
+    fn reported_cost(&self, raw: &[u8]) -> Option<f64> {
+        reported_cost(raw)
+    }
+
     async fn complete(&self, call: &Call) -> Result<Reply> {
         let invocation = self.invocation(call)?;
         let scratch = Scratch::new(&self.config.name)?;

@@ -20,6 +20,7 @@
 //! # Ok(()) }
 //! ```
 
+mod budgets;
 mod call;
 pub mod config;
 mod count_tokens;
@@ -33,6 +34,7 @@ mod passthrough;
 mod raw;
 mod routes;
 mod server;
+mod store;
 mod translate;
 mod upstream;
 

@@ -54,13 +54,10 @@ async fn serve(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), Stri
             .listen
             .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080))),
     };
-    if let Some(dir) = args.data_dir.clone().or(gateway_config.store.clone()) {
-        std::fs::create_dir_all(&dir).map_err(|e| {
-            format!(
-                "error: cannot create the data directory {}: {e}",
-                dir.display()
-            )
-        })?;
+    // `--data-dir` wins over the config's `store:`; the store is opened (appending to the
+    // calls already there) by the gateway.
+    if let Some(dir) = args.data_dir.clone() {
+        gateway_config.store = Some(dir);
     }
     let gateway =
         Gateway::new(&gateway_config, config.registry, Arc::new(ProcessEnv)).map_err(|errors| {
@@ -80,6 +77,13 @@ async fn serve(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), Stri
         .local_addr()
         .map_err(|e| format!("error: cannot read the bound address: {e}"))?;
     println!("{}", banner(bound, gateway.has_keys(), _mock.is_some()));
+    match gateway.store_dir() {
+        Some(dir) => println!(
+            "recording every call into {} (switchyard log stats {0})",
+            dir.display()
+        ),
+        None => println!("not recording calls: pass --data-dir DIR (or `store:` in the config)"),
+    }
     let _ = std::io::stdout().flush();
     gateway
         .serve(listener, shutdown_signal())

@@ -80,9 +80,18 @@ impl Meter {
         }
     }
 
-    /// The body the client sent (a reference count, no copy).
+    /// The body the client sent (kept for the record when nothing goes upstream).
     pub fn set_client_body(&mut self, body: &Bytes) {
         self.client_body = Some(body.clone());
+    }
+
+    /// The body as sent upstream.
+    pub fn set_sent_body(&mut self, body: Option<Bytes>) {
+        // The client's body is needed only when nothing was sent.
+        if body.is_some() {
+            self.client_body = None;
+        }
+        self.draft.sent_body = body.as_ref().map(crate::store::compact);
     }
 
     /// The key's budget reservation, settled with the call's cost when it ends.
@@ -217,7 +226,7 @@ impl Drop for Meter {
             store.submit(Finished {
                 summary: self.summary.clone(),
                 reference: std::mem::take(&mut self.reference),
-                client_body: self.client_body.take(),
+                client_body: self.client_body.take().as_ref().map(crate::store::compact),
                 started_at: self.started_at,
                 price: self.price,
                 draft: std::mem::take(&mut self.draft),

@@ -110,7 +110,7 @@ pub async fn forward(
         .apply(request)
         .await
         .map_err(|e| ApiError::from_upstream(&e))?;
-    meter.draft().sent_body = Some(sent_body);
+    meter.set_sent_body(Some(sent_body));
     meter.sent();
     let mut failures: HashMap<RetryReason, usize> = HashMap::new();
     let mut tries = Tries::default();
@@ -193,7 +193,10 @@ pub async fn forward(
             if let Some(u) = reply.usage {
                 meter.usage(u);
             }
-            // Already decoded for its usage: the record takes it as it is.
+            // Already decoded for its usage: the record takes it as it is (its bytes are
+            // kept once, above).
+            let mut reply = reply;
+            reply.raw = Bytes::new();
             meter.draft().reply = Some(reply);
         }
         meter.outcome(status.as_u16(), None);

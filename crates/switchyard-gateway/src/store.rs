@@ -22,6 +22,9 @@ use switchyard::registry::Price;
 use switchyard::{Dialect, Recorder, RecorderOptions, RunInfo};
 use switchyard_wire::{codec, ByteStreamDecoder, Reply, Request};
 
+/// Records queued in the recorder at most (its writer takes batches of up to 256).
+const WINDOW: usize = 512;
+
 /// What a call kept for its record while it ran.
 #[derive(Debug, Default)]
 pub struct Draft {
@@ -40,11 +43,22 @@ pub struct Draft {
 }
 
 impl Draft {
-    /// Keeps a chunk of the reply as received (a reference count, no copy).
+    /// Keeps a chunk of the reply as received.
     pub fn keep(&mut self, bytes: &Bytes) {
         if !bytes.is_empty() {
-            self.raw.push(bytes.clone());
+            self.raw.push(compact(bytes));
         }
+    }
+}
+
+/// Bytes to keep until the record is written: a small slice is copied, because a `Bytes`
+/// cut from the connection's read buffer keeps that whole buffer (several times its own
+/// size) alive while the call waits for the writer; a large one is shared as it is.
+pub fn compact(bytes: &Bytes) -> Bytes {
+    if bytes.len() <= 16 * 1024 {
+        Bytes::copy_from_slice(bytes)
+    } else {
+        bytes.clone()
     }
 }
 
@@ -100,11 +114,19 @@ impl Store {
         let thread = std::thread::Builder::new()
             .name("switchyard-gateway-store".into())
             .spawn(move || {
+                // At most WINDOW records are queued in the recorder at once: a backlog
+                // (a load above what the writer can write) waits here as the calls' kept
+                // bytes, not as built records several times their size.
+                let mut queued = std::collections::VecDeque::with_capacity(WINDOW);
                 while let Ok(call) = rx.recv() {
-                    // Queued now; the recorder's writer puts it in place. The future only
-                    // reports the number, so it is not awaited.
-                    drop(thread_recorder.submit(build_record(call)));
+                    queued.push_back(thread_recorder.submit(build_record(call)));
+                    if queued.len() >= WINDOW {
+                        if let Some(oldest) = queued.pop_front() {
+                            futures::executor::block_on(oldest);
+                        }
+                    }
                 }
+                // What is still queued is written by the recorder's close.
             })
             .map_err(|e| format!("cannot start the gateway's store thread: {e}"))?;
         Ok(Store {

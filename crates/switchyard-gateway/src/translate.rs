@@ -48,9 +48,8 @@ pub async fn forward(
     if !stream {
         let (outcome, sent) =
             switchyard::backend::capture_sent_body(target.llm.complete_detailed(request)).await;
-        let draft = meter.draft();
-        draft.sent_body = sent;
-        draft.attempts = attempt_records(&outcome.attempts);
+        meter.set_sent_body(sent);
+        meter.draft().attempts = attempt_records(&outcome.attempts);
         let mut reply = outcome.result.map_err(|e| failed(meter, &e))?;
         meter.answered();
         // The bytes as received (a reference count); the record decodes them itself.
@@ -72,9 +71,8 @@ pub async fn forward(
     }
     let (outcome, sent) =
         switchyard::backend::capture_sent_body(target.llm.stream_detailed(request)).await;
-    let draft = meter.draft();
-    draft.sent_body = sent;
-    draft.attempts = attempt_records(&outcome.attempts);
+    meter.set_sent_body(sent);
+    meter.draft().attempts = attempt_records(&outcome.attempts);
     let upstream = outcome.result.map_err(|e| failed(meter, &e))?;
     meter.answered();
     meter.head();
@@ -189,9 +187,13 @@ impl Drop for Relay {
     fn drop(&mut self) {
         // The stream is over (or the client left): the reply assembled so far and every
         // byte received go to the record.
-        let reply = self.upstream.reply();
+        let mut reply = self.upstream.reply();
+        let raw = std::mem::take(&mut reply.raw);
         let draft = self.meter.draft();
-        draft.keep(&reply.raw);
+        if !raw.is_empty() {
+            // Already a copy of its own (`ReplyStream::reply`).
+            draft.raw.push(raw);
+        }
         draft.reply = Some(reply);
     }
 }

@@ -9,15 +9,19 @@ BIN=${SWITCHYARD_BIN:-${CARGO_TARGET_DIR:-target}/release/switchyard}
 DUR=${DUR:-10s}
 MOCK_PORT=${MOCK_PORT:-4410}
 GW_PORT=${GW_PORT:-4411}
+# Metering into the store is on: every call is recorded under DATA_DIR (a fresh folder on
+# the work disk by default, removed at the end unless KEEP_DATA=1).
+mkdir -p "${CARGO_TARGET_DIR:-target}"
+DATA_DIR=${DATA_DIR:-$(mktemp -d "${CARGO_TARGET_DIR:-target}/gateway-bench.XXXXXX")}
 ulimit -n 65536 2>/dev/null || true
 
 "$BIN" mock --port "$MOCK_PORT" >/dev/null &
 MOCK_PID=$!
-"$BIN" serve --listen "127.0.0.1:$GW_PORT" --no-mock \
+"$BIN" serve --listen "127.0.0.1:$GW_PORT" --no-mock --data-dir "$DATA_DIR" \
   "backends.mock.base_url=http://127.0.0.1:$MOCK_PORT/v1" \
   "backends.upm.from=mock" "backends.upm.apis=[messages]" >/dev/null &
 GW_PID=$!
-trap 'kill $GW_PID $MOCK_PID 2>/dev/null || true' EXIT
+trap 'kill $GW_PID $MOCK_PID 2>/dev/null || true; [ "${KEEP_DATA:-0}" = 1 ] || rm -rf "$DATA_DIR"' EXIT
 sleep 0.5
 rss() { awk '/VmRSS/ {printf "%.1f MB", $2/1024}' "/proc/$1/status"; }
 echo "gateway idle RSS: $(rss $GW_PID)"
@@ -50,6 +54,14 @@ echo "== 1,000 concurrent streams held open (each ~2 s)"
 SLOW='{"model":"mock/lorem-20+delay-100ms","stream":true,"messages":[{"role":"user","content":"hi"}]}'
 python3 bench/streams.py 127.0.0.1:$GW_PORT $GW_PID 1000 "$SLOW"
 echo "gateway RSS after: $(rss $GW_PID)"
+
+echo "== the store"
+echo "gateway RSS before stopping: $(rss $GW_PID)"
+T0=$(date +%s.%N)
+kill -TERM $GW_PID; wait $GW_PID 2>/dev/null || true
+T1=$(date +%s.%N)
+echo "SIGTERM to exit (drain + every pending record written): $(python3 -c "print(f'{($T1-$T0)*1000:.0f} ms')")"
+echo "records: $(find "$DATA_DIR/llm_log" -name '*.json' | wc -l), index rows: $(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from llm_calls').fetchone()[0])" "$DATA_DIR/calls.sqlite"), size: $(du -sh "$DATA_DIR" | cut -f1)"
 
 echo "== start-up to serving (5 runs, ms)"
 for i in 1 2 3 4 5; do python3 bench/startup.py "$BIN" serve --no-mock; done | tr '\n' ' '; echo

@@ -45,6 +45,15 @@ pub async fn handle(state: Arc<State>, inbound: Inbound, request: Request) -> Re
         Ok(response) => response,
         Err(e) => {
             meter.outcome(e.status.as_u16(), Some(format!("{:?}", e.category)));
+            let draft = meter.draft();
+            if draft.error.is_none() {
+                draft.error = Some(switchyard::record::ErrorRecord {
+                    kind: format!("gateway:{:?}", e.category),
+                    message: e.message.clone(),
+                    provider: None,
+                    fields: serde_json::Map::new(),
+                });
+            }
             meter.complete();
             e.into_response_for(dialect)
         }
@@ -78,6 +87,7 @@ async fn run(
         Some(key)
     };
     let bytes = read_body(body, &parts.headers, state.max_body_bytes).await?;
+    meter.set_client_body(&bytes);
     let raw = RawBody::parse(&bytes).map_err(|m| ApiError::new(Category::BadRequest, m))?;
     let (requested, stream) = match &inbound.gemini {
         Some((model, stream)) => (model.clone(), *stream),
@@ -91,6 +101,7 @@ async fn run(
             (model, raw.bool("stream").unwrap_or(false))
         }
     };
+    meter.set_requested(&requested);
     let reference = state.upstreams.resolve(&requested)?;
     if let Some(key) = &key {
         let full = reference.to_string();
@@ -121,7 +132,11 @@ async fn run(
         })?;
     }
     if inbound.count_tokens {
+        meter.not_recorded();
         return count_tokens::answer(&target, &raw, &bytes, &parts.headers, meter).await;
+    }
+    if let Some(budget) = key.as_ref().and_then(|k| k.budget.as_ref().map(|b| (k, b))) {
+        meter.set_reservation(budget.1.reserve(&budget.0.name)?);
     }
     if passthrough {
         passthrough::forward(

@@ -51,6 +51,9 @@ pub struct ApiError {
     pub retry_after: Option<Duration>,
     /// Numbers of a context overflow, to write the message each client pattern-matches.
     pub context: Option<(Option<u64>, Option<u64>)>,
+    /// Sent with `x-should-retry: false`, which the official OpenAI and Anthropic SDKs
+    /// obey: retrying cannot help (a spent budget).
+    pub no_retry: bool,
 }
 
 impl ApiError {
@@ -62,6 +65,7 @@ impl ApiError {
             message: message.into(),
             retry_after: None,
             context: None,
+            no_retry: false,
         }
     }
 
@@ -125,6 +129,12 @@ impl ApiError {
         out
     }
 
+    /// Marks the error as one a client should not retry (`x-should-retry: false`).
+    pub fn not_retryable(mut self) -> Self {
+        self.no_retry = true;
+        self
+    }
+
     /// Sets `Retry-After`.
     pub fn with_retry_after(mut self, after: Duration) -> Self {
         self.retry_after = Some(after);
@@ -146,6 +156,11 @@ impl ApiError {
             body.to_string(),
         )
             .into_response();
+        if self.no_retry {
+            response
+                .headers_mut()
+                .insert("x-should-retry", HeaderValue::from_static("false"));
+        }
         if let Some(after) = self.retry_after {
             let secs = after.as_secs_f64().ceil().max(1.0) as u64;
             if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {

@@ -18,8 +18,8 @@ pub struct Key {
     pub models: Vec<String>,
     /// Its request and token rates.
     pub limiter: RateLimiter,
-    /// Its budget in USD, enforced once cost is recorded (see the recording issue).
-    pub budget_usd: Option<f64>,
+    /// Its budget in USD per period, counted with the calls' cost.
+    pub budget: Option<crate::budgets::KeyBudget>,
 }
 
 impl Key {
@@ -79,7 +79,13 @@ impl Keys {
                 name: spec.name.clone(),
                 models: spec.models.clone(),
                 limiter: RateLimiter::new(spec.rpm, spec.tpm),
-                budget_usd: spec.budget_usd,
+                budget: spec.budget_usd.map(|usd| {
+                    crate::budgets::KeyBudget::new(
+                        usd,
+                        spec.budget_period
+                            .unwrap_or(crate::config::BudgetPeriod::Total),
+                    )
+                }),
             });
             if let Some(other) = keys.by_digest.insert(digest, key) {
                 errors.push(format!(
@@ -93,6 +99,11 @@ impl Keys {
         } else {
             Err(errors)
         }
+    }
+
+    /// Every key.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Key>> {
+        self.by_digest.values()
     }
 
     /// True when no key is configured (every caller is let in, on loopback only).
@@ -220,7 +231,7 @@ mod tests {
             name: "k".into(),
             models: vec!["mock/*".into(), "gpt-5.4".into()],
             limiter: RateLimiter::new(None, None),
-            budget_usd: None,
+            budget: None,
         };
         assert!(k.allows("mock/echo", "mock/echo"));
         assert!(k.allows("gpt-5.4", "vllm/qwen"));

@@ -1,8 +1,9 @@
 //! `switchyard serve`: one HTTP endpoint that any OpenAI, Anthropic or Gemini client can
 //! be pointed at. A request in the backend's own dialect is passed through with minimal
 //! edits (the model id, `extra_body`, the backend's key); any other is translated through
-//! the canonical types, streamed chunk by chunk. Every call is metered (`/metrics`, and
-//! the [`CallRecorder`] hook), client keys and rate limits are checked, bodies are
+//! the canonical types, streamed chunk by chunk. Every call is metered (`/metrics`, the
+//! [`CallRecorder`] hook, and the store: a run directory of full call records when the
+//! config names one), client keys, their rate limits and budgets are checked, bodies are
 //! bounded, and a client that goes away cancels its upstream call.
 //!
 //! ```no_run
@@ -20,6 +21,7 @@
 //! # Ok(()) }
 //! ```
 
+mod budgets;
 mod call;
 pub mod config;
 mod count_tokens;
@@ -33,6 +35,7 @@ mod passthrough;
 mod raw;
 mod routes;
 mod server;
+mod store;
 mod translate;
 mod upstream;
 

@@ -1,13 +1,18 @@
 //! One call's meter: filled in as the call goes, recorded exactly once when it is dropped
 //! (after the last byte of a stream, or when a client goes away mid-stream), so no
-//! finished call is lost and the stream is never held back for it.
+//! finished call is lost and the stream is never held back for it. When it is dropped it
+//! settles the key's budget, counts the call in the metrics and hands the call, with the
+//! bytes it kept as they passed, to the store (see [`crate::store`]).
 
 use crate::keys::Key;
 use crate::metrics::{cost, CallSummary};
 use crate::server::State;
+use crate::store::{Draft, Finished};
 use crate::upstream::Target;
+use bytes::Bytes;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
+use switchyard::budget::Reservation;
 use switchyard::{Dialect, Usage};
 
 /// A call being metered.
@@ -21,6 +26,12 @@ pub struct Meter {
     answered: Option<Instant>,
     head: Option<Instant>,
     done: bool,
+    started_at: SystemTime,
+    reference: String,
+    client_body: Option<Bytes>,
+    reservation: Option<Reservation>,
+    record: bool,
+    draft: Draft,
 }
 
 impl Meter {
@@ -52,7 +63,50 @@ impl Meter {
             answered: None,
             head: None,
             done: false,
+            started_at: SystemTime::now(),
+            reference: String::new(),
+            client_body: None,
+            reservation: None,
+            record: true,
+            draft: Draft::default(),
         }
+    }
+
+    /// The model name the client asked for (the record's reference until a target is
+    /// chosen).
+    pub fn set_requested(&mut self, model: &str) {
+        if self.reference.is_empty() {
+            self.reference = model.to_string();
+        }
+    }
+
+    /// The body the client sent (kept for the record when nothing goes upstream).
+    pub fn set_client_body(&mut self, body: &Bytes) {
+        self.client_body = Some(body.clone());
+    }
+
+    /// The body as sent upstream.
+    pub fn set_sent_body(&mut self, body: Option<Bytes>) {
+        // The client's body is needed only when nothing was sent.
+        if body.is_some() {
+            self.client_body = None;
+        }
+        self.draft.sent_body = body.as_ref().map(crate::store::compact);
+    }
+
+    /// The key's budget reservation, settled with the call's cost when it ends.
+    pub fn set_reservation(&mut self, reservation: Reservation) {
+        self.reservation = Some(reservation);
+    }
+
+    /// Not a model call (`count_tokens`): metered, not recorded in the store.
+    pub fn not_recorded(&mut self) {
+        self.record = false;
+    }
+
+    /// What the record will hold (body as sent, raw bytes, attempts…).
+    pub fn draft(&mut self) -> &mut Draft {
+        &mut self.draft
     }
 
     /// The client key.
@@ -66,6 +120,7 @@ impl Meter {
         self.summary.backend = target.backend.clone();
         self.summary.model = target.model.clone();
         self.summary.upstream_dialect = Some(target.dialect);
+        self.reference = target.reference.clone();
         self.summary.stream = stream;
         self.summary.passthrough = passthrough;
         self.price = target.price;
@@ -126,6 +181,12 @@ impl Meter {
             answered: self.answered,
             head: self.head,
             done: self.done,
+            started_at: self.started_at,
+            reference: std::mem::take(&mut self.reference),
+            client_body: self.client_body.take(),
+            reservation: self.reservation.take(),
+            record: self.record,
+            draft: std::mem::take(&mut self.draft),
         }
     }
 }
@@ -156,6 +217,20 @@ impl Drop for Meter {
         if let (Some(key), Some(usage)) = (&self.key, &s.usage) {
             key.limiter.charge_tokens(usage.total());
         }
+        if let Some(r) = self.reservation.take() {
+            let cost = switchyard::cost::call_cost(self.price.as_ref(), s.usage.as_ref());
+            r.settle(s.usage.as_ref(), cost);
+        }
         state.metrics.finished(s);
+        if let (Some(store), true) = (&state.store, self.record) {
+            store.submit(Finished {
+                summary: self.summary.clone(),
+                reference: std::mem::take(&mut self.reference),
+                client_body: self.client_body.take().as_ref().map(crate::store::compact),
+                started_at: self.started_at,
+                price: self.price,
+                draft: std::mem::take(&mut self.draft),
+            });
+        }
     }
 }

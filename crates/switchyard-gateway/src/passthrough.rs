@@ -18,7 +18,9 @@ use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::{json, Value};
 use std::collections::HashMap;
+use std::time::{Duration, Instant, SystemTime};
 use switchyard::backend::http::ANTHROPIC_VERSION;
+use switchyard::record::{AttemptRecord, ErrorRecord};
 use switchyard::{classify, retry_hint, Dialect, RetryPolicy, RetryReason};
 use switchyard_wire::sse::{write_event, SseParser};
 use switchyard_wire::{codec, ByteStreamDecoder, Event};
@@ -80,6 +82,7 @@ pub async fn forward(
         body = developer_as_system(&body, dialect).unwrap_or(body);
     }
 
+    let sent_body = body.clone();
     let mut request = target
         .client
         .post(config.endpoint.url(stream))
@@ -107,12 +110,15 @@ pub async fn forward(
         .apply(request)
         .await
         .map_err(|e| ApiError::from_upstream(&e))?;
+    meter.set_sent_body(Some(sent_body));
     meter.sent();
     let mut failures: HashMap<RetryReason, usize> = HashMap::new();
+    let mut tries = Tries::default();
     let (status, out_headers, response) = loop {
         let attempt = request.try_clone().ok_or_else(|| {
             ApiError::new(Category::Internal, "the request could not be sent again")
         })?;
+        tries.start();
         let response = match attempt.send().await {
             Ok(r) => r,
             Err(e) => {
@@ -120,9 +126,12 @@ pub async fn forward(
                     backend: target.backend.clone(),
                     message: chain(&e),
                 };
-                if wait_to_retry(&target.retry, &error, &mut failures).await {
+                tries.end(meter, None, Some(&error));
+                if let Some(wait) = wait_to_retry(&target.retry, &error, &mut failures).await {
+                    tries.waited(wait);
                     continue;
                 }
+                meter.draft().error = Some(ErrorRecord::new(&error));
                 return Err(ApiError::new(
                     Category::Upstream,
                     format!(
@@ -142,6 +151,8 @@ pub async fn forward(
             }
         }
         if status.is_success() {
+            // As the library records attempts: a status only for a refusal.
+            tries.end(meter, None, None);
             break (status, out_headers, response);
         }
         // The upstream's error is already in the client's dialect: unless it is retried,
@@ -154,9 +165,13 @@ pub async fn forward(
         let (details, _) =
             classify::details(&target.backend, status.as_u16(), &pairs, body.clone());
         let error = classify::classify(details);
-        if wait_to_retry(&target.retry, &error, &mut failures).await {
+        tries.end(meter, Some(status.as_u16()), Some(&error));
+        if let Some(wait) = wait_to_retry(&target.retry, &error, &mut failures).await {
+            tries.waited(wait);
             continue;
         }
+        meter.draft().keep(&body);
+        meter.draft().error = Some(ErrorRecord::new(&error));
         meter.outcome(status.as_u16(), Some(error.kind().as_str().to_string()));
         meter.complete();
         meter.head();
@@ -173,10 +188,16 @@ pub async fn forward(
                 ),
             )
         })?;
+        meter.draft().keep(&body);
         if let Ok(reply) = codec(dialect).decode_reply(&body) {
             if let Some(u) = reply.usage {
                 meter.usage(u);
             }
+            // Already decoded for its usage: the record takes it as it is (its bytes are
+            // kept once, above).
+            let mut reply = reply;
+            reply.raw = Bytes::new();
+            meter.draft().reply = Some(reply);
         }
         meter.outcome(status.as_u16(), None);
         meter.head();
@@ -203,26 +224,60 @@ pub async fn forward(
 
 /// Waits before the next attempt when `policy` retries `error` (the n-th failure of a
 /// kind waits the n-th wait of its schedule, or longer when the provider asks, up to the
-/// policy's longest wait). False when the error is not retried.
+/// policy's longest wait), giving the wait. `None` when the error is not retried.
 async fn wait_to_retry(
     policy: &RetryPolicy,
     error: &switchyard::Error,
     failures: &mut HashMap<RetryReason, usize>,
-) -> bool {
-    let Some(reason) = RetryReason::of(error) else {
-        return false;
-    };
+) -> Option<Duration> {
+    let reason = RetryReason::of(error)?;
     let n = failures.entry(reason).or_insert(0);
-    let Some(planned) = policy.schedule(reason).get(*n).copied() else {
-        return false;
-    };
+    let planned = policy.schedule(reason).get(*n).copied()?;
     *n += 1;
     let wait = retry_hint(error).map_or(planned, |hint| hint.max(planned));
     if policy.max_wait.is_some_and(|max| wait > max) {
-        return false;
+        return None;
     }
     tokio::time::sleep(wait).await;
-    true
+    Some(wait)
+}
+
+/// The attempts of a pass-through call, as its record keeps them.
+#[derive(Default)]
+struct Tries {
+    number: u32,
+    wait: Duration,
+    started: Option<(Instant, SystemTime)>,
+}
+
+impl Tries {
+    fn start(&mut self) {
+        self.number += 1;
+        self.started = Some((Instant::now(), SystemTime::now()));
+    }
+
+    fn waited(&mut self, wait: Duration) {
+        self.wait = wait;
+    }
+
+    fn end(&mut self, meter: &mut Meter, status: Option<u16>, error: Option<&switchyard::Error>) {
+        let Some((at, when)) = self.started.take() else {
+            return;
+        };
+        meter.draft().attempts.push(AttemptRecord {
+            number: self.number,
+            wait_before_ms: ms(std::mem::take(&mut self.wait)),
+            started_at: switchyard::record::timestamp(when),
+            duration_ms: ms(at.elapsed()),
+            status,
+            error_kind: error.map(|e| e.kind().as_str().to_string()),
+            error: error.map(|e| e.to_string()),
+        });
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
 }
 
 /// Reads usage from a copy of the stream's bytes, and drops the usage-only chat chunk a
@@ -236,6 +291,8 @@ struct Scan {
 impl Scan {
     fn pass(&mut self, bytes: Bytes) -> Bytes {
         self.meter.first_byte();
+        // The bytes as received, for the record: a reference count, not a copy.
+        self.meter.draft().keep(&bytes);
         if let Some(decoder) = &mut self.decoder {
             match decoder.push(&bytes) {
                 Ok(events) => self.note(&events),

@@ -6,6 +6,7 @@ use crate::config::GatewayConfig;
 use crate::keys::Keys;
 use crate::metrics::{CallRecorder, Metrics};
 use crate::routes;
+use crate::store::Store;
 use crate::upstream::Upstreams;
 use axum::routing::{get, post};
 use axum::Router;
@@ -31,6 +32,8 @@ pub struct State {
     pub max_body_bytes: usize,
     /// When the gateway started.
     pub started: Instant,
+    /// Where every call is recorded (`None`: no data directory).
+    pub store: Option<Store>,
 }
 
 /// A gateway ready to serve: config checked, keys read.
@@ -57,6 +60,19 @@ impl Gateway {
         if let Err(e) = upstreams.check_models() {
             errors.extend(e);
         }
+        let store = match &config.store {
+            Some(dir) => match Store::open(dir) {
+                Ok(store) => Some(store),
+                Err(e) => {
+                    errors.push(e);
+                    None
+                }
+            },
+            None => None,
+        };
+        if let Some(store) = &store {
+            resume_budgets(&keys, store, &mut errors);
+        }
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -67,6 +83,7 @@ impl Gateway {
                 metrics: Metrics::default(),
                 max_body_bytes: config.max_body_bytes,
                 started: Instant::now(),
+                store,
             }),
             drain_timeout: config.drain_timeout,
         })
@@ -75,6 +92,11 @@ impl Gateway {
     /// Plugs in the call recorder (see [`CallRecorder`]).
     pub fn set_recorder(&self, recorder: Arc<dyn CallRecorder>) {
         self.state.metrics.set_recorder(recorder);
+    }
+
+    /// The data directory calls are recorded into, when there is one.
+    pub fn store_dir(&self) -> Option<&std::path::Path> {
+        self.state.store.as_ref().map(Store::dir)
     }
 
     /// The metrics, rendered by `GET /metrics`.
@@ -116,6 +138,7 @@ impl Gateway {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let drain = self.drain_timeout;
+        let state = self.state.clone();
         let (stop_tx, mut stop_rx) = watch::channel(false);
         let app = self.router();
         // TCP_NODELAY: without it a reused connection stalls ~40 ms per small reply.
@@ -130,12 +153,40 @@ impl Gateway {
             let _ = stop_rx.wait_for(|s| *s).await;
             tokio::time::sleep(drain).await;
         };
-        tokio::select! {
+        let served = tokio::select! {
             r = server => r,
             _ = deadline => {
                 tracing::warn!("calls still in flight after the drain timeout; exiting anyway");
                 Ok(())
             }
+        };
+        // Every call that ended is written before the gateway says it stopped.
+        if let Some(store) = &state.store {
+            let closing = tokio::task::spawn_blocking({
+                let state = state.clone();
+                move || state.store.as_ref().map(Store::close)
+            });
+            if let Ok(Some(Err(e))) = closing.await {
+                tracing::error!("the gateway's store {}: {e}", store.dir().display());
+            }
+        }
+        served
+    }
+}
+
+/// Reads back each budgeted key's spend in its current period from the store.
+fn resume_budgets(keys: &Keys, store: &Store, errors: &mut Vec<String>) {
+    for key in keys.iter() {
+        let Some(budget) = &key.budget else {
+            continue;
+        };
+        let since = budget.since();
+        match switchyard::record::spend_by_client_key(store.dir(), since.as_deref()) {
+            Ok(spent) => budget.resume(spent.get(&key.name).copied().unwrap_or(0.0)),
+            Err(e) => errors.push(format!(
+                "key `{}`: cannot read its spend from the store: {e}",
+                key.name
+            )),
         }
     }
 }

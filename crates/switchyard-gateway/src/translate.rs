@@ -5,6 +5,7 @@
 use crate::errors::ApiError;
 use crate::ids::{self, Restore};
 use crate::meter::Meter;
+use crate::store::attempt_records;
 use crate::upstream::Target;
 use axum::body::Body;
 use axum::http::{HeaderValue, StatusCode};
@@ -13,6 +14,7 @@ use bytes::Bytes;
 use futures::{FutureExt, StreamExt};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
+use switchyard::record::ErrorRecord;
 use switchyard::{Dialect, Event, ReplyStream};
 use switchyard_wire::{codec, ServerContext, StreamEncoder};
 
@@ -44,11 +46,14 @@ pub async fn forward(
     let context = server_context(dialect);
     meter.sent();
     if !stream {
-        let mut reply = target.llm.complete(request).await.map_err(|e| {
-            meter.outcome(0, Some(e.kind().as_str().to_string()));
-            ApiError::from_upstream(&e)
-        })?;
+        let (outcome, sent) =
+            switchyard::backend::capture_sent_body(target.llm.complete_detailed(request)).await;
+        meter.set_sent_body(sent);
+        meter.draft().attempts = attempt_records(&outcome.attempts);
+        let mut reply = outcome.result.map_err(|e| failed(meter, &e))?;
         meter.answered();
+        // The bytes as received (a reference count); the record decodes them itself.
+        meter.draft().keep(&reply.raw);
         restore.reply(&mut reply);
         if let Some(u) = reply.usage {
             meter.usage(u);
@@ -64,10 +69,11 @@ pub async fn forward(
             .insert("content-type", HeaderValue::from_static("application/json"));
         return Ok(response);
     }
-    let upstream = target.llm.stream(request).await.map_err(|e| {
-        meter.outcome(0, Some(e.kind().as_str().to_string()));
-        ApiError::from_upstream(&e)
-    })?;
+    let (outcome, sent) =
+        switchyard::backend::capture_sent_body(target.llm.stream_detailed(request)).await;
+    meter.set_sent_body(sent);
+    meter.draft().attempts = attempt_records(&outcome.attempts);
+    let upstream = outcome.result.map_err(|e| failed(meter, &e))?;
     meter.answered();
     meter.head();
     let state = Relay {
@@ -92,6 +98,17 @@ pub async fn forward(
     );
     h.insert("cache-control", HeaderValue::from_static("no-cache"));
     Ok(response)
+}
+
+/// Notes an upstream failure on the meter (and its record) and answers it.
+fn failed(meter: &mut Meter, e: &switchyard::Error) -> ApiError {
+    meter.outcome(0, Some(e.kind().as_str().to_string()));
+    let draft = meter.draft();
+    if let Some(d) = e.provider_details() {
+        draft.keep(&d.body);
+    }
+    draft.error = Some(ErrorRecord::new(e));
+    ApiError::from_upstream(e)
 }
 
 struct Relay {
@@ -137,6 +154,7 @@ impl Relay {
                 }
             }
             Some(Err(e)) => {
+                self.meter.draft().error = Some(ErrorRecord::new(&e));
                 let error = ApiError::from_upstream(&e);
                 self.meter
                     .outcome(error.status.as_u16(), Some(e.kind().as_str().to_string()));
@@ -162,6 +180,21 @@ impl Relay {
             }
         }
         self.encoder.event(&event, out);
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        // The stream is over (or the client left): the reply assembled so far and every
+        // byte received go to the record.
+        let mut reply = self.upstream.reply();
+        let raw = std::mem::take(&mut reply.raw);
+        let draft = self.meter.draft();
+        if !raw.is_empty() {
+            // Already a copy of its own (`ReplyStream::reply`).
+            draft.raw.push(raw);
+        }
+        draft.reply = Some(reply);
     }
 }
 

@@ -192,6 +192,8 @@ fn synthetic(i: usize, prompt_size: usize) -> CallRecord {
         cost_usd: None,
         provider_cost_usd: None,
         error: None,
+        client_key: None,
+        client_dialect: None,
         request,
     }
 }

@@ -208,6 +208,18 @@ impl BudgetTracker {
         }
     }
 
+    /// A tracker that starts from what was already spent (a budget kept across restarts,
+    /// its spend read back from a calls index).
+    pub fn resumed(budget: Budget, spent: Spend) -> Self {
+        BudgetTracker {
+            budget,
+            spend: Mutex::new(Spend {
+                in_flight: 0,
+                ..spent
+            }),
+        }
+    }
+
     /// The limits.
     pub fn budget(&self) -> &Budget {
         &self.budget

@@ -69,7 +69,10 @@ fn llm(reference: &str, overrides: &[String], env: &MapEnv) -> switchyard::Resul
     opts.user_file = false;
     opts.overrides = overrides.to_vec();
     let config = Config::load(&opts).map_err(|e| Error::Config(e.to_string()))?;
-    Llm::resolve(&config.registry, reference, env)
+    // Retries keep their schedule (a malformed reply is asked again) but the waits are
+    // recorded, not slept: a test never waits the real 5 s and 30 s.
+    Ok(Llm::resolve(&config.registry, reference, env)?
+        .with_sleeper(std::sync::Arc::new(switchyard::RecordingSleeper::new())))
 }
 
 fn with_command(backend: &str, s: &StandIn, name: &str) -> Vec<String> {

@@ -114,8 +114,13 @@ pub fn stats(args: &LogStatsArgs) -> Result<(), String> {
     let mut total = Totals::default();
     let mut by_role: BTreeMap<String, Totals> = BTreeMap::new();
     let mut by_model: BTreeMap<String, Totals> = BTreeMap::new();
+    // A gateway's store: calls by client key name.
+    let mut by_key: BTreeMap<String, Totals> = BTreeMap::new();
     for r in &records {
         total.add(r);
+        if let Some(key) = &r.client_key {
+            by_key.entry(key.clone()).or_default().add(r);
+        }
         let role = match r.role_name() {
             "" => "(none)".to_string(),
             name => name.to_string(),
@@ -127,16 +132,26 @@ pub fn stats(args: &LogStatsArgs) -> Result<(), String> {
             .add(r);
     }
     if args.json {
-        let json = serde_json::json!({
+        let mut json = serde_json::json!({
             "total": total.json(),
             "by_role": by_role.iter().map(|(k, v)| (k.clone(), v.json())).collect::<serde_json::Map<_, _>>(),
             "by_model": by_model.iter().map(|(k, v)| (k.clone(), v.json())).collect::<serde_json::Map<_, _>>(),
         });
+        if !by_key.is_empty() {
+            json["by_key"] = by_key
+                .iter()
+                .map(|(k, v)| (k.clone(), v.json()))
+                .collect::<serde_json::Map<_, _>>()
+                .into();
+        }
         println!("{}", super::to_json(&json)?);
         return Ok(());
     }
     let mut out = String::new();
-    for (title, groups) in [("ROLE", &by_role), ("MODEL", &by_model)] {
+    for (title, groups) in [("ROLE", &by_role), ("MODEL", &by_model), ("KEY", &by_key)] {
+        if groups.is_empty() {
+            continue;
+        }
         let mut rows = vec![header(title)];
         rows.extend(groups.iter().map(|(k, v)| v.row(k)));
         out.push_str(&table::render(&rows));

@@ -54,13 +54,10 @@ async fn serve(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), Stri
             .listen
             .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080))),
     };
-    if let Some(dir) = args.data_dir.clone().or(gateway_config.store.clone()) {
-        std::fs::create_dir_all(&dir).map_err(|e| {
-            format!(
-                "error: cannot create the data directory {}: {e}",
-                dir.display()
-            )
-        })?;
+    // `--data-dir` wins over the config's `store:`; the store is opened (appending to the
+    // calls already there) by the gateway.
+    if let Some(dir) = args.data_dir.clone() {
+        gateway_config.store = Some(dir);
     }
     let gateway =
         Gateway::new(&gateway_config, config.registry, Arc::new(ProcessEnv)).map_err(|errors| {
@@ -79,8 +76,23 @@ async fn serve(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), Stri
     let bound = listener
         .local_addr()
         .map_err(|e| format!("error: cannot read the bound address: {e}"))?;
-    println!("{}", banner(bound, gateway.has_keys(), _mock.is_some()));
-    let _ = std::io::stdout().flush();
+    let recording = match gateway.store_dir() {
+        Some(dir) => format!(
+            "recording every call into {} (switchyard log stats {0})",
+            dir.display()
+        ),
+        None => "not recording calls: pass --data-dir DIR (or `store:` in the config)".to_string(),
+    };
+    // Written, not `println!`ed: a reader that closed our standard output (a script that
+    // read the first line) must not stop the gateway with a broken-pipe panic.
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "{}\n{recording}",
+        banner(bound, gateway.has_keys(), _mock.is_some())
+    );
+    let _ = out.flush();
+    drop(out);
     gateway
         .serve(listener, shutdown_signal())
         .await

@@ -80,6 +80,15 @@ pub(crate) fn handle_role() -> Option<Option<std::sync::Arc<str>>> {
     HANDLE_ROLE.try_with(Clone::clone).ok()
 }
 
+/// Runs a backend call (or an [`crate::Llm`] call on a handle without a recorder) and
+/// gives the request body the backend noted as sent, byte for byte (the last attempt's).
+/// How a program that keeps its own records (the gateway) gets the body as sent without
+/// encoding the request a second time.
+pub async fn capture_sent_body<F: Future>(call: F) -> (F::Output, Option<Bytes>) {
+    let (out, sent) = capturing_body(call).await;
+    (out, sent.body)
+}
+
 /// One call: the model id as the backend knows it and the request.
 #[derive(Debug, Clone)]
 pub struct Call {

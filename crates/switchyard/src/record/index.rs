@@ -43,9 +43,15 @@ pub const INDEX_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS llm_calls (
     prompt_digest       TEXT NOT NULL,       -- what replay matches on
     segment             INTEGER NOT NULL,    -- the record's line: llm_log/segment-<segment>.jsonl,
     line_offset         INTEGER NOT NULL,    --   from this byte offset,
-    line_length         INTEGER NOT NULL     --   this many bytes (without the newline)
+    line_length         INTEGER NOT NULL,    --   this many bytes (without the newline)
+    client_key          TEXT                 -- the gateway client key's name; NULL elsewhere
 );
 CREATE INDEX IF NOT EXISTS llm_calls_role ON llm_calls(role);";
+
+/// The index schema's version (`PRAGMA user_version`): 2 is the schema of record format 2
+/// (segment files) with `client_key`. An index that lacks `client_key` gets the column
+/// when opened (empty for old rows).
+pub const INDEX_VERSION: i64 = 2;
 
 /// One row of `llm_calls`.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,6 +73,7 @@ pub struct IndexRow {
     attempts: u32,
     prompt_digest: String,
     location: Location,
+    client_key: Option<String>,
 }
 
 impl IndexRow {
@@ -90,6 +97,7 @@ impl IndexRow {
             attempts: r.attempts.len() as u32,
             prompt_digest: r.prompt_digest.clone(),
             location,
+            client_key: r.client_key.clone(),
         }
     }
 
@@ -111,14 +119,67 @@ fn open(path: &Path) -> Result<Connection> {
         .map_err(|e| db_error(path, e))?;
     conn.execute_batch(INDEX_SCHEMA)
         .map_err(|e| db_error(path, e))?;
+    upgrade(&conn).map_err(|e| db_error(path, e))?;
     Ok(conn)
+}
+
+/// Brings an index written by an older version to [`INDEX_VERSION`], keeping its rows.
+fn upgrade(conn: &Connection) -> rusqlite::Result<()> {
+    let has_key: bool = conn.query_row(
+        "SELECT COUNT(*) FROM pragma_table_info('llm_calls') WHERE name = 'client_key'",
+        [],
+        |r| r.get::<_, i64>(0).map(|n| n > 0),
+    )?;
+    if !has_key {
+        conn.execute_batch("ALTER TABLE llm_calls ADD COLUMN client_key TEXT;")?;
+    }
+    conn.execute_batch(&format!(
+        "CREATE INDEX IF NOT EXISTS llm_calls_client_key ON llm_calls(client_key, time);
+         PRAGMA user_version = {INDEX_VERSION};"
+    ))
+}
+
+/// The dollars spent per gateway client key (`client_key`) by the calls of a run
+/// directory's index that started at or after `since` (RFC 3339 UTC, as the `time`
+/// column; `None`: every call). Calls of unknown cost add nothing. Empty when the
+/// directory has no index yet.
+pub fn spend_by_client_key(
+    dir: &Path,
+    since: Option<&str>,
+) -> Result<std::collections::HashMap<String, f64>> {
+    let path = dir.join(INDEX_FILE);
+    let mut out = std::collections::HashMap::new();
+    if !path.exists() {
+        return Ok(out);
+    }
+    let conn = open(&path)?;
+    let mut stmt = conn
+        .prepare(
+            "SELECT client_key, COALESCE(SUM(cost_usd), 0) FROM llm_calls
+             WHERE client_key IS NOT NULL AND time >= ?1 GROUP BY client_key",
+        )
+        .map_err(|e| db_error(&path, e))?;
+    let rows = stmt
+        .query_map([since.unwrap_or("")], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?))
+        })
+        .map_err(|e| db_error(&path, e))?;
+    for row in rows {
+        let (key, usd) = row.map_err(|e| db_error(&path, e))?;
+        out.insert(key, usd);
+    }
+    Ok(out)
 }
 
 fn insert(conn: &Connection, rows: &[IndexRow]) -> rusqlite::Result<()> {
     let tx = conn.unchecked_transaction()?;
     {
         let mut stmt = tx.prepare_cached(
-            "INSERT OR REPLACE INTO llm_calls VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24)",
+            "INSERT OR REPLACE INTO llm_calls (number, time, role, reference, backend, model, dialect, stream,
+                 status, error_kind, input_tokens, cached_input_tokens, cache_write_tokens,
+                 output_tokens, reasoning_tokens, cost_usd, provider_cost_usd, latency_ms,
+                 ttfb_ms, attempts, prompt_digest, segment, line_offset, line_length, client_key)
+             VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25)",
         )?;
         for r in rows {
             let u = r.usage;
@@ -151,6 +212,7 @@ fn insert(conn: &Connection, rows: &[IndexRow]) -> rusqlite::Result<()> {
                 r.location.segment,
                 r.location.offset as i64,
                 r.location.len,
+                r.client_key,
             ])?;
         }
     }
@@ -303,4 +365,45 @@ fn index_loop(conn: Connection, rx: mpsc::Receiver<IndexRow>, path: &Path) -> Op
         }
     }
     failure
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_index_without_client_key_is_upgraded_in_place_keeping_its_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(INDEX_FILE);
+        {
+            // An index without `client_key` (as written before the gateway kept key
+            // names), one row.
+            let conn = Connection::open(&path).unwrap();
+            let without_key = INDEX_SCHEMA.replace(
+                "line_length         INTEGER NOT NULL,    --   this many bytes (without the newline)\n    client_key          TEXT                 -- the gateway client key's name; NULL elsewhere",
+                "line_length         INTEGER NOT NULL",
+            );
+            assert!(!without_key.contains("client_key"));
+            conn.execute_batch(&without_key).unwrap();
+            conn.execute(
+                "INSERT INTO llm_calls VALUES (1,'2025-01-01T00:00:00.000000Z','','mock/echo','mock','echo','chat',0,'ok',NULL,1,0,0,1,0,0.5,NULL,1.0,NULL,1,'d',1,0,100)",
+                [],
+            )
+            .unwrap();
+        }
+        let conn = open(&path).unwrap();
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, INDEX_VERSION);
+        let (n, key): (i64, Option<String>) = conn
+            .query_row("SELECT number, client_key FROM llm_calls", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!((n, key), (1, None));
+        drop(conn);
+        // Old rows have no key: they count for nobody's budget.
+        assert!(spend_by_client_key(dir.path(), None).unwrap().is_empty());
+    }
 }

@@ -14,7 +14,10 @@ mod writer;
 
 pub use digest::{likeness as digest_likeness, prompt_digest, prompt_lines, short_diff};
 pub use error_record::{ErrorRecord, ProviderRecord};
-pub use index::{rebuild as rebuild_index, IndexRow, INDEX_FILE, INDEX_SCHEMA};
+pub use index::{
+    rebuild as rebuild_index, spend_by_client_key, IndexRow, INDEX_FILE, INDEX_SCHEMA,
+    INDEX_VERSION,
+};
 pub(crate) use observe::{Handle, Observed, Outcome};
 pub use raw::RawBytes;
 pub use read::{
@@ -79,6 +82,15 @@ pub struct CallRecord {
     pub provider_cost_usd: Option<f64>,
     /// The error, when the call failed.
     pub error: Option<ErrorRecord>,
+    /// The name of the gateway client key the call came with (a name from the gateway's
+    /// `keys:`, never the key itself); absent for calls not made through a gateway or
+    /// made without keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_key: Option<String>,
+    /// The dialect the gateway's client spoke (`dialect` is the one spoken upstream);
+    /// absent for calls not made through a gateway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_dialect: Option<Dialect>,
 }
 
 /// One attempt of a call.

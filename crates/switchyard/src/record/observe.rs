@@ -177,6 +177,8 @@ impl Observed {
             cost_usd: cost,
             provider_cost_usd,
             error,
+            client_key: None,
+            client_dialect: None,
         };
         let done = rec.recorder.submit_draft(record, raw);
         Box::pin(async move {

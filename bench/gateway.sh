@@ -23,8 +23,12 @@ MOCK_PID=$!
 GW_PID=$!
 trap 'kill $GW_PID $MOCK_PID 2>/dev/null || true; [ "${KEEP_DATA:-0}" = 1 ] || rm -rf "$DATA_DIR"' EXIT
 sleep 0.5
+backlog() { curl -s "http://127.0.0.1:$GW_PORT/metrics" | awk '/^switchyard_gateway_store_backlog / {print $2}'; }
 rss() { awk '/VmRSS/ {printf "%.1f MB", $2/1024}' "/proc/$1/status"; }
 echo "gateway idle RSS: $(rss $GW_PID)"
+SLOW='{"model":"mock/lorem-20+delay-100ms","stream":true,"messages":[{"role":"user","content":"hi"}]}'
+echo "== 1,000 concurrent streams held open on the fresh gateway (each ~2 s)"
+python3 bench/streams.py 127.0.0.1:$GW_PORT $GW_PID 1000 "$SLOW"
 
 CHAT_DIRECT='{"model":"echo","messages":[{"role":"user","content":"hello there, how are you today?"}]}'
 CHAT_GW='{"model":"mock/echo","messages":[{"role":"user","content":"hello there, how are you today?"}]}'
@@ -33,6 +37,7 @@ run() { # name conns body url
   echo "== $1 ($2 connections)"
   local t=2; [ "$2" -lt 2 ] && t=1
   BODY="$3" wrk -t$t -c"$2" -d"$DUR" --latency -s bench/post.lua "$4" | grep -E 'Requests/sec|^ +50%|^ +99%|Non-2xx|Socket errors'
+  echo "   gateway RSS: $(rss $GW_PID), store backlog: $(backlog)"
 }
 U_DIRECT="http://127.0.0.1:$MOCK_PORT/v1/chat/completions"
 U_GW="http://127.0.0.1:$GW_PORT/v1/chat/completions"
@@ -50,8 +55,8 @@ echo "direct:              $(python3 bench/ttfb.py 127.0.0.1:$MOCK_PORT /v1/chat
 echo "gateway passthrough: $(python3 bench/ttfb.py 127.0.0.1:$GW_PORT /v1/chat/completions "$S_GW" 500)"
 echo "gateway translated:  $(python3 bench/ttfb.py 127.0.0.1:$GW_PORT /v1/chat/completions "$S_TR" 500)"
 
-echo "== 1,000 concurrent streams held open (each ~2 s)"
-SLOW='{"model":"mock/lorem-20+delay-100ms","stream":true,"messages":[{"role":"user","content":"hi"}]}'
+echo "gateway RSS after the load phases: $(rss $GW_PID), store backlog: $(backlog)"
+echo "== 1,000 concurrent streams held open after the load phases (each ~2 s)"
 python3 bench/streams.py 127.0.0.1:$GW_PORT $GW_PID 1000 "$SLOW"
 echo "gateway RSS after: $(rss $GW_PID)"
 
@@ -61,7 +66,7 @@ T0=$(date +%s.%N)
 kill -TERM $GW_PID; wait $GW_PID 2>/dev/null || true
 T1=$(date +%s.%N)
 echo "SIGTERM to exit (drain + every pending record written): $(python3 -c "print(f'{($T1-$T0)*1000:.0f} ms')")"
-echo "records: $(find "$DATA_DIR/llm_log" -name '*.json' | wc -l), index rows: $(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from llm_calls').fetchone()[0])" "$DATA_DIR/calls.sqlite"), size: $(du -sh "$DATA_DIR" | cut -f1)"
+echo "records: $(cat "$DATA_DIR"/llm_log/segment-*.jsonl | wc -l), index rows: $(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from llm_calls').fetchone()[0])" "$DATA_DIR/calls.sqlite"), size: $(du -sh "$DATA_DIR" | cut -f1)"
 
 echo "== start-up to serving (5 runs, ms)"
 for i in 1 2 3 4 5; do python3 bench/startup.py "$BIN" serve --no-mock; done | tr '\n' ' '; echo

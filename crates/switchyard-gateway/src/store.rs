@@ -13,6 +13,7 @@
 use crate::metrics::CallSummary;
 use bytes::{Bytes, BytesMut};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -85,6 +86,8 @@ pub struct Store {
     recorder: Arc<Recorder>,
     tx: Mutex<Option<mpsc::Sender<Finished>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// Finished calls handed over and not yet written (the backlog `/metrics` shows).
+    pending: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for Store {
@@ -111,29 +114,18 @@ impl Store {
             .map_err(|e| format!("cannot open the gateway's store: {e}"))?;
         let (tx, rx) = mpsc::channel::<Finished>();
         let thread_recorder = recorder.clone();
+        let pending = Arc::new(AtomicUsize::new(0));
+        let thread_pending = pending.clone();
         let thread = std::thread::Builder::new()
             .name("switchyard-gateway-store".into())
-            .spawn(move || {
-                // At most WINDOW records are queued in the recorder at once: a backlog
-                // (a load above what the writer can write) waits here as the calls' kept
-                // bytes, not as built records several times their size.
-                let mut queued = std::collections::VecDeque::with_capacity(WINDOW);
-                while let Ok(call) = rx.recv() {
-                    queued.push_back(thread_recorder.submit(build_record(call)));
-                    if queued.len() >= WINDOW {
-                        if let Some(oldest) = queued.pop_front() {
-                            futures::executor::block_on(oldest);
-                        }
-                    }
-                }
-                // What is still queued is written by the recorder's close.
-            })
+            .spawn(move || store_loop(&rx, &thread_recorder, &thread_pending))
             .map_err(|e| format!("cannot start the gateway's store thread: {e}"))?;
         Ok(Store {
             dir: dir.to_path_buf(),
             recorder,
             tx: Mutex::new(Some(tx)),
             thread: Mutex::new(Some(thread)),
+            pending,
         })
     }
 
@@ -142,11 +134,19 @@ impl Store {
         &self.dir
     }
 
+    /// Finished calls handed to the store and not yet written: the backlog, which grows
+    /// when calls end faster than the writer writes them.
+    pub fn backlog(&self) -> usize {
+        self.pending.load(Ordering::Relaxed)
+    }
+
     /// Hands a finished call to the store's thread (never blocks).
     pub fn submit(&self, call: Finished) {
         let guard = self.tx.lock().unwrap_or_else(|p| p.into_inner());
+        self.pending.fetch_add(1, Ordering::Relaxed);
         let sent = guard.as_ref().is_some_and(|tx| tx.send(call).is_ok());
         if !sent {
+            self.pending.fetch_sub(1, Ordering::Relaxed);
             tracing::error!(
                 "the gateway's store {} is closed; a call that ended after shutdown was not recorded",
                 self.dir.display()
@@ -169,6 +169,46 @@ impl Drop for Store {
     fn drop(&mut self) {
         let _ = self.close();
     }
+}
+
+/// The store's thread: builds each finished call's record and queues it in the recorder,
+/// keeping at most [`WINDOW`] queued there, and counts down `pending` as records are
+/// written.
+fn store_loop(rx: &mpsc::Receiver<Finished>, recorder: &Arc<Recorder>, pending: &AtomicUsize) {
+    use futures::FutureExt as _;
+    // At most WINDOW records are queued in the recorder at once: a backlog (a load above
+    // what the writer can write) waits here as the calls' kept bytes, not as built
+    // records several times their size.
+    let mut queued = std::collections::VecDeque::with_capacity(WINDOW);
+    loop {
+        // With records in flight, wake now and then to count the written ones even when
+        // no call ends (so the backlog gauge falls to zero).
+        let next = if queued.is_empty() {
+            rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected)
+        } else {
+            rx.recv_timeout(Duration::from_millis(20))
+        };
+        match next {
+            Ok(call) => queued.push_back(recorder.submit(build_record(call))),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        if queued.len() >= WINDOW {
+            if let Some(oldest) = queued.pop_front() {
+                futures::executor::block_on(oldest);
+                pending.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        // Records are written in order: count off those already in place.
+        while let Some(front) = queued.front_mut() {
+            if front.now_or_never().is_none() {
+                break;
+            }
+            queued.pop_front();
+            pending.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+    // What is still queued is written by the recorder's close.
 }
 
 fn ms(d: Duration) -> f64 {

@@ -466,3 +466,46 @@ async fn concurrent_calls_overshoot_the_budget_by_at_most_the_calls_in_flight() 
     );
     let _ = json!(null);
 }
+
+/// The store's backlog gauge in `/metrics`: present with a store, back to 0 once the
+/// finished calls are on disk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_show_the_store_backlog_falling_to_zero_once_calls_are_written() {
+    let mock = MockServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(&mock, dir.path(), Vec::new()).await;
+    for i in 0..5 {
+        let (status, _, _) = call(
+            &gw,
+            "-",
+            Dialect::Chat,
+            "mock/echo",
+            &format!("hi {i}"),
+            false,
+        )
+        .await;
+        assert_eq!(status, 200);
+    }
+    records(dir.path(), 5).await;
+    let start = Instant::now();
+    loop {
+        let text = reqwest::get(format!("{}/metrics", gw.url()))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            text.contains("# TYPE switchyard_gateway_store_backlog gauge"),
+            "{text}"
+        );
+        if text.contains("\nswitchyard_gateway_store_backlog 0\n") {
+            break;
+        }
+        assert!(
+            start.elapsed() < FLUSH_BOUND,
+            "the backlog did not fall to 0 after the records were written:\n{text}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}

@@ -5,6 +5,7 @@ use crate::server::State;
 use axum::extract::State as S;
 use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 /// What `/healthz` answers; [`crate::probe`] looks for the `service` field.
@@ -32,7 +33,17 @@ pub async fn healthz(S(state): S<Arc<State>>) -> Response {
 
 /// `GET /metrics`, Prometheus text format.
 pub async fn metrics(S(state): S<Arc<State>>) -> Response {
-    let mut r = state.metrics.render().into_response();
+    let mut text = state.metrics.render();
+    if let Some(store) = &state.store {
+        // Finished calls waiting to be written: grows when calls end faster than the
+        // store writes them.
+        let _ = writeln!(
+            text,
+            "# HELP switchyard_gateway_store_backlog Finished calls not yet written to the store.\n# TYPE switchyard_gateway_store_backlog gauge\nswitchyard_gateway_store_backlog {}",
+            store.backlog()
+        );
+    }
+    let mut r = text.into_response();
     r.headers_mut().insert(
         "content-type",
         HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),

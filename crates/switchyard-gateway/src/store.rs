@@ -118,7 +118,10 @@ impl Store {
         let thread_pending = pending.clone();
         let thread = std::thread::Builder::new()
             .name("switchyard-gateway-store".into())
-            .spawn(move || store_loop(&rx, &thread_recorder, &thread_pending))
+            .spawn(move || {
+                switchyard::background::lower_this_thread();
+                store_loop(&rx, &thread_recorder, &thread_pending)
+            })
             .map_err(|e| format!("cannot start the gateway's store thread: {e}"))?;
         Ok(Store {
             dir: dir.to_path_buf(),

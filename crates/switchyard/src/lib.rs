@@ -86,6 +86,7 @@
 
 pub mod attempt;
 pub mod backend;
+pub mod background;
 pub mod bind;
 pub mod budget;
 pub mod classify;

@@ -312,7 +312,10 @@ impl IndexWriter {
         let (tx, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("switchyard-index".into())
-            .spawn(move || index_loop(conn, rx, &path))
+            .spawn(move || {
+                crate::background::lower_this_thread();
+                index_loop(conn, rx, &path)
+            })
             .map_err(|e| Error::Config(format!("calls index: cannot start its thread: {e}")))?;
         Ok(IndexWriter {
             tx: Some(tx),

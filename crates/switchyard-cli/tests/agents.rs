@@ -3,11 +3,16 @@
 
 #![cfg(unix)]
 
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use switchyard_mock::{MockConfig, MockServer};
+
+mod common;
+use common::stand_in::{env_var, rec, stand_in};
+
+/// What the stand-ins of these tests print.
+const RAN: &str = "echo 'stand-in ran'";
 
 const FAKE_KEY: &str = "sk-fake-deepseek-0123456789abcdef";
 
@@ -32,32 +37,6 @@ fn run(c: &mut Command) -> (Option<i32>, String, String) {
         String::from_utf8_lossy(&stdout).into_owned(),
         String::from_utf8_lossy(&stderr).into_owned(),
     )
-}
-
-/// A stand-in CLI in `<dir>/bin/<name>` that records argv (one per line), environment and
-/// working directory in `<dir>/rec/`, prints `stand-in ran`, and exits with `code`.
-fn stand_in(dir: &Path, name: &str, code: i32) -> PathBuf {
-    let bin = dir.join("bin");
-    let rec = dir.join("rec");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::fs::create_dir_all(&rec).unwrap();
-    let script = format!(
-        "#!/bin/sh\nrec='{rec}'\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > \"$rec/argv\"\nenv > \"$rec/env\"\npwd > \"$rec/cwd\"\necho 'stand-in ran'\nexit {code}\n",
-        rec = rec.display()
-    );
-    let path = bin.join(name);
-    std::fs::write(&path, script).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    bin
-}
-
-fn rec(dir: &Path, what: &str) -> String {
-    std::fs::read_to_string(dir.join("rec").join(what)).unwrap_or_default()
-}
-
-fn env_var(env: &str, name: &str) -> Option<String> {
-    env.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}=")).map(str::to_string))
 }
 
 #[test]
@@ -98,7 +77,7 @@ fn bind_print_claude_on_a_keyed_hosted_backend_names_the_variable_and_pastes() {
     }
     // Pasted into a shell where the key is set, it runs claude with the key's value.
     let dir = tempfile::tempdir().unwrap();
-    let bin = stand_in(dir.path(), "claude", 0);
+    let bin = stand_in(dir.path(), "claude", RAN, 0);
     let (code, shell_out, err) = run(Command::new("/bin/sh")
         .args(["-c", &out])
         .env_clear()
@@ -147,7 +126,7 @@ fn bind_print_codex_on_a_keyed_hosted_backend() {
     assert_eq!(out, expected);
     // Pasted, codex gets the settings as separate arguments, the user's last.
     let dir = tempfile::tempdir().unwrap();
-    let bin = stand_in(dir.path(), "codex", 0);
+    let bin = stand_in(dir.path(), "codex", RAN, 0);
     let (code, _, err) = run(Command::new("/bin/sh")
         .args(["-c", &out])
         .env_clear()
@@ -217,7 +196,7 @@ fn bind_print_with_a_context_window() {
 fn bind_runs_the_cli_with_the_key_only_in_its_environment() {
     let home = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let bin = stand_in(dir.path(), "claude", 7);
+    let bin = stand_in(dir.path(), "claude", RAN, 7);
     let (code, out, err) = run(switchyard(home.path())
         .args([
             "bind",
@@ -251,7 +230,7 @@ fn bind_runs_the_cli_with_the_key_only_in_its_environment() {
     assert!(!argv.contains(FAKE_KEY));
 
     // Codex: the key stays in its variable, named by env_key.
-    let bin = stand_in(dir.path(), "codex", 0);
+    let bin = stand_in(dir.path(), "codex", RAN, 0);
     let (code, _, err) = run(switchyard(home.path())
         .args(["bind", "codex", "deepseek/deepseek-chat"])
         .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
@@ -269,7 +248,7 @@ fn bind_runs_the_cli_with_the_key_only_in_its_environment() {
 fn bind_finds_the_cli_through_the_command_field_or_says_it_is_missing() {
     let home = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let bin = stand_in(dir.path(), "my-claude", 0);
+    let bin = stand_in(dir.path(), "my-claude", RAN, 0);
     let program = bin.join("my-claude");
     let (code, out, err) = run(switchyard(home.path()).args([
         "bind",

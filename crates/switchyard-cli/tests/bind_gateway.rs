@@ -4,11 +4,13 @@
 #![cfg(unix)]
 
 use std::io::{BufRead, BufReader};
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 
 use switchyard_mock::{MockConfig, MockServer};
+
+mod common;
+use common::stand_in::{env_var, rec, stand_in};
 
 const FAKE_KEY: &str = "sk-fake-chat-only-0123456789abcdef";
 
@@ -34,32 +36,6 @@ fn run(c: &mut Command) -> (Option<i32>, String, String) {
         String::from_utf8_lossy(&stdout).into_owned(),
         String::from_utf8_lossy(&stderr).into_owned(),
     )
-}
-
-/// A stand-in CLI in `<dir>/bin/<name>` that records argv and environment in `<dir>/rec/`,
-/// runs `body` (shell) and exits with `code`.
-fn stand_in(dir: &Path, name: &str, body: &str, code: i32) -> PathBuf {
-    let bin = dir.join("bin");
-    let rec = dir.join("rec");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::fs::create_dir_all(&rec).unwrap();
-    let script = format!(
-        "#!/bin/sh\nrec='{rec}'\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > \"$rec/argv\"\nenv > \"$rec/env\"\n{body}\nexit {code}\n",
-        rec = rec.display()
-    );
-    let path = bin.join(name);
-    std::fs::write(&path, script).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    bin
-}
-
-fn rec(dir: &Path, what: &str) -> String {
-    std::fs::read_to_string(dir.join("rec").join(what)).unwrap_or_default()
-}
-
-fn env_var(env: &str, name: &str) -> Option<String> {
-    env.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}=")).map(str::to_string))
 }
 
 /// Claude Code's call, as curl: a Messages request to `$ANTHROPIC_BASE_URL/v1/messages`

@@ -51,3 +51,4 @@ pub fn mock() -> MockServer {
 pub fn mock_override(mock: &MockServer) -> String {
     format!("backends.mock.base_url={}", mock.base_url())
 }
+pub mod stand_in;

@@ -164,21 +164,10 @@ impl Llm {
     /// a budget checks it first; a handle with a recorder records the call before
     /// returning.
     pub async fn complete_detailed(&self, request: Request) -> CallOutcome<Reply> {
-        let observed = match Observed::begin(&self.observer(), &self.model, false) {
-            Ok(o) => o,
+        let (observed, call) = match self.before_sending(request, false).await {
+            Ok(ready) => ready,
             Err(e) => return not_sent(e),
         };
-        let call = Call {
-            model: self.model.clone(),
-            request,
-        };
-        if let Err(e) = self.check_context(&call.request) {
-            if let Some(o) = observed {
-                o.end(call, None, Outcome::Failed(&e, None), None, &[])
-                    .await;
-            }
-            return not_sent(e);
-        }
         let name = self.backend.name();
         let retry = self.retry_loop();
         let run = retry.run(|| async {
@@ -210,21 +199,10 @@ impl Llm {
     /// to the stream's first output; how the stream ends is the stream's to tell (a
     /// recording handle records the call when the stream ends).
     pub async fn stream_detailed(&self, request: Request) -> CallOutcome<ReplyStream> {
-        let observed = match Observed::begin(&self.observer(), &self.model, true) {
-            Ok(o) => o,
+        let (observed, call) = match self.before_sending(request, true).await {
+            Ok(ready) => ready,
             Err(e) => return not_sent(e),
         };
-        let call = Call {
-            model: self.model.clone(),
-            request,
-        };
-        if let Err(e) = self.check_context(&call.request) {
-            if let Some(o) = observed {
-                o.end(call, None, Outcome::Failed(&e, None), None, &[])
-                    .await;
-            }
-            return not_sent(e);
-        }
         let name = self.backend.name();
         let retry = self.retry_loop();
         let run = retry.run(|| async {
@@ -274,6 +252,29 @@ impl Llm {
     }
 
     /// The context check, when the policy asks for it and the window is known.
+    /// What every call does before it is sent: the budget's reservation (with the call's
+    /// observer, when the handle records or has a budget), then the context check. A
+    /// refusal by the check is recorded before it is returned.
+    async fn before_sending(
+        &self,
+        request: Request,
+        stream: bool,
+    ) -> Result<(Option<Observed>, Call)> {
+        let observed = Observed::begin(&self.observer(), &self.model, stream)?;
+        let call = Call {
+            model: self.model.clone(),
+            request,
+        };
+        if let Err(e) = self.check_context(&call.request) {
+            if let Some(o) = observed {
+                o.end(call, None, Outcome::Failed(&e, None), None, &[])
+                    .await;
+            }
+            return Err(e);
+        }
+        Ok((observed, call))
+    }
+
     fn check_context(&self, request: &Request) -> Result<()> {
         if let (true, Some(window)) = (self.policy.context_check, self.context_window) {
             crate::context_check::check(&self.label, request, window)?;

@@ -149,15 +149,7 @@ async fn a_chat_stream_without_include_usage_is_metered_but_gets_no_usage_chunk(
             "{model}: a usage chunk was not asked for: {text}"
         );
     }
-    let metrics = h
-        .http
-        .get(format!("{}/metrics", h.url))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = h.metrics().await;
     assert!(
         metrics.contains(
             "switchyard_gateway_input_tokens_total{backend=\"up-chat\",model=\"echo\",key=\"-\"}"

@@ -180,15 +180,7 @@ async fn a_key_is_held_to_its_models_and_its_rate() {
         list["data"][0]["type"], "model",
         "Anthropic's shape: {list}"
     );
-    let metrics = h
-        .http
-        .get(format!("{}/metrics", h.url))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = h.metrics().await;
     assert!(
         metrics.contains(
             "switchyard_gateway_requests_total{backend=\"mock\",model=\"say:ok\",key=\"bob\"} 4"

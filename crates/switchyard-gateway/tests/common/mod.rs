@@ -70,6 +70,18 @@ impl Harness {
         (status, r.bytes().await.unwrap().to_vec())
     }
 
+    /// The gateway's `/metrics` text.
+    pub async fn metrics(&self) -> String {
+        self.http
+            .get(format!("{}/metrics", self.url))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
     /// Sends and decodes a successful reply (whole or streamed) in `client`'s dialect.
     pub async fn ask(
         &self,

@@ -3,28 +3,48 @@
 //! directory — `llm_log/` and `calls.sqlite` — through the library's [`Recorder`].
 //!
 //! Nothing here runs on a reply's path. When a call ends (the last byte went out, or
-//! the client left), its meter hands a [`Finished`] — the bytes it kept as they passed,
-//! reference-counted, never copied — to this module's thread, which decodes the
-//! canonical request and reply from those bytes, builds the record and queues it with
-//! [`Recorder::submit`]. A finished call is therefore in process memory the moment the
-//! client has its last byte, and on disk within the writer's batch time after that;
-//! [`Store::close`] (on shutdown, after the drain) waits for every one of them.
+//! the client left), its meter puts a [`Finished`] — the bytes it kept as they passed,
+//! reference-counted, never copied — in the store's intake. The store's thread takes
+//! the intake in batches: it decodes each call's canonical request and reply from those
+//! bytes, builds the records and hands the batch to the [`Recorder`] at once. A finished
+//! call is therefore in process memory the moment the client has its last byte, and on
+//! disk a few milliseconds later; [`Store::close`] (on shutdown, after the drain) waits
+//! for every one of them.
+//!
+//! Why batches: at one connection every call would otherwise wake the store's thread,
+//! the recorder's writer and the index's thread on its own — context switches on the
+//! cores that serve the calls, which showed as added latency. The store's thread waits
+//! [`LINGER`] after the first call of a batch, so a busy gateway wakes it, the writer
+//! and the index about once per batch instead.
 
 use crate::metrics::CallSummary;
 use bytes::{Bytes, BytesMut};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
+use switchyard::background::Courtesy;
 use switchyard::record::{self, AttemptRecord, CallRecord, ErrorRecord, RawBytes, Timings};
 use switchyard::registry::Price;
 use switchyard::{Dialect, Recorder, RecorderOptions, RunInfo};
 use switchyard_wire::{codec, ByteStreamDecoder, Reply, Request};
 
-/// Records queued in the recorder at most (its writer takes batches of up to 256).
-const WINDOW: usize = 512;
+/// How long the store's thread lets finished calls gather after the first of a batch.
+const LINGER: Duration = Duration::from_millis(4);
+
+/// A backlog from which the recording threads stop yielding to calls and catch up.
+const BEHIND: usize = WINDOW;
+
+/// A backlog under which they yield again.
+const CAUGHT_UP: usize = FULL / 4;
+
+/// Records handed to the recorder and not yet written, at most.
+const WINDOW: usize = 2 * FULL;
+
+/// Calls in the intake that wake the store's thread at once, lingering or not (a burst
+/// is recorded without waiting, and the intake stays small).
+const FULL: usize = 512;
 
 /// What a call kept for its record while it ran.
 #[derive(Debug, Default)]
@@ -84,10 +104,29 @@ pub struct Finished {
 pub struct Store {
     dir: PathBuf,
     recorder: Arc<Recorder>,
-    tx: Mutex<Option<mpsc::Sender<Finished>>>,
+    intake: Arc<Intake>,
     thread: Mutex<Option<JoinHandle<()>>>,
     /// Finished calls handed over and not yet written (the backlog `/metrics` shows).
     pending: Arc<AtomicUsize>,
+}
+
+/// Finished calls waiting for the store's thread.
+#[derive(Default)]
+struct Intake {
+    queue: Mutex<Queue>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct Queue {
+    calls: Vec<Finished>,
+    closed: bool,
+}
+
+impl Intake {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 impl std::fmt::Debug for Store {
@@ -106,27 +145,31 @@ impl Store {
                 dir.display()
             )
         })?;
+        let courtesy = Courtesy::on();
         let options = RecorderOptions {
             resume: true,
+            courtesy: courtesy.clone(),
             ..RecorderOptions::default()
         };
         let recorder = Recorder::create(dir, &RunInfo::new(), options)
             .map_err(|e| format!("cannot open the gateway's store: {e}"))?;
-        let (tx, rx) = mpsc::channel::<Finished>();
-        let thread_recorder = recorder.clone();
+        let intake = Arc::new(Intake::default());
         let pending = Arc::new(AtomicUsize::new(0));
-        let thread_pending = pending.clone();
-        let thread = std::thread::Builder::new()
-            .name("switchyard-gateway-store".into())
-            .spawn(move || {
-                switchyard::background::lower_this_thread();
-                store_loop(&rx, &thread_recorder, &thread_pending)
-            })
-            .map_err(|e| format!("cannot start the gateway's store thread: {e}"))?;
+        let thread = {
+            let (recorder, intake, pending) = (recorder.clone(), intake.clone(), pending.clone());
+            let pace = Pace { pending, courtesy };
+            std::thread::Builder::new()
+                .name("switchyard-gateway-store".into())
+                .spawn(move || {
+                    switchyard::background::lower_this_thread();
+                    store_loop(&intake, &recorder, &pace)
+                })
+                .map_err(|e| format!("cannot start the gateway's store thread: {e}"))?
+        };
         Ok(Store {
             dir: dir.to_path_buf(),
             recorder,
-            tx: Mutex::new(Some(tx)),
+            intake,
             thread: Mutex::new(Some(thread)),
             pending,
         })
@@ -143,24 +186,32 @@ impl Store {
         self.pending.load(Ordering::Relaxed)
     }
 
-    /// Hands a finished call to the store's thread (never blocks).
+    /// Hands a finished call to the store (never blocks on the store's work). Wakes the
+    /// store's thread only for the first call of a batch or a full intake.
     pub fn submit(&self, call: Finished) {
-        let guard = self.tx.lock().unwrap_or_else(|p| p.into_inner());
-        self.pending.fetch_add(1, Ordering::Relaxed);
-        let sent = guard.as_ref().is_some_and(|tx| tx.send(call).is_ok());
-        if !sent {
-            self.pending.fetch_sub(1, Ordering::Relaxed);
+        let mut queue = self.intake.lock();
+        if queue.closed {
+            drop(queue);
             tracing::error!(
                 "the gateway's store {} is closed; a call that ended after shutdown was not recorded",
                 self.dir.display()
             );
+            return;
+        }
+        self.pending.fetch_add(1, Ordering::Relaxed);
+        queue.calls.push(call);
+        let wake = queue.calls.len() == 1 || queue.calls.len() >= FULL;
+        drop(queue);
+        if wake {
+            self.intake.wake.notify_one();
         }
     }
 
     /// Records every call handed over so far, then closes the recorder; reports the
     /// first recording failure, if any.
     pub fn close(&self) -> Result<(), String> {
-        drop(self.tx.lock().unwrap_or_else(|p| p.into_inner()).take());
+        self.intake.lock().closed = true;
+        self.intake.wake.notify_one();
         if let Some(t) = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take() {
             let _ = t.join();
         }
@@ -174,44 +225,105 @@ impl Drop for Store {
     }
 }
 
-/// The store's thread: builds each finished call's record and queues it in the recorder,
-/// keeping at most [`WINDOW`] queued there, and counts down `pending` as records are
-/// written.
-fn store_loop(rx: &mpsc::Receiver<Finished>, recorder: &Arc<Recorder>, pending: &AtomicUsize) {
-    use futures::FutureExt as _;
-    // At most WINDOW records are queued in the recorder at once: a backlog (a load above
-    // what the writer can write) waits here as the calls' kept bytes, not as built
-    // records several times their size.
-    let mut queued = std::collections::VecDeque::with_capacity(WINDOW);
+/// Batches handed to the recorder and not yet written, with how many calls each holds.
+type Batch = (futures::future::BoxFuture<'static, Option<u64>>, usize);
+type InFlight = std::collections::VecDeque<Batch>;
+
+/// The store's thread: takes the intake in batches, builds their records and hands each
+/// batch to the recorder, building the next while the recorder writes (at most
+/// [`WINDOW`] records in flight), counting down `pending` as batches are written.
+fn store_loop(intake: &Intake, recorder: &Arc<Recorder>, pace: &Pace) {
+    let mut in_flight = InFlight::new();
     loop {
-        // With records in flight, wake now and then to count the written ones even when
-        // no call ends (so the backlog gauge falls to zero).
-        let next = if queued.is_empty() {
-            rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected)
-        } else {
-            rx.recv_timeout(Duration::from_millis(20))
-        };
-        match next {
-            Ok(call) => queued.push_back(recorder.submit(build_record(call))),
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        let mut queue = intake.lock();
+        if queue.calls.is_empty() && !in_flight.is_empty() {
+            // Nothing to build: wait for the writer, so the backlog reads zero when idle.
+            drop(queue);
+            while let Some(batch) = in_flight.pop_front() {
+                pace.settle(batch);
+            }
+            continue;
         }
-        if queued.len() >= WINDOW {
-            if let Some(oldest) = queued.pop_front() {
-                futures::executor::block_on(oldest);
-                pending.fetch_sub(1, Ordering::Relaxed);
+        if queue.calls.is_empty() {
+            while queue.calls.is_empty() && !queue.closed {
+                queue = intake.wake.wait(queue).unwrap_or_else(|p| p.into_inner());
+            }
+            if queue.calls.is_empty() {
+                return; // closed, and everything handed over is written
+            }
+            // The first call of a batch: let the batch gather; a full intake or a close
+            // cuts the wait short.
+            queue = intake
+                .wake
+                .wait_timeout_while(queue, LINGER, |q| !q.closed && q.calls.len() < FULL)
+                .map(|(q, _)| q)
+                .unwrap_or_else(|p| p.into_inner().0);
+        }
+        // At most FULL records are built at once: a backlog waits as the calls' kept
+        // bytes, not as records several times their size.
+        let take = queue.calls.len().min(FULL);
+        let rest = queue.calls.split_off(take);
+        let calls = std::mem::replace(&mut queue.calls, rest);
+        drop(queue);
+        let records = calls
+            .into_iter()
+            .map(|call| {
+                // Calls are served first: a call's thread waiting for this core gets it
+                // between two records, not at the end of the batch.
+                pace.courtesy.give_way();
+                build_record(call)
+            })
+            .collect();
+        in_flight.push_back((recorder.submit_many(records), take));
+        while in_flight.iter().map(|(_, n)| n).sum::<usize>() > WINDOW {
+            if let Some(oldest) = in_flight.pop_front() {
+                pace.settle(oldest);
             }
         }
-        // Records are written in order: count off those already in place.
-        while let Some(front) = queued.front_mut() {
-            if front.now_or_never().is_none() {
+        // Batches are written in order: count off those already in place.
+        while let Some((front, _)) = in_flight.front_mut() {
+            if futures::FutureExt::now_or_never(front).is_none() {
                 break;
             }
-            queued.pop_front();
-            pending.fetch_sub(1, Ordering::Relaxed);
+            if let Some((_, n)) = in_flight.pop_front() {
+                pace.written(n);
+            }
+        }
+        pace.adjust();
+    }
+}
+
+/// The store's backlog, and how courteous the recording threads are with it.
+struct Pace {
+    /// Finished calls handed over and not yet written.
+    pending: Arc<AtomicUsize>,
+    /// Whether the recording threads yield to calls between two records: on while the
+    /// store keeps up, off while it catches up (yielding would hand away the slices it
+    /// needs to, on a machine saturated with calls).
+    courtesy: Courtesy,
+}
+
+impl Pace {
+    /// Waits until a batch is written and counts it off the backlog.
+    fn settle(&self, (batch, calls): Batch) {
+        futures::executor::block_on(batch);
+        self.written(calls);
+    }
+
+    fn written(&self, calls: usize) {
+        self.pending.fetch_sub(calls, Ordering::Relaxed);
+    }
+
+    /// Turns courtesy off when the backlog passes [`BEHIND`] and on again once it is
+    /// back under [`CAUGHT_UP`].
+    fn adjust(&self) {
+        let backlog = self.pending.load(Ordering::Relaxed);
+        if backlog >= BEHIND && self.courtesy.is_on() {
+            self.courtesy.set(false);
+        } else if backlog <= CAUGHT_UP && !self.courtesy.is_on() {
+            self.courtesy.set(true);
         }
     }
-    // What is still queued is written by the recorder's close.
 }
 
 fn ms(d: Duration) -> f64 {
@@ -349,4 +461,109 @@ pub fn attempt_records(attempts: &[switchyard::Attempt]) -> Vec<AttemptRecord> {
             error: a.error.clone(),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finished(i: usize) -> Finished {
+        let body =
+            format!(r#"{{"model":"echo","messages":[{{"role":"user","content":"call {i}"}}]}}"#);
+        let reply = format!(
+            r#"{{"id":"c{i}","object":"chat.completion","created":1,"model":"echo","choices":[{{"index":0,"message":{{"role":"assistant","content":"ok {i}"}},"finish_reason":"stop"}}],"usage":{{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}}}"#
+        );
+        Finished {
+            summary: CallSummary {
+                key: "team".into(),
+                backend: "mock".into(),
+                model: "echo".into(),
+                client_dialect: Dialect::Chat,
+                upstream_dialect: Some(Dialect::Chat),
+                stream: false,
+                passthrough: true,
+                status: 200,
+                error: None,
+                usage: None,
+                cost_usd: None,
+                latency: Duration::from_millis(1),
+                time_to_first_byte: None,
+                overhead: Duration::ZERO,
+            },
+            reference: "mock/echo".into(),
+            client_body: None,
+            started_at: SystemTime::now(),
+            price: None,
+            draft: Draft {
+                sent_body: Some(Bytes::from(body)),
+                raw: vec![Bytes::from(reply)],
+                ..Draft::default()
+            },
+        }
+    }
+
+    #[test]
+    fn a_burst_from_many_threads_is_written_whole_without_waiting_for_close() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(tmp.path()).unwrap());
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let store = store.clone();
+                std::thread::spawn(move || {
+                    (0..500).for_each(|i| store.submit(finished(t * 500 + i)))
+                })
+            })
+            .collect();
+        threads.into_iter().for_each(|t| t.join().unwrap());
+        // Written in batches as they come (a linger of a few ms each), not at close.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while store.backlog() > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "backlog stuck at {}",
+                store.backlog()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let numbers = record::record_numbers(tmp.path()).unwrap();
+        assert_eq!(numbers, (1..=2000).collect::<Vec<u64>>());
+        store.close().unwrap();
+        let records = record::read_records(tmp.path()).unwrap();
+        let mut contents: Vec<String> = records
+            .iter()
+            .map(|r| {
+                r.request.messages[0].content[0]
+                    .as_text()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect();
+        contents.sort();
+        contents.dedup();
+        assert_eq!(contents.len(), 2000, "every call once");
+        assert!(records
+            .iter()
+            .all(|r| r.client_key.as_deref() == Some("team")));
+        assert!(records
+            .iter()
+            .all(|r| r.usage.is_some_and(|u| u.output == 2)));
+    }
+
+    #[test]
+    fn recording_stops_yielding_to_calls_when_behind_and_resumes_once_caught_up() {
+        let pace = Pace {
+            pending: Arc::new(AtomicUsize::new(0)),
+            courtesy: Courtesy::on(),
+        };
+        let at = |n: usize| {
+            pace.pending.store(n, Ordering::Relaxed);
+            pace.adjust();
+            pace.courtesy.is_on()
+        };
+        assert!(at(10));
+        assert!(at(BEHIND - 1));
+        assert!(!at(BEHIND), "behind: catch up at full share");
+        assert!(!at(CAUGHT_UP + 1), "still catching up");
+        assert!(at(CAUGHT_UP), "caught up: yield again");
+    }
 }

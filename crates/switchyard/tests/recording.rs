@@ -539,3 +539,61 @@ async fn a_registry_replay_backend_answers_each_handle_for_its_role() {
         .to_string();
     assert!(e.contains("needs `log`"), "{e}");
 }
+
+#[tokio::test]
+async fn records_submitted_together_are_numbered_in_order_written_and_indexed() {
+    let mock = MockServer::start().await;
+    let env = env();
+    let config = config(&mock, &env);
+    let tmp = tempfile::tempdir().unwrap();
+    let options = RecorderOptions {
+        courtesy: switchyard::background::Courtesy::on(),
+        ..RecorderOptions::default()
+    };
+    let recorder = Recorder::create(tmp.path(), &RunInfo::new(), options).unwrap();
+    let echo = llm(&config, &env, "echo", Dialect::Chat).with_recorder(recorder.clone());
+    echo.complete(Request::user("one")).await.unwrap();
+    let first = read_records(tmp.path()).unwrap().remove(0);
+
+    // Two batches handed over back to back, as the gateway's store hands them.
+    let batch = |from: usize, to: usize| -> Vec<CallRecord> {
+        (from..to)
+            .map(|i| {
+                let mut r = first.clone();
+                r.reference = format!("mock/echo-{i}");
+                r
+            })
+            .collect()
+    };
+    let a = recorder.submit_many(batch(0, 300));
+    let b = recorder.submit_many(batch(300, 500));
+    assert_eq!(a.await, Some(301));
+    assert_eq!(b.await, Some(501));
+    recorder.close().unwrap();
+
+    let records = read_records(tmp.path()).unwrap();
+    assert_eq!(
+        records.iter().map(|r| r.number).collect::<Vec<_>>(),
+        (1..=501).collect::<Vec<u64>>()
+    );
+    for (i, r) in records[1..].iter().enumerate() {
+        assert_eq!(r.reference, format!("mock/echo-{i}"));
+        assert_eq!(r.prompt_digest, first.prompt_digest);
+    }
+    let db = rusqlite::Connection::open(tmp.path().join(record::INDEX_FILE)).unwrap();
+    let (rows, last): (i64, String) = db
+        .query_row(
+            "SELECT COUNT(*), MAX(reference) FROM llm_calls WHERE number > 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(rows, 500);
+    assert_eq!(last, "mock/echo-99"); // text order: the largest of the names
+    assert_eq!(
+        switchyard::record::read_record(tmp.path(), 501)
+            .unwrap()
+            .reference,
+        "mock/echo-499"
+    );
+}

@@ -8,6 +8,7 @@
 use super::read::{log_dir, parse_record};
 use super::segment::{self, Location};
 use super::CallRecord;
+use crate::background::Courtesy;
 use crate::error::{Error, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::Path;
@@ -171,7 +172,7 @@ pub fn spend_by_client_key(
     Ok(out)
 }
 
-fn insert(conn: &Connection, rows: &[IndexRow]) -> rusqlite::Result<()> {
+fn insert(conn: &Connection, rows: &[IndexRow], courtesy: &Courtesy) -> rusqlite::Result<()> {
     let tx = conn.unchecked_transaction()?;
     {
         let mut stmt = tx.prepare_cached(
@@ -182,6 +183,7 @@ fn insert(conn: &Connection, rows: &[IndexRow]) -> rusqlite::Result<()> {
              VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25)",
         )?;
         for r in rows {
+            courtesy.give_way();
             let u = r.usage;
             stmt.execute(params![
                 r.number as i64,
@@ -252,7 +254,7 @@ fn catch_up(conn: &Connection, dir: &Path) -> Result<()> {
         Ok(())
     })?;
     if !missing.is_empty() {
-        insert(conn, &missing).map_err(|e| db_error(&path, e))?;
+        insert(conn, &missing, &Courtesy::default()).map_err(|e| db_error(&path, e))?;
     }
     Ok(())
 }
@@ -298,14 +300,16 @@ pub fn rebuild(dir: &Path) -> Result<usize> {
 
 /// Feeds the index from a thread of its own.
 pub(crate) struct IndexWriter {
-    tx: Option<mpsc::Sender<IndexRow>>,
+    /// Rows go over a batch at a time (the writer's batch): one wake-up of the index's
+    /// thread per batch, not per row.
+    tx: Option<mpsc::Sender<Vec<IndexRow>>>,
     thread: Option<JoinHandle<Option<String>>>,
 }
 
 impl IndexWriter {
     /// Opens (creating) the index of `dir`, catches it up with the records on disk and
     /// starts its thread.
-    pub(crate) fn open(dir: &Path) -> Result<IndexWriter> {
+    pub(crate) fn open(dir: &Path, courtesy: Courtesy) -> Result<IndexWriter> {
         let path = dir.join(INDEX_FILE);
         let conn = open(&path)?;
         catch_up(&conn, dir)?;
@@ -314,7 +318,7 @@ impl IndexWriter {
             .name("switchyard-index".into())
             .spawn(move || {
                 crate::background::lower_this_thread();
-                index_loop(conn, rx, &path)
+                index_loop(conn, rx, &path, &courtesy)
             })
             .map_err(|e| Error::Config(format!("calls index: cannot start its thread: {e}")))?;
         Ok(IndexWriter {
@@ -323,9 +327,9 @@ impl IndexWriter {
         })
     }
 
-    pub(crate) fn push(&self, row: IndexRow) {
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(row);
+    pub(crate) fn push(&self, rows: Vec<IndexRow>) {
+        if let (Some(tx), false) = (&self.tx, rows.is_empty()) {
+            let _ = tx.send(rows);
         }
     }
 
@@ -343,7 +347,12 @@ impl IndexWriter {
 const BATCH_ROWS: usize = 500;
 const BATCH_WAIT: Duration = Duration::from_millis(100);
 
-fn index_loop(conn: Connection, rx: mpsc::Receiver<IndexRow>, path: &Path) -> Option<String> {
+fn index_loop(
+    conn: Connection,
+    rx: mpsc::Receiver<Vec<IndexRow>>,
+    path: &Path,
+    courtesy: &Courtesy,
+) -> Option<String> {
     let mut failure = None;
     let mut pending: Vec<IndexRow> = Vec::with_capacity(BATCH_ROWS);
     let mut since = Instant::now();
@@ -351,13 +360,13 @@ fn index_loop(conn: Connection, rx: mpsc::Receiver<IndexRow>, path: &Path) -> Op
     while open {
         let wait = BATCH_WAIT.saturating_sub(since.elapsed());
         match rx.recv_timeout(wait) {
-            Ok(row) => pending.push(row),
+            Ok(rows) => pending.extend(rows),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => open = false,
         }
         if pending.len() >= BATCH_ROWS || since.elapsed() >= BATCH_WAIT || !open {
             if !pending.is_empty() {
-                if let Err(e) = insert(&conn, &pending) {
+                if let Err(e) = insert(&conn, &pending, courtesy) {
                     failure.get_or_insert_with(|| {
                         format!("calls index {}: cannot insert rows: {e}", path.display())
                     });

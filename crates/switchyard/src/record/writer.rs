@@ -16,6 +16,7 @@ use super::read::{last_record, log_dir};
 use super::run_dir::RUN_FILE;
 use super::segment::{self, Location, SEGMENT_BYTES};
 use super::{CallRecord, RunInfo};
+use crate::background::Courtesy;
 use crate::error::{Error, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -43,16 +44,24 @@ pub struct RecorderOptions {
     pub resume: bool,
     /// How hard records are pushed to disk.
     pub durability: Durability,
+    /// Whether the writer and index threads yield to calls between two records: for a
+    /// program whose calls do not wait for their records (the gateway); off by default.
+    pub courtesy: Courtesy,
 }
 
 type Ack = tokio::sync::oneshot::Sender<std::result::Result<u64, String>>;
 
+/// Records handed over together, acknowledged together.
 struct Job {
+    entries: Vec<Entry>,
+    ack: Option<Ack>,
+}
+
+struct Entry {
     record: Box<CallRecord>,
     /// The reply's raw bytes, still to be put into the record (with the other fields
     /// derived from the call) by the writer thread, off the caller's path.
     raw: Option<bytes::Bytes>,
-    ack: Option<Ack>,
 }
 
 /// Fills the fields derived from the call: the prompt digest, the parameters, the raw
@@ -121,14 +130,15 @@ impl Recorder {
         }
         let next = last.map_or(0, |(n, _)| n) + 1;
         let segments = SegmentWriter::open(&log, options.durability)?;
-        let index = IndexWriter::open(dir)?;
+        let index = IndexWriter::open(dir, options.courtesy.clone())?;
+        let courtesy = options.courtesy;
         let (tx, rx) = mpsc::channel::<Job>();
         let failure = Arc::new(Mutex::new(None));
         let thread = std::thread::Builder::new()
             .name("switchyard-recorder".into())
             .spawn(move || {
                 crate::background::lower_this_thread();
-                writer_loop(rx, segments, next, index)
+                writer_loop(rx, segments, next, index, &courtesy)
             })
             .map_err(|e| Error::Config(format!("recording: cannot start the writer: {e}")))?;
         Ok(Arc::new(Recorder {
@@ -181,10 +191,38 @@ impl Recorder {
         record: CallRecord,
         raw: Option<bytes::Bytes>,
     ) -> futures::future::BoxFuture<'static, Option<u64>> {
-        let (ack, done) = tokio::sync::oneshot::channel();
-        let sent = self.send(Job {
+        self.submit_entries(vec![Entry {
             record: Box::new(record),
             raw,
+        }])
+    }
+
+    /// Queues several finished calls' records at once, numbered in the order given, and
+    /// gives a future that waits until they are all in place; it gives the last one's
+    /// number, or `None` when any of them could not be recorded (reported as for
+    /// [`Recorder::submit`]). One hand-over for the lot: a caller that collects finished
+    /// calls (the gateway's store) wakes the writer once per batch, not once per call.
+    pub fn submit_many(
+        self: &Arc<Self>,
+        records: Vec<CallRecord>,
+    ) -> futures::future::BoxFuture<'static, Option<u64>> {
+        let entries = records
+            .into_iter()
+            .map(|record| Entry {
+                record: Box::new(record),
+                raw: None,
+            })
+            .collect();
+        self.submit_entries(entries)
+    }
+
+    fn submit_entries(
+        self: &Arc<Self>,
+        entries: Vec<Entry>,
+    ) -> futures::future::BoxFuture<'static, Option<u64>> {
+        let (ack, done) = tokio::sync::oneshot::channel();
+        let sent = self.send(Job {
+            entries,
             ack: Some(ack),
         });
         let this = self.clone();
@@ -325,18 +363,40 @@ fn sync_dir(dir: &Path) {
 
 /// A record serialised into the batch, waiting for the batch's write.
 struct Pending {
-    ack: Option<Ack>,
-    number: u64,
     row: IndexRow,
     start: usize,
     len: usize,
 }
+
+/// A job whose records are serialised into the batch: its ack, the number of its last
+/// record, and the first failure among its records.
+struct JobState {
+    ack: Option<Ack>,
+    last: Option<u64>,
+    failure: Option<String>,
+}
+
+impl JobState {
+    fn answer(self, written: std::result::Result<(), &str>) {
+        let Some(ack) = self.ack else { return };
+        let _ = ack.send(match (written, self.failure, self.last) {
+            (Err(m), _, _) => Err(m.to_string()),
+            (Ok(()), Some(m), _) => Err(m),
+            (Ok(()), None, Some(n)) => Ok(n),
+            (Ok(()), None, None) => Err("recording: a batch of no records".to_string()),
+        });
+    }
+}
+
+/// Records taken in one batch at most (one `write`).
+const BATCH_RECORDS: usize = 256;
 
 fn writer_loop(
     rx: mpsc::Receiver<Job>,
     mut segments: SegmentWriter,
     mut next: u64,
     index: IndexWriter,
+    courtesy: &Courtesy,
 ) -> Option<String> {
     let mut failure = None;
     let mut buf = Vec::with_capacity(256 * 1024);
@@ -347,60 +407,74 @@ fn writer_loop(
     };
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
-        while batch.len() < 256 {
+        let mut records = batch[0].entries.len();
+        while records < BATCH_RECORDS {
             match rx.try_recv() {
-                Ok(j) => batch.push(j),
+                Ok(j) => {
+                    records += j.entries.len();
+                    batch.push(j);
+                }
                 Err(_) => break,
             }
         }
         buf.clear();
-        let mut pending: Vec<Pending> = Vec::with_capacity(batch.len());
+        let mut pending: Vec<Pending> = Vec::with_capacity(records);
+        let mut jobs: Vec<JobState> = Vec::with_capacity(batch.len());
         for job in batch {
-            let mut record = job.record;
-            finish_record(&mut record, job.raw);
-            let number = next + pending.len() as u64;
-            record.number = number;
-            let start = buf.len();
-            match serde_json::to_writer(&mut buf, &record) {
-                Ok(()) => {
-                    let len = buf.len() - start;
-                    buf.push(b'\n');
-                    pending.push(Pending {
-                        ack: job.ack,
-                        number,
-                        row: IndexRow::new(&record, placeholder),
-                        start,
-                        len,
-                    });
-                }
-                Err(e) => {
-                    buf.truncate(start);
-                    let m = format!("recording: cannot serialise call {number}: {e}");
-                    failure.get_or_insert_with(|| m.clone());
-                    if let Some(ack) = job.ack {
-                        let _ = ack.send(Err(m));
+            let mut state = JobState {
+                ack: job.ack,
+                last: None,
+                failure: None,
+            };
+            for entry in job.entries {
+                courtesy.give_way();
+                let mut record = entry.record;
+                finish_record(&mut record, entry.raw);
+                let number = next + pending.len() as u64;
+                record.number = number;
+                let start = buf.len();
+                match serde_json::to_writer(&mut buf, &record) {
+                    Ok(()) => {
+                        let len = buf.len() - start;
+                        buf.push(b'\n');
+                        pending.push(Pending {
+                            row: IndexRow::new(&record, placeholder),
+                            start,
+                            len,
+                        });
+                        state.last = Some(number);
+                    }
+                    Err(e) => {
+                        buf.truncate(start);
+                        let m = format!("recording: cannot serialise call {number}: {e}");
+                        failure.get_or_insert_with(|| m.clone());
+                        state.failure.get_or_insert(m);
                     }
                 }
             }
+            jobs.push(state);
         }
         if pending.is_empty() {
+            jobs.into_iter().for_each(|j| j.answer(Ok(())));
             continue;
         }
         match segments.append(&buf) {
             Ok((segment, offset)) => {
                 next += pending.len() as u64;
-                for p in pending {
-                    let mut row = p.row;
-                    row.set_location(Location {
-                        segment,
-                        offset: offset + p.start as u64,
-                        len: p.len as u32,
-                    });
-                    index.push(row);
-                    if let Some(ack) = p.ack {
-                        let _ = ack.send(Ok(p.number));
-                    }
-                }
+                let rows = pending
+                    .into_iter()
+                    .map(|p| {
+                        let mut row = p.row;
+                        row.set_location(Location {
+                            segment,
+                            offset: offset + p.start as u64,
+                            len: p.len as u32,
+                        });
+                        row
+                    })
+                    .collect();
+                index.push(rows);
+                jobs.into_iter().for_each(|j| j.answer(Ok(())));
             }
             Err(e) => {
                 let m = format!(
@@ -410,11 +484,7 @@ fn writer_loop(
                     segments.path().display()
                 );
                 failure.get_or_insert_with(|| m.clone());
-                for p in pending {
-                    if let Some(ack) = p.ack {
-                        let _ = ack.send(Err(m.clone()));
-                    }
-                }
+                jobs.into_iter().for_each(|j| j.answer(Err(&m)));
             }
         }
     }

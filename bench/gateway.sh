@@ -21,7 +21,7 @@ MOCK_PID=$!
   "backends.mock.base_url=http://127.0.0.1:$MOCK_PORT/v1" \
   "backends.upm.from=mock" "backends.upm.apis=[messages]" >/dev/null &
 GW_PID=$!
-trap 'kill $GW_PID $MOCK_PID 2>/dev/null || true; [ "${KEEP_DATA:-0}" = 1 ] || rm -rf "$DATA_DIR"' EXIT
+trap 'kill $GW_PID $MOCK_PID 2>/dev/null || true; wait 2>/dev/null || true; [ "${KEEP_DATA:-0}" = 1 ] || rm -rf "$DATA_DIR"' EXIT
 sleep 0.5
 backlog() { curl -s "http://127.0.0.1:$GW_PORT/metrics" | awk '/^switchyard_gateway_store_backlog / {print $2}'; }
 rss() { awk '/VmRSS/ {printf "%.1f MB", $2/1024}' "/proc/$1/status"; }

@@ -160,10 +160,7 @@ impl Store {
             let pace = Pace { pending, courtesy };
             std::thread::Builder::new()
                 .name("switchyard-gateway-store".into())
-                .spawn(move || {
-                    switchyard::background::lower_this_thread();
-                    store_loop(&intake, &recorder, &pace)
-                })
+                .spawn(move || store_loop(&intake, &recorder, &pace))
                 .map_err(|e| format!("cannot start the gateway's store thread: {e}"))?
         };
         Ok(Store {

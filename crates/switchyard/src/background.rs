@@ -1,39 +1,21 @@
-//! Background threads (the call log's writer, the calls index, the gateway's store) run at
-//! a lower CPU priority than the threads that serve calls, and can be asked to give way
-//! to them between two pieces of work.
+//! Background threads (the call log's writer, the calls index, the gateway's store) can be
+//! asked to give way to the threads that serve calls.
 //!
-//! Recording must not slow the calls it records. On a machine whose cores are busy with
-//! calls, the scheduler then gives the recording threads the slices the calls leave idle;
-//! the records still get written (a lower priority is not starvation), only later by
-//! microseconds.
+//! Recording must not slow the calls it records. A recording thread that holds a core
+//! while a call's thread, just woken on that core, waits for it, delays that call by up to
+//! a scheduler slice (about a millisecond): the scheduler preempts at wake-up only a task
+//! it judges to have had more than its share. [`Courtesy`] closes that gap: a thread that
+//! has it on yields the core between two records, so a waiting call's thread gets it
+//! within one record's work (microseconds).
 //!
-//! A lower priority alone does not stop a recording thread from holding a core for a
-//! whole scheduler slice (about a millisecond) while a call's thread, just woken, waits
-//! for it: the scheduler preempts at wake-up only a task it judges to have had more than
-//! its share. [`Courtesy`] closes that gap: a thread that has it on yields the core
-//! between two records, so a waiting call's thread gets it within one record's work
-//! (microseconds). Yielding also hands over slices the recording thread is owed, so its
-//! owner turns it off when the recording falls behind (see the gateway's store).
+//! Yielding also hands away slices the recording thread needs when the machine is
+//! saturated with calls, so its owner turns it off while the recording is behind (the
+//! gateway's store). The threads keep the normal priority throughout: a lowered priority
+//! (`nice`) cannot be raised again without privileges, and at a lowered priority the
+//! recording fell behind a saturated gateway for as long as the load lasted.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-
-/// How much lower: `nice` 10 of 19.
-const NICENESS: i32 = 10;
-
-/// Lowers the calling thread's priority. Best effort: where it cannot be done the thread
-/// keeps its priority, which changes speed, never behaviour.
-pub fn lower_this_thread() {
-    #[cfg(target_os = "linux")]
-    {
-        // On Linux `nice` is a per-thread attribute and `setpriority(PRIO_PROCESS, 0, n)`
-        // sets it for the calling thread alone. The call takes no pointer and cannot
-        // break memory safety; its only failure (a permission error) is ignored above.
-        unsafe {
-            libc::setpriority(libc::PRIO_PROCESS, 0, NICENESS);
-        }
-    }
-}
 
 /// Whether the background threads sharing it yield the core between two pieces of work.
 /// Cloning shares the switch. The default is off, and a thread given none never yields:

@@ -136,10 +136,7 @@ impl Recorder {
         let failure = Arc::new(Mutex::new(None));
         let thread = std::thread::Builder::new()
             .name("switchyard-recorder".into())
-            .spawn(move || {
-                crate::background::lower_this_thread();
-                writer_loop(rx, segments, next, index, &courtesy)
-            })
+            .spawn(move || writer_loop(rx, segments, next, index, &courtesy))
             .map_err(|e| Error::Config(format!("recording: cannot start the writer: {e}")))?;
         Ok(Arc::new(Recorder {
             dir: dir.to_path_buf(),

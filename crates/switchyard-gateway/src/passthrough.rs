@@ -189,15 +189,10 @@ pub async fn forward(
             )
         })?;
         meter.draft().keep(&body);
-        if let Ok(reply) = codec(dialect).decode_reply(&body) {
-            if let Some(u) = reply.usage {
-                meter.usage(u);
-            }
-            // Already decoded for its usage: the record takes it as it is (its bytes are
-            // kept once, above).
-            let mut reply = reply;
-            reply.raw = Bytes::new();
-            meter.draft().reply = Some(reply);
+        // Only the usage object is read here; the store decodes the whole reply for its
+        // record, off the reply's path.
+        if let Some(u) = switchyard_wire::usage_scan::reply_usage(codec(dialect), &body) {
+            meter.usage(u);
         }
         meter.outcome(status.as_u16(), None);
         meter.head();

@@ -422,7 +422,7 @@ fn build_record(call: Finished) -> CallRecord {
                 .and_then(|t| serde_json::value::RawValue::from_string(t).ok())
         }),
         usage_reported: if reply.is_some() && !raw.is_empty() {
-            record::reported_usage(&raw, s.stream)
+            record::reported_usage(&raw, s.stream, s.upstream_dialect)
         } else {
             None
         },

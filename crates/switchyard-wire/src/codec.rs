@@ -6,7 +6,7 @@
 //! and the mock provider use.
 
 use crate::event::{Event, StreamError};
-use crate::reply::Reply;
+use crate::reply::{Reply, Usage};
 use crate::request::Request;
 use crate::sse::{SseEvent, SseParser};
 use crate::Dialect;
@@ -89,6 +89,11 @@ pub trait Codec: Send + Sync {
 
     /// Client side: a non-streamed reply body. The reply's `raw` is set to `body`.
     fn decode_reply(&self, body: &[u8]) -> Result<Reply, DecodeError>;
+
+    /// Canonical usage from the dialect's usage object as a whole reply carries it
+    /// (`usage`, Gemini's `usageMetadata`): what [`Codec::decode_reply`] gives as the
+    /// reply's usage. See [`crate::usage_scan::reply_usage`] for a body's.
+    fn decode_usage(&self, usage: &Map<String, Value>) -> Usage;
 
     /// Client side: a decoder for one streamed reply, fed SSE events in order.
     fn stream_decoder(&self) -> Box<dyn StreamDecoder>;

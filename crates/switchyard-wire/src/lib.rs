@@ -26,6 +26,7 @@ pub mod reply;
 pub mod request;
 pub mod sse;
 pub mod stream;
+pub mod usage_scan;
 
 pub use codec::{
     codec, ByteStreamDecoder, Codec, DecodeError, DecodedRequest, EncodeError, EncodeOptions,

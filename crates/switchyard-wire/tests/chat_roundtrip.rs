@@ -309,6 +309,8 @@ proptest! {
         let body = chat.encode_reply(&reply, &context());
         let decoded = chat.decode_reply(&body).unwrap();
         prop_assert_eq!(decoded.raw.as_ref(), body.as_slice());
+        // The metering shortcut reads the same usage as the whole decode.
+        prop_assert_eq!(switchyard_wire::usage_scan::reply_usage(chat, &body), reply.usage);
         prop_assert_eq!(decoded.without_raw(), reply);
     }
 

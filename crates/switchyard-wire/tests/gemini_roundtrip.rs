@@ -486,6 +486,8 @@ proptest! {
         let body = GeminiCodec.encode_reply(&reply, &ServerContext::default());
         let back = GeminiCodec.decode_reply(&body).unwrap();
         prop_assert_eq!(back.raw.as_ref(), body.as_slice());
+        // The metering shortcut reads the same usage as the whole decode.
+        prop_assert_eq!(switchyard_wire::usage_scan::reply_usage(&GeminiCodec, &body), reply.usage);
         prop_assert_eq!(back.without_raw(), reply);
     }
 

@@ -341,6 +341,8 @@ proptest! {
         let body = messages.encode_reply(&reply, &ServerContext::default());
         let decoded = messages.decode_reply(&body).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(&decoded.raw[..], &body[..]);
+        // The metering shortcut reads the same usage as the whole decode.
+        prop_assert_eq!(switchyard_wire::usage_scan::reply_usage(messages, &body), reply.usage);
         prop_assert_eq!(decoded.without_raw(), reply);
     }
 

@@ -348,6 +348,8 @@ proptest! {
     fn an_encoded_reply_decodes_back(reply in reply()) {
         let responses = codec(Dialect::Responses);
         let body = responses.encode_reply(&reply, &ServerContext::default());
+        // The metering shortcut reads the same usage as the whole decode.
+        prop_assert_eq!(switchyard_wire::usage_scan::reply_usage(responses, &body), reply.usage);
         prop_assert_eq!(responses.decode_reply(&body).unwrap().without_raw(), reply);
     }
 

@@ -212,8 +212,9 @@ pub fn body_json(record: &CallRecord) -> Option<Value> {
 }
 
 /// The usage object as the provider wrote it, found in the raw bytes of a reply or a
-/// stream (the last one in a stream: providers repeat it cumulatively).
-pub fn reported_usage(raw: &[u8], stream: bool) -> Option<Value> {
+/// stream (the last one in a stream: providers repeat it cumulatively) in `dialect`
+/// (when unknown, both usage keys are tried).
+pub fn reported_usage(raw: &[u8], stream: bool, dialect: Option<Dialect>) -> Option<Value> {
     fn find(value: &Value) -> Option<Value> {
         let obj = value.as_object()?;
         for key in ["usage", "usageMetadata"] {
@@ -232,20 +233,12 @@ pub fn reported_usage(raw: &[u8], stream: bool) -> Option<Value> {
     if !stream {
         // Only the usage object is parsed, found from the end (it closes the body), so a
         // large reply is not parsed a second time.
-        for key in ["\"usage\"", "\"usageMetadata\""] {
-            let Some(at) = rfind(raw, key.as_bytes()) else {
-                continue;
-            };
-            let rest = raw[at + key.len()..].trim_ascii_start();
-            let Some(rest) = rest.strip_prefix(b":") else {
-                continue;
-            };
-            let mut values = serde_json::Deserializer::from_slice(rest).into_iter::<Value>();
-            if let Some(Ok(v)) = values.next() {
-                if v.is_object() {
-                    return Some(v);
-                }
-            }
+        let dialects = dialect.map_or(vec![Dialect::Chat, Dialect::Gemini], |d| vec![d]);
+        if let Some(usage) = dialects
+            .into_iter()
+            .find_map(|d| switchyard_wire::usage_scan::find_usage_object(d, raw))
+        {
+            return Some(Value::Object(usage));
         }
         return serde_json::from_slice::<Value>(raw)
             .ok()
@@ -263,8 +256,4 @@ pub fn reported_usage(raw: &[u8], stream: bool) -> Option<Value> {
                 .as_ref()
                 .and_then(find)
         })
-}
-
-fn rfind(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).rposition(|w| w == needle)
 }

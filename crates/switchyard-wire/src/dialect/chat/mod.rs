@@ -105,6 +105,10 @@ impl Codec for ChatCodec {
         reply::decode(body)
     }
 
+    fn decode_usage(&self, usage: &Object) -> Usage {
+        usage_from_chat_object(usage)
+    }
+
     fn stream_decoder(&self) -> Box<dyn StreamDecoder> {
         Box::new(ChatStreamDecoder::new())
     }
@@ -159,7 +163,10 @@ fn finish_to_chat(reason: FinishReason, raw: Option<&str>) -> String {
 
 /// Canonical usage from a chat `usage` object (`None` when it is absent or `null`).
 fn usage_from_chat(usage: Option<&Value>) -> Option<Usage> {
-    let usage = usage?.as_object()?;
+    Some(usage_from_chat_object(usage?.as_object()?))
+}
+
+fn usage_from_chat_object(usage: &Object) -> Usage {
     let cached = obj_at(usage, "prompt_tokens_details")
         .and_then(|d| u64_at(d, "cached_tokens"))
         .or_else(|| u64_at(usage, "prompt_cache_hit_tokens"))
@@ -167,13 +174,13 @@ fn usage_from_chat(usage: Option<&Value>) -> Option<Usage> {
     let reasoning = obj_at(usage, "completion_tokens_details")
         .and_then(|d| u64_at(d, "reasoning_tokens"))
         .unwrap_or(0);
-    Some(Usage {
+    Usage {
         input: u64_at(usage, "prompt_tokens").unwrap_or(0),
         cached_input: cached,
         cache_write: 0,
         output: u64_at(usage, "completion_tokens").unwrap_or(0),
         reasoning,
-    })
+    }
 }
 
 /// A chat `usage` object for canonical usage (`cache_write` has no chat field).

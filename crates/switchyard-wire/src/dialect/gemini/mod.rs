@@ -134,6 +134,10 @@ impl Codec for GeminiCodec {
         reply::decode(body)
     }
 
+    fn decode_usage(&self, usage: &Map<String, Value>) -> crate::Usage {
+        reply::usage_from_metadata(usage)
+    }
+
     fn stream_decoder(&self) -> Box<dyn StreamDecoder> {
         Box::<stream::Decoder>::default()
     }

@@ -115,15 +115,20 @@ pub(super) fn read_usage(obj: &Object, where_: &str) -> Result<Option<Usage>, De
         Some(Value::Object(u)) => u,
         Some(other) => return Err(wrong_type(where_, "usageMetadata", "an object", other)),
     };
+    Ok(Some(usage_from_metadata(usage)))
+}
+
+/// A `usageMetadata` object in canonical terms (see [`read_usage`]).
+pub(super) fn usage_from_metadata(usage: &Object) -> Usage {
     let count = |key: &str| u64_at(usage, key).unwrap_or(0);
     let thoughts = count("thoughtsTokenCount");
-    Ok(Some(Usage {
+    Usage {
         input: count("promptTokenCount") + count("toolUsePromptTokenCount"),
         cached_input: count("cachedContentTokenCount"),
         cache_write: 0,
         output: count("candidatesTokenCount") + thoughts,
         reasoning: thoughts,
-    }))
+    }
 }
 
 /// Canonical usage as `usageMetadata` (the reverse of [`read_usage`]; a tool-use prompt

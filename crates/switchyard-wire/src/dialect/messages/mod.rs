@@ -111,6 +111,12 @@ impl Codec for MessagesCodec {
         reply::decode(body)
     }
 
+    fn decode_usage(&self, usage: &Map<String, Value>) -> crate::Usage {
+        let mut wire = common::WireUsage::default();
+        wire.merge(usage);
+        wire.canonical()
+    }
+
     fn stream_decoder(&self) -> Box<dyn StreamDecoder> {
         Box::<stream_decode::MessagesStreamDecoder>::default()
     }

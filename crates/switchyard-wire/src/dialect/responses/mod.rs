@@ -111,6 +111,10 @@ impl Codec for ResponsesCodec {
         reply::decode(body)
     }
 
+    fn decode_usage(&self, usage: &Map<String, Value>) -> crate::Usage {
+        items::usage_from(usage)
+    }
+
     fn stream_decoder(&self) -> Box<dyn StreamDecoder> {
         Box::new(decode_stream::ResponsesStreamDecoder::new())
     }

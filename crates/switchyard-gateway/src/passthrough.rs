@@ -85,7 +85,11 @@ pub async fn forward(
     let sent_body = body.clone();
     let mut request = target
         .client
-        .post(config.endpoint.url(stream))
+        .post(if stream {
+            target.urls.1.clone()
+        } else {
+            target.urls.0.clone()
+        })
         .header("content-type", "application/json")
         .body(body);
     if stream {

@@ -309,3 +309,37 @@ fn vertex_urls_come_from_project_and_location() {
     assert!(e.to_string().contains("GOOGLE_CLOUD_PROJECT"), "{e}");
     assert!(e.to_string().contains("vertex"), "{e}");
 }
+
+#[tokio::test]
+async fn a_redirect_is_reported_and_not_followed() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mock = MockServer::start().await;
+    // A server that answers every request with a redirect to the mock.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let location = format!("{}/chat/completions", mock.base_url());
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut buf = vec![0u8; 64 * 1024];
+            let _ = socket.read(&mut buf).await;
+            let reply = format!(
+                "HTTP/1.1 307 Temporary Redirect\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            );
+            let _ = socket.write_all(reply.as_bytes()).await;
+        }
+    });
+    let env = MapEnv::default();
+    let base = format!("backends.mock.base_url=http://127.0.0.1:{port}/v1");
+    let registry = registry(&mock, &[base.as_str()], &env);
+    let e = llm_with(&registry, Dialect::Chat, "echo", &env)
+        .with_retry(switchyard::RetryPolicy::never())
+        .complete(Request::user("hi"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Provider, "{e}");
+    assert!(e.to_string().contains("307"), "{e}");
+    assert!(
+        mock.requests().is_empty(),
+        "the prompt went to the redirect's target"
+    );
+}

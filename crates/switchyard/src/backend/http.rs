@@ -496,10 +496,13 @@ impl StreamState {
 }
 
 /// An HTTP client (a connection pool) for a backend: rustls, `TCP_NODELAY`, the connect
-/// timeout.
+/// timeout. Redirects are not followed: an API answers where it is called, and a
+/// redirected POST would send the prompt (re-sent, or turned into a GET) somewhere the
+/// registry does not name; the 3xx comes back as the provider's error instead.
 pub fn new_client(backend: &str, connect_timeout: Option<Duration>) -> Result<reqwest::Client> {
     let mut builder = reqwest::Client::builder()
         .user_agent(concat!("switchyard/", env!("CARGO_PKG_VERSION")))
+        .redirect(reqwest::redirect::Policy::none())
         .tcp_nodelay(true);
     if let Some(connect) = connect_timeout {
         builder = builder.connect_timeout(connect);

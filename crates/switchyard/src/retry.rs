@@ -174,8 +174,9 @@ impl RetryPolicy {
 }
 
 /// The wait a provider asked for with its error: `retry-after-ms`, `retry-after`
-/// (seconds), Gemini's `RetryInfo.retryDelay`, or OpenAI's "Please try again in 1.5s" in
-/// the message, in that order. An HTTP-date `Retry-After` is not read.
+/// (seconds, or an HTTP date: the time until then, zero when it has passed), Gemini's
+/// `RetryInfo.retryDelay`, or OpenAI's "Please try again in 1.5s" in the message, in that
+/// order.
 pub fn retry_hint(error: &Error) -> Option<Duration> {
     let details = error.provider_details()?;
     let header = |name: &str| {
@@ -188,13 +189,25 @@ pub fn retry_hint(error: &Error) -> Option<Duration> {
     if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
         return seconds::from_secs(ms / 1000.0);
     }
-    if let Some(s) = header("retry-after").and_then(|v| v.parse::<f64>().ok()) {
-        return seconds::from_secs(s);
+    if let Some(value) = header("retry-after") {
+        if let Ok(s) = value.parse::<f64>() {
+            return seconds::from_secs(s);
+        }
+        if let Some(wait) = until_http_date(value, std::time::SystemTime::now()) {
+            return Some(wait);
+        }
     }
     if let Some(s) = classify::read_error_body(&details.body).retry_delay_secs {
         return seconds::from_secs(s);
     }
     try_again_in(&details.message)
+}
+
+/// The time from `now` until an HTTP date (`Wed, 21 Oct 2015 07:28:00 GMT` and the two
+/// obsolete forms HTTP still accepts); zero for a date already past.
+fn until_http_date(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 /// OpenAI's "Please try again in 20s" / "in 1.898s" / "in 336ms" / "in 6m12.48s".
@@ -394,6 +407,26 @@ impl RetryLoop<'_> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_http_date_retry_after_is_the_time_until_then() {
+        let now = httpdate::parse_http_date("Sun, 29 Nov 2026 21:00:00 GMT").unwrap();
+        let wait = |v: &str| until_http_date(v, now);
+        assert_eq!(
+            wait("Sun, 29 Nov 2026 21:01:30 GMT"),
+            Some(Duration::from_secs(90))
+        );
+        assert_eq!(
+            wait("Sunday, 29-Nov-26 21:00:10 GMT"),
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(
+            wait("Sun Nov 29 21:00:05 2026"),
+            Some(Duration::from_secs(5))
+        );
+        assert_eq!(wait("Sun, 29 Nov 2026 20:59:00 GMT"), Some(Duration::ZERO));
+        assert_eq!(wait("soon"), None);
+    }
+
     use super::*;
 
     #[test]

@@ -268,3 +268,49 @@ fn print_without_a_running_gateway_says_to_start_one() {
     assert!(out.contains("http://127.0.0.1:8080/v1"), "{out}");
     assert!(mock.requests().is_empty());
 }
+
+#[test]
+fn sigterm_to_bind_reaches_the_cli_and_the_gateway_stops_after_it() {
+    let mock = mock();
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // A CLI that runs until told to stop (at most 30 s, so a failing test leaves no
+    // process behind), and says how it was told.
+    let body = r#"trap 'echo TERM > "$rec/signal"; exit 143' TERM
+: > "$rec/ready"
+i=0; while [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done"#;
+    let bin = stand_in(dir.path(), "claude", body, 0);
+    let mut args = vec!["bind".to_string(), "claude".into(), "chat-only/echo".into()];
+    args.extend(chat_only(&mock));
+    let mut bind = switchyard(home.path())
+        .args(&args)
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .env("CHAT_ONLY_KEY", FAKE_KEY)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let ready = dir.path().join("rec/ready");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !ready.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the CLI never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let pid = libc::pid_t::try_from(bind.id()).unwrap();
+    // SAFETY: `kill` takes no pointer; `bind` is our child, not yet waited for.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = bind.try_wait().unwrap() {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "bind did not exit");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    // The CLI got the signal, and its exit status (143) is bind's.
+    assert_eq!(rec(dir.path(), "signal"), "TERM\n");
+    assert_eq!(status.code(), Some(143));
+}

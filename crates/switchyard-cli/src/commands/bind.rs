@@ -113,14 +113,52 @@ pub fn run(config: &Config, args: &BindArgs) -> Result<(), String> {
         let _interrupts = runtime.block_on(async {
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         });
-        cmd.status()
-            .map_err(|e| format!("error: could not run `{}`: {e}", program.display()))
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("error: could not run `{}`: {e}", program.display()))?;
+        // A SIGTERM or SIGHUP meant for the session (a closed terminal, a supervisor)
+        // reaches this process only: pass it on, so the CLI ends as it would alone, and
+        // this process stops the gateway after it instead of leaving the CLI without one.
+        #[cfg(unix)]
+        let forwarding = runtime.spawn(forward_signals(child.id()));
+        let status = child
+            .wait()
+            .map_err(|e| format!("error: could not wait for `{}`: {e}", program.display()));
+        #[cfg(unix)]
+        forwarding.abort();
+        status
     });
     if let Err(e) = runtime.block_on(gateway.shutdown()) {
         eprintln!("switchyard: the gateway did not stop cleanly: {e}");
     }
     let status = outcome?;
     std::process::exit(exit_code(status));
+}
+
+/// Passes SIGTERM and SIGHUP on to the process `pid` for as long as it runs.
+#[cfg(unix)]
+async fn forward_signals(pid: u32) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut hup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return;
+    };
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return;
+    };
+    loop {
+        let sig = tokio::select! {
+            _ = term.recv() => libc::SIGTERM,
+            _ = hup.recv() => libc::SIGHUP,
+        };
+        // `kill` takes no pointer. Forwarding stops as soon as the CLI has been waited
+        // for, long before its pid could be given to another process.
+        unsafe {
+            libc::kill(pid, sig);
+        }
+    }
 }
 
 /// The gateway `bind` serves itself: the run config's gateway sections and the registry,

@@ -78,7 +78,7 @@ pub async fn forward(
     } else {
         Bytes::from(raw.patched(&edits))
     };
-    if config.developer_as_system && memchr(&body, b"\"developer\"") {
+    if config.developer_as_system && memchr::memmem::find(&body, b"\"developer\"").is_some() {
         body = developer_as_system(&body, dialect).unwrap_or(body);
     }
 
@@ -372,10 +372,6 @@ fn developer_as_system(body: &[u8], dialect: Dialect) -> Option<Bytes> {
         }
     }
     serde_json::to_vec(&v).ok().map(Bytes::from)
-}
-
-fn memchr(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
 }
 
 fn chain(e: &dyn std::error::Error) -> String {

@@ -25,7 +25,7 @@ pub fn usage_key(dialect: Dialect) -> &'static str {
 /// value of the body's last usage key (see [`usage_key`]) when it is an object.
 pub fn find_usage_object(dialect: Dialect, body: &[u8]) -> Option<Map<String, Value>> {
     let key = format!("\"{}\"", usage_key(dialect));
-    let at = rfind(body, key.as_bytes())?;
+    let at = memchr::memmem::rfind(body, key.as_bytes())?;
     let rest = body[at + key.len()..]
         .trim_ascii_start()
         .strip_prefix(b":")?;
@@ -46,10 +46,6 @@ pub fn reply_usage(codec: &dyn Codec, body: &[u8]) -> Option<Usage> {
         Some(usage) => Some(codec.decode_usage(&usage)),
         None => codec.decode_reply(body).ok()?.usage,
     }
-}
-
-fn rfind(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).rposition(|w| w == needle)
 }
 
 #[cfg(test)]

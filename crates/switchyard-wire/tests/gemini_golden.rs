@@ -691,6 +691,55 @@ fn a_request_that_did_not_ask_for_thoughts_still_does_not() {
 }
 
 #[test]
+fn an_effort_is_a_level_for_gemini_3_and_a_budget_for_gemini_2() {
+    let with_effort = |effort: &str| Request {
+        reasoning: Some(Reasoning {
+            effort: Some(effort.into()),
+            ..Reasoning::default()
+        }),
+        ..Request::user("think")
+    };
+    let thinking = |model: &str, effort: &str| {
+        let body = GeminiCodec
+            .encode_request(
+                &with_effort(effort),
+                &EncodeOptions {
+                    model,
+                    stream: false,
+                },
+            )
+            .unwrap();
+        body["generationConfig"]["thinkingConfig"].clone()
+    };
+    assert_eq!(
+        thinking("gemini-3-pro-preview", "low"),
+        json!({"thinkingLevel": "low", "includeThoughts": true})
+    );
+    // Gemini 2.x refuses `thinkingLevel`: the budgets Google's OpenAI endpoint uses.
+    for (effort, budget) in [
+        ("none", 0),
+        ("minimal", 512),
+        ("low", 1024),
+        ("medium", 8192),
+        ("high", 24576),
+        ("xhigh", 24576),
+        ("whatever-comes-next", -1),
+    ] {
+        for model in [
+            "gemini-2.5-flash",
+            "models/gemini-2.5-pro",
+            "publishers/google/models/gemini-2.0-flash",
+        ] {
+            assert_eq!(
+                thinking(model, effort),
+                json!({"thinkingBudget": budget, "includeThoughts": true}),
+                "{model} {effort}"
+            );
+        }
+    }
+}
+
+#[test]
 fn a_canonical_request_from_another_dialect_encodes() {
     let call = ToolCall {
         id: "toolu_01".into(),

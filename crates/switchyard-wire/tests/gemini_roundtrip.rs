@@ -494,7 +494,7 @@ proptest! {
     #[test]
     fn encoded_requests_decode_back(request in request()) {
         let body = GeminiCodec
-            .encode_request(&request, &EncodeOptions { model: "gemini-2.5-pro", stream: false })
+            .encode_request(&request, &EncodeOptions { model: "gemini-3-pro-preview", stream: false })
             .unwrap();
         let bytes = serde_json::to_vec(&Value::Object(body)).unwrap();
         let decoded = GeminiCodec.decode_request(&bytes).unwrap();

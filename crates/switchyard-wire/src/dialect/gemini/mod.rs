@@ -46,7 +46,9 @@
 //!   a full JSON schema; `responseSchema` is read too); reasoning as
 //!   `thinkingConfig{thinkingBudget | thinkingLevel, includeThoughts: true}`: a budget
 //!   wins over an effort, effort `none` is `thinkingBudget: 0`, `xhigh`/`max` is
-//!   `high`, other efforts are sent as the level.
+//!   `high`, other efforts are sent as the level. Gemini 2.x models take no level: for
+//!   a `gemini-2…` model id an effort is a budget (`minimal` 512, `low` 1,024, `medium`
+//!   8,192, `high`/`xhigh`/`max` 24,576, others `-1`, the model's choice).
 //! - **Passthrough**: every other top-level field (`safetySettings`, `cachedContent`,
 //!   `labels`…), the unknown keys of `generationConfig` (`topK`, `seed`,
 //!   `candidateCount`, `responseModalities`, a `thinkingBudget` of `-1`…), of `toolConfig`
@@ -124,10 +126,11 @@ impl Codec for GeminiCodec {
     fn encode_request(
         &self,
         request: &Request,
-        _options: &EncodeOptions,
+        options: &EncodeOptions,
     ) -> Result<Map<String, Value>, EncodeError> {
-        // The model and `options.stream` choose the URL, not the body.
-        request::encode(request)
+        // The model and `options.stream` choose the URL; the model also chooses how an
+        // effort is written (a level, or a budget for Gemini 2.x).
+        request::encode(request, options.model)
     }
 
     fn decode_reply(&self, body: &[u8]) -> Result<Reply, DecodeError> {

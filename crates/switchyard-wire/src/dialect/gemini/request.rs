@@ -24,9 +24,9 @@ const JSON_MIME: &str = "application/json";
 // Encoding (client side)
 // ---------------------------------------------------------------------------------------
 
-/// The `generateContent` body for `request`. The model and the streaming choice are in
-/// the URL, so neither appears here.
-pub(super) fn encode(request: &Request) -> Result<Map<String, Value>, EncodeError> {
+/// The `generateContent` body for `request` to `model`. The model and the streaming
+/// choice are in the URL, so neither appears here.
+pub(super) fn encode(request: &Request, model: &str) -> Result<Map<String, Value>, EncodeError> {
     let passthrough = request.passthrough.fields_for(Dialect::Gemini);
     let mut body = Map::new();
 
@@ -97,7 +97,7 @@ pub(super) fn encode(request: &Request) -> Result<Map<String, Value>, EncodeErro
         );
     }
 
-    let generation = generation_config(request, passthrough);
+    let generation = generation_config(request, model, passthrough);
     if !generation.is_empty() {
         body.insert("generationConfig".into(), Value::Object(generation));
     }
@@ -181,7 +181,11 @@ fn encode_tool(tool: &Tool) -> Value {
     Value::Object(decl)
 }
 
-fn generation_config(request: &Request, passthrough: Option<&Object>) -> Map<String, Value> {
+fn generation_config(
+    request: &Request,
+    model: &str,
+    passthrough: Option<&Object>,
+) -> Map<String, Value> {
     let mut config = Map::new();
     if let Some(n) = request.max_tokens {
         config.insert("maxOutputTokens".into(), json!(n));
@@ -210,15 +214,19 @@ fn generation_config(request: &Request, passthrough: Option<&Object>) -> Map<Str
         if let Some(budget) = reasoning.budget_tokens {
             thinking.insert("thinkingBudget".into(), json!(budget));
         } else if let Some(effort) = &reasoning.effort {
-            match effort.to_ascii_lowercase().as_str() {
-                "none" => {
-                    thinking.insert("thinkingBudget".into(), json!(0));
-                }
-                "xhigh" | "max" => {
-                    thinking.insert("thinkingLevel".into(), json!("high"));
-                }
-                level => {
-                    thinking.insert("thinkingLevel".into(), json!(level));
+            if takes_budgets_only(model) {
+                thinking.insert("thinkingBudget".into(), json!(effort_budget(effort)));
+            } else {
+                match effort.to_ascii_lowercase().as_str() {
+                    "none" => {
+                        thinking.insert("thinkingBudget".into(), json!(0));
+                    }
+                    "xhigh" | "max" => {
+                        thinking.insert("thinkingLevel".into(), json!("high"));
+                    }
+                    level => {
+                        thinking.insert("thinkingLevel".into(), json!(level));
+                    }
                 }
             }
         }
@@ -235,6 +243,31 @@ fn generation_config(request: &Request, passthrough: Option<&Object>) -> Map<Str
         config.insert("thinkingConfig".into(), Value::Object(thinking));
     }
     config
+}
+
+/// Gemini 2.x models take a thinking budget and refuse `thinkingLevel` (a Gemini 3
+/// field); a model id names its generation (`gemini-2.5-flash`, `gemini-2.0-…`, with or
+/// without a `models/` or publisher path before it).
+fn takes_budgets_only(model: &str) -> bool {
+    model
+        .rsplit('/')
+        .next()
+        .is_some_and(|id| id.starts_with("gemini-2"))
+}
+
+/// An effort as a Gemini 2.x thinking budget: the budgets Google's own OpenAI-compatible
+/// endpoint maps `low`/`medium`/`high` to (1,024 / 8,192 / 24,576), `none` off, `minimal`
+/// the smallest budget every 2.5 model takes (512), anything else the model's own choice
+/// (`-1`, dynamic).
+fn effort_budget(effort: &str) -> i64 {
+    match effort.to_ascii_lowercase().as_str() {
+        "none" => 0,
+        "minimal" => 512,
+        "low" => 1024,
+        "medium" => 8192,
+        "high" | "xhigh" | "max" => 24576,
+        _ => -1,
+    }
 }
 
 /// Puts passthrough fields into `body`: missing keys are added, objects are merged key
@@ -727,7 +760,7 @@ mod tests {
                 kind: ToolKind::Function,
             })],
         });
-        let body = encode(&req).unwrap();
+        let body = encode(&req, "gemini-3-pro-preview").unwrap();
         assert_eq!(
             body["contents"][2]["parts"][0]["functionResponse"],
             json!({"name": "get", "response": {"content": "ok"}})

@@ -3,8 +3,8 @@
 //! directory — `llm_log/` and `calls.sqlite` — through the library's [`Recorder`].
 //!
 //! Nothing here runs on a reply's path. When a call ends (the last byte went out, or
-//! the client left), its meter puts a [`Finished`] — the bytes it kept as they passed,
-//! reference-counted, never copied — in the store's intake. The store's thread takes
+//! the client left), its meter puts a [`Finished`] — the bytes it kept as they passed
+//! (see [`compact`]) — in the store's intake. The store's thread takes
 //! the intake in batches: it decodes each call's canonical request and reply from those
 //! bytes, builds the records and hands the batch to the [`Recorder`] at once. A finished
 //! call is therefore in process memory the moment the client has its last byte, and on
@@ -15,7 +15,9 @@
 //! the recorder's writer and the index's thread on its own — context switches on the
 //! cores that serve the calls, which showed as added latency. The store's thread waits
 //! [`LINGER`] after the first call of a batch, so a busy gateway wakes it, the writer
-//! and the index about once per batch instead.
+//! and the index about once per batch instead. While the store keeps up, the three
+//! threads also yield the core to calls between two records ([`Courtesy`], switched by
+//! [`Pace`]).
 
 use crate::metrics::CallSummary;
 use bytes::{Bytes, BytesMut};

@@ -81,6 +81,12 @@ pub async fn forward(
     if config.developer_as_system && memchr::memmem::find(&body, b"\"developer\"").is_some() {
         body = developer_as_system(&body, dialect).unwrap_or(body);
     }
+    if config.legacy_max_tokens
+        && dialect == Dialect::Chat
+        && raw.raw("max_completion_tokens").is_some()
+    {
+        body = legacy_max_tokens(&body).unwrap_or(body);
+    }
 
     let sent_body = body.clone();
     let mut request = target
@@ -371,6 +377,14 @@ fn developer_as_system(body: &[u8], dialect: Dialect) -> Option<Bytes> {
             m["role"] = json!("system");
         }
     }
+    serde_json::to_vec(&v).ok().map(Bytes::from)
+}
+
+/// The chat body with its output limit in `max_tokens` (`max_tokens_field: max_tokens`).
+/// Re-serialised, like [`developer_as_system`]: only for the backends that ask for it.
+fn legacy_max_tokens(body: &[u8]) -> Option<Bytes> {
+    let mut v: serde_json::Map<String, Value> = serde_json::from_slice(body).ok()?;
+    switchyard::backend::http::legacy_max_tokens(&mut v);
     serde_json::to_vec(&v).ok().map(Bytes::from)
 }
 

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{upstream_dialect_of, Harness, DIALECTS};
+use common::{client_body, gateway_for, path, upstream_dialect_of, Harness, DIALECTS};
 use serde_json::{json, Value};
 use switchyard_wire::{Dialect, Message, Part, Request, Role, Tool, ToolKind, ToolResult};
 
@@ -163,4 +163,52 @@ async fn a_chat_stream_without_include_usage_is_metered_but_gets_no_usage_chunk(
         "{metrics}"
     );
     assert!(!metrics.contains("switchyard_gateway_input_tokens_total{backend=\"up-messages\",model=\"echo\",key=\"-\"} 0"), "{metrics}");
+}
+
+#[tokio::test]
+async fn a_backend_that_wants_max_tokens_gets_it_through_both_paths() {
+    let mock = switchyard_mock::MockServer::start().await;
+    let config = switchyard_gateway::GatewayConfig {
+        retry: switchyard::RetryPolicy::never(),
+        ..switchyard_gateway::GatewayConfig::default()
+    };
+    let extra = [
+        "backends.legacy.from=mock".to_string(),
+        "backends.legacy.apis=[chat]".to_string(),
+        "backends.legacy.max_tokens_field=max_tokens".to_string(),
+    ];
+    let gateway = gateway_for(
+        &mock.base_url(),
+        config,
+        switchyard::env::MapEnv::default(),
+        &extra,
+    );
+    let running = switchyard_gateway::start(gateway, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let http = reqwest::Client::new();
+    let request = Request::user("hi").with_max_tokens(40);
+    // A chat client (passed through: its body carries `max_completion_tokens`) and a
+    // Messages client (translated).
+    for client in [Dialect::Chat, Dialect::Messages] {
+        let r = http
+            .post(format!(
+                "{}{}",
+                running.url(),
+                path(client, "legacy/echo", false)
+            ))
+            .header("content-type", "application/json")
+            .body(client_body(client, "legacy/echo", &request, false))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{client}");
+        let sent = mock.requests().pop().unwrap();
+        let body = sent.json.unwrap();
+        assert_eq!(body["max_tokens"], 40, "{client}: {body}");
+        assert!(
+            body.get("max_completion_tokens").is_none(),
+            "{client}: {body}"
+        );
+    }
 }

@@ -6,7 +6,7 @@ use crate::backend::http::{new_client, Endpoint, HttpBackend, HttpConfig, Timeou
 use crate::backend::Backend;
 use crate::env::EnvSource;
 use crate::error::{Error, Result};
-use crate::registry::{self, Auth, DeveloperRole, EndpointError, Kind};
+use crate::registry::{self, Auth, DeveloperRole, EndpointError, Kind, MaxTokensField};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -101,6 +101,7 @@ pub fn http_backend_pooled(
                 .map(|(k, v)| (k.clone(), v.value.clone()))
                 .collect(),
             developer_as_system: backend.developer_role.value == DeveloperRole::System,
+            legacy_max_tokens: backend.max_tokens_field.value == MaxTokensField::MaxTokens,
             timeouts,
         },
         client,

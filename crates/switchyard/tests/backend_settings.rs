@@ -343,3 +343,38 @@ async fn a_redirect_is_reported_and_not_followed() {
         "the prompt went to the redirect's target"
     );
 }
+
+#[tokio::test]
+async fn max_tokens_field_moves_a_chat_limit_to_max_tokens() {
+    let mock = MockServer::start().await;
+    let env = MapEnv::default();
+    let request = Request::user("hi").with_max_tokens(40);
+    // The default: OpenAI's current field.
+    let plain = registry(&mock, &[], &env);
+    call(&plain, Dialect::Chat, &env).await;
+    llm_with(&plain, Dialect::Chat, "echo", &env)
+        .complete(request.clone())
+        .await
+        .unwrap();
+    let b = body(&last(&mock));
+    assert_eq!(b["max_completion_tokens"], 40, "{b}");
+    assert!(b.get("max_tokens").is_none(), "{b}");
+    // `max_tokens_field: max_tokens`, whole and streamed; other dialects keep their own.
+    let legacy = registry(&mock, &["backends.mock.max_tokens_field=max_tokens"], &env);
+    let llm = llm_with(&legacy, Dialect::Chat, "echo", &env);
+    llm.complete(request.clone()).await.unwrap();
+    let mut stream = llm.stream(request.clone()).await.unwrap();
+    while let Some(e) = stream.next().await {
+        e.unwrap();
+    }
+    for r in &mock.requests()[mock.requests().len() - 2..] {
+        let b = body(r);
+        assert_eq!(b["max_tokens"], 40, "{b}");
+        assert!(b.get("max_completion_tokens").is_none(), "{b}");
+    }
+    llm_with(&legacy, Dialect::Messages, "echo", &env)
+        .complete(request)
+        .await
+        .unwrap();
+    assert_eq!(body(&last(&mock))["max_tokens"], 40);
+}

@@ -104,6 +104,7 @@ fn text(config: &Config, r: &Reference, b: &Backend) -> String {
     }
     rows.push(opt_row("context_window", &b.context_window, "unknown"));
     rows.push(row("developer_role", &b.developer_role));
+    rows.push(row("max_tokens_field", &b.max_tokens_field));
     for (k, v) in &b.extra_body {
         rows.push(vec![
             format!("extra_body.{k}"),
@@ -164,6 +165,7 @@ fn json_of(r: &Reference, b: &Backend) -> Value {
         "price": b.price(&r.model).map(resolved_json).unwrap_or_else(|| json!("unknown")),
         "context_window": b.context_window.as_ref().map(resolved_json).unwrap_or_else(|| json!("unknown")),
         "developer_role": resolved_json(&b.developer_role),
+        "max_tokens_field": resolved_json(&b.max_tokens_field),
         "extra_body": serde_json::to_value(&b.extra_body).unwrap_or(Value::Null),
         "from": b.from.as_ref().map(resolved_json),
         "command": b.command.as_ref().map(resolved_json),

@@ -73,6 +73,9 @@ pub struct HttpConfig {
     pub extra_body: Map<String, Value>,
     /// Send `developer` messages as `system` (for endpoints that refuse the role).
     pub developer_as_system: bool,
+    /// Send a chat request's output limit as `max_tokens` (for OpenAI-compatible
+    /// servers that know only the older field) instead of `max_completion_tokens`.
+    pub legacy_max_tokens: bool,
     /// Waits.
     pub timeouts: Timeouts,
 }
@@ -125,6 +128,9 @@ impl HttpBackend {
                     self.config.dialect
                 ))
             })?;
+        if self.config.legacy_max_tokens && self.config.dialect == Dialect::Chat {
+            legacy_max_tokens(&mut body);
+        }
         for (key, value) in &self.config.extra_body {
             body.insert(key.clone(), value.clone());
         }
@@ -511,6 +517,14 @@ pub fn new_client(backend: &str, connect_timeout: Option<Duration>) -> Result<re
         backend: backend.to_string(),
         message: format!("could not build an HTTP client: {e}"),
     })
+}
+
+/// Moves a chat body's `max_completion_tokens` to `max_tokens` (`max_tokens_field:
+/// max_tokens`); a body that already has `max_tokens` keeps it.
+pub fn legacy_max_tokens(body: &mut Map<String, Value>) {
+    if let Some(limit) = body.remove("max_completion_tokens") {
+        body.entry("max_tokens").or_insert(limit);
+    }
 }
 
 /// The request with `developer` messages sent as `system`.

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::types::{Auth, DeveloperRole, Dialect, Kind, Layer, Price, Resolved};
+use super::types::{Auth, DeveloperRole, Dialect, Kind, Layer, MaxTokensField, Price, Resolved};
 use super::url_template;
 use crate::env::EnvSource;
 
@@ -40,6 +40,8 @@ pub struct Backend {
     pub context_window: Option<Resolved<u64>>,
     /// What to do with the `developer` role.
     pub developer_role: Resolved<DeveloperRole>,
+    /// The field a chat request's output limit goes in.
+    pub max_tokens_field: Resolved<MaxTokensField>,
     /// Aliases: short name to model id.
     pub models: BTreeMap<String, Resolved<String>>,
     /// The backend this one was copied from.

@@ -37,7 +37,7 @@ pub use builtin::BUILTINS_YAML;
 pub use load::{user_file_path, BACKENDS_FILE_KEYS};
 pub use overrides::{looks_like_override, parse_override, redacted, Override, SECTIONS};
 pub use patch::{FIELDS, PRICE_FIELDS};
-pub use types::{Auth, DeveloperRole, Dialect, Kind, Layer, Price, Resolved};
+pub use types::{Auth, DeveloperRole, Dialect, Kind, Layer, MaxTokensField, Price, Resolved};
 
 use crate::config_error::{ConfigError, ConfigErrors};
 use crate::env::EnvSource;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde_yaml_ng::Value;
 
 use super::spans::SpanIndex;
-use super::types::{Auth, DeveloperRole, Dialect, Kind, Layer, Price};
+use super::types::{Auth, DeveloperRole, Dialect, Kind, Layer, MaxTokensField, Price};
 use super::url_template;
 use crate::config_error::{ConfigError, ConfigProblem, Location};
 use crate::secrets;
@@ -26,6 +26,7 @@ pub const FIELDS: &[&str] = &[
     "extra_body",
     "context_window",
     "developer_role",
+    "max_tokens_field",
     "models",
     "from",
     "command",
@@ -52,6 +53,7 @@ pub struct BackendPatch {
     pub extra_body: BTreeMap<String, serde_json::Value>,
     pub context_window: Option<u64>,
     pub developer_role: Option<DeveloperRole>,
+    pub max_tokens_field: Option<MaxTokensField>,
     pub models: BTreeMap<String, String>,
     pub from: Option<(String, Location)>,
     pub command: Option<Vec<String>>,
@@ -76,6 +78,7 @@ impl BackendPatch {
             extra_body: BTreeMap::new(),
             context_window: None,
             developer_role: None,
+            max_tokens_field: None,
             models: BTreeMap::new(),
             from: None,
             command: None,
@@ -408,6 +411,17 @@ pub(crate) fn parse_field(
                 v,
                 DeveloperRole::ALL,
                 DeveloperRole::parse,
+                errors,
+            )
+        }
+        "max_tokens_field" => {
+            patch.max_tokens_field = closed(
+                src,
+                &path,
+                "max_tokens_field",
+                v,
+                MaxTokensField::ALL,
+                MaxTokensField::parse,
                 errors,
             )
         }

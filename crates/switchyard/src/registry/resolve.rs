@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::backend::Backend;
 use super::patch::BackendPatch;
-use super::types::{Auth, DeveloperRole, Dialect, Kind, Layer, Resolved};
+use super::types::{Auth, DeveloperRole, Dialect, Kind, Layer, MaxTokensField, Resolved};
 use crate::config_error::{ConfigError, ConfigProblem, Location};
 use crate::env::env_stem;
 use crate::suggest::nearest;
@@ -25,6 +25,7 @@ struct Draft {
     extra_body: BTreeMap<String, Resolved<serde_json::Value>>,
     context_window: Option<Resolved<u64>>,
     developer_role: Option<Resolved<DeveloperRole>>,
+    max_tokens_field: Option<Resolved<MaxTokensField>>,
     models: BTreeMap<String, Resolved<String>>,
     from: Option<Resolved<String>>,
     command: Option<Resolved<Vec<String>>>,
@@ -64,6 +65,7 @@ impl Draft {
             extra_body: source.extra_body.clone(),
             context_window: source.context_window.clone(),
             developer_role: Some(source.developer_role.clone()),
+            max_tokens_field: Some(source.max_tokens_field.clone()),
             models: source.models.clone(),
             from: None,
             command: source.command.clone(),
@@ -97,6 +99,7 @@ impl Draft {
         set(&mut self.auth, &p.auth, layer);
         set(&mut self.context_window, &p.context_window, layer);
         set(&mut self.developer_role, &p.developer_role, layer);
+        set(&mut self.max_tokens_field, &p.max_tokens_field, layer);
         set(&mut self.command, &p.command, layer);
         set(&mut self.log, &p.log, layer);
         merge(&mut self.prices, &p.prices, layer);
@@ -145,6 +148,9 @@ impl Draft {
             developer_role: self
                 .developer_role
                 .unwrap_or_else(|| Resolved::default_value(DeveloperRole::Keep)),
+            max_tokens_field: self
+                .max_tokens_field
+                .unwrap_or_else(|| Resolved::default_value(MaxTokensField::MaxCompletionTokens)),
             models: self.models,
             from: self.from,
             command: self.command,

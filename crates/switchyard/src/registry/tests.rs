@@ -307,6 +307,7 @@ backends:
     extra_body: {reasoning_effort: high, top_k: 5}
     context_window: 65536
     developer_role: system
+    max_tokens_field: max_tokens
     models: {fast: m1}
   child:
     from: box
@@ -352,6 +353,7 @@ backends:
     assert_eq!(b.extra_body["top_k"].value, serde_json::json!(5));
     assert_eq!(b.context_window.as_ref().unwrap().value, 65536);
     assert_eq!(b.developer_role.value, DeveloperRole::System);
+    assert_eq!(b.max_tokens_field.value, MaxTokensField::MaxTokens);
     assert_eq!(b.models["fast"].value, "m1");
     let c = r.backend("child").unwrap();
     assert_eq!(c.from.as_ref().unwrap().value, "box");
@@ -373,6 +375,10 @@ fn defaults_for_a_new_backend() {
     assert_eq!(b.auth.value, Auth::Bearer);
     assert!(b.key_required.value);
     assert_eq!(b.developer_role.value, DeveloperRole::Keep);
+    assert_eq!(
+        b.max_tokens_field.value,
+        MaxTokensField::MaxCompletionTokens
+    );
     assert!(b.context_window.is_none());
 }
 
@@ -571,7 +577,7 @@ fn unknown_field_lists_accepted_and_nearest_with_position() {
 #[test]
 fn all_problems_of_a_layer_are_reported() {
     let e = err(
-        Some("backends:\n  vllm:\n    apis: [chat, grpc]\n    auth: basic\n    kind: lambda\n    context_window: -5\n"),
+        Some("backends:\n  vllm:\n    apis: [chat, grpc]\n    auth: basic\n    kind: lambda\n    context_window: -5\n    max_tokens_field: max_output\n"),
         None,
         &[],
         &[],
@@ -579,6 +585,11 @@ fn all_problems_of_a_layer_are_reported() {
     assert!(
         e.contains("unknown dialect `grpc`")
             && e.contains("accepted: chat, responses, messages, gemini"),
+        "{e}"
+    );
+    assert!(
+        e.contains("unknown max_tokens_field `max_output`")
+            && e.contains("accepted: max_completion_tokens, max_tokens"),
         "{e}"
     );
     assert!(
@@ -594,7 +605,7 @@ fn all_problems_of_a_layer_are_reported() {
         e.contains(":6:5: `context_window` must not be negative"),
         "{e}"
     );
-    assert_eq!(e.lines().count(), 4, "{e}");
+    assert_eq!(e.lines().count(), 5, "{e}");
 }
 
 #[test]

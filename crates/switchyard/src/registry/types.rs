@@ -91,6 +91,16 @@ closed_set! {
     }
 }
 
+closed_set! {
+    /// The field a chat request carries its output limit in.
+    MaxTokensField {
+        /// OpenAI's current field (its newer models refuse `max_tokens`).
+        MaxCompletionTokens = "max_completion_tokens",
+        /// The older field, for OpenAI-compatible servers that know only it.
+        MaxTokens = "max_tokens",
+    }
+}
+
 /// A model's price in USD per million tokens. A model without a `Price` has an unknown
 /// cost, never zero; a price of 0 is a bill of zero.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

@@ -109,6 +109,7 @@ pub const INLINE_KEYS: &[&str] = &[
     "price",
     "context_window",
     "developer_role",
+    "max_tokens_field",
     "log",
 ];
 
@@ -118,6 +119,7 @@ const BACKEND_FIELDS: &[&str] = &[
     "api_key_env",
     "context_window",
     "developer_role",
+    "max_tokens_field",
 ];
 
 /// A value and where it was written.

@@ -1,5 +1,6 @@
 //! What a backend's registry entry does to the request on the wire, checked at the mock:
-//! each auth style, `extra_body`, `developer_role: system`, and a missing key.
+//! each auth style, `extra_body`, `developer_role: system`, `max_tokens_field`, a missing
+//! key, and a redirect (reported, not followed).
 
 mod common;
 

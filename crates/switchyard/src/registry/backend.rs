@@ -230,19 +230,7 @@ impl Backend {
         stream: bool,
         env: &dyn EnvSource,
     ) -> Result<url::Url, EndpointError> {
-        let template = self.endpoint_template(dialect, model, stream)?;
-        let filled = url_template::expand(&template, env).map_err(|variable| {
-            EndpointError::UnsetVariable {
-                backend: self.name.clone(),
-                variable,
-            }
-        })?;
-        let filled = vertex_global_host(&filled);
-        url::Url::parse(&filled).map_err(|e| EndpointError::BadUrl {
-            backend: self.name.clone(),
-            url: filled.clone(),
-            reason: e.to_string(),
-        })
+        self.fill_url(&self.endpoint_template(dialect, model, stream)?, env)
     }
 
     /// A root URL of this backend (`base_url`, `messages_url`…) with its placeholders

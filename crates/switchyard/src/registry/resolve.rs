@@ -194,17 +194,8 @@ impl<'a> Resolver<'a> {
             draft.apply(p);
         }
         let backend = draft.finish(name);
-        if backend.kind.value == Kind::Http && backend.base_url.is_none() {
-            let loc = patches
-                .last()
-                .map(|p| Location::source(p.layer.to_string()))
-                .unwrap_or_else(|| Location::source("configuration"));
-            self.errors.push(ConfigError::new(
-                loc,
-                ConfigProblem::MissingBaseUrl {
-                    backend: name.to_string(),
-                },
-            ));
+        if let Some(e) = missing_base_url(&backend, patches.iter().copied()) {
+            self.errors.push(e);
             self.failed.push(name.to_string());
             return None;
         }
@@ -312,17 +303,29 @@ pub(crate) fn resolve_one(
         draft.apply(p);
     }
     let backend = draft.finish(name);
-    if backend.kind.value == Kind::Http && backend.base_url.is_none() {
-        let loc = patches
-            .last()
-            .map(|p| Location::source(p.layer.to_string()))
-            .unwrap_or_else(|| Location::source("configuration"));
-        return Err(ConfigError::new(
-            loc,
-            ConfigProblem::MissingBaseUrl {
-                backend: name.to_string(),
-            },
-        ));
+    match missing_base_url(&backend, patches.iter()) {
+        Some(e) => Err(e),
+        None => Ok(backend),
     }
-    Ok(backend)
+}
+
+/// The error of an HTTP backend left without a `base_url` by its layers (`patches`,
+/// lowest first: the error names the last one's layer).
+fn missing_base_url<'p>(
+    backend: &Backend,
+    patches: impl Iterator<Item = &'p BackendPatch>,
+) -> Option<ConfigError> {
+    if backend.kind.value != Kind::Http || backend.base_url.is_some() {
+        return None;
+    }
+    let loc = patches
+        .last()
+        .map(|p| Location::source(p.layer.to_string()))
+        .unwrap_or_else(|| Location::source("configuration"));
+    Some(ConfigError::new(
+        loc,
+        ConfigProblem::MissingBaseUrl {
+            backend: backend.name.clone(),
+        },
+    ))
 }

@@ -54,7 +54,7 @@ type Ack = tokio::sync::oneshot::Sender<std::result::Result<u64, String>>;
 /// Records handed over together, acknowledged together.
 struct Job {
     entries: Vec<Entry>,
-    ack: Option<Ack>,
+    ack: Ack,
 }
 
 struct Entry {
@@ -220,7 +220,7 @@ impl Recorder {
         let (ack, done) = tokio::sync::oneshot::channel();
         let sent = self.send(Job {
             entries,
-            ack: Some(ack),
+            ack,
         });
         let this = self.clone();
         Box::pin(async move {
@@ -368,15 +368,14 @@ struct Pending {
 /// A job whose records are serialised into the batch: its ack, the number of its last
 /// record, and the first failure among its records.
 struct JobState {
-    ack: Option<Ack>,
+    ack: Ack,
     last: Option<u64>,
     failure: Option<String>,
 }
 
 impl JobState {
     fn answer(self, written: std::result::Result<(), &str>) {
-        let Some(ack) = self.ack else { return };
-        let _ = ack.send(match (written, self.failure, self.last) {
+        let _ = self.ack.send(match (written, self.failure, self.last) {
             (Err(m), _, _) => Err(m.to_string()),
             (Ok(()), Some(m), _) => Err(m),
             (Ok(()), None, Some(n)) => Ok(n),

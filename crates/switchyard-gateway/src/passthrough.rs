@@ -91,11 +91,7 @@ pub async fn forward(
     let sent_body = body.clone();
     let mut request = target
         .client
-        .post(if stream {
-            target.urls.1.clone()
-        } else {
-            target.urls.0.clone()
-        })
+        .post(config.endpoint.url(stream).clone())
         .header("content-type", "application/json")
         .body(body);
     if stream {

@@ -30,9 +30,6 @@ pub struct Target {
     pub retry: RetryPolicy,
     /// The backend's pooled client (pass-through sends raw bytes on it).
     pub client: reqwest::Client,
-    /// The URLs pass-through posts to (whole reply, stream), parsed once here rather
-    /// than on every call.
-    pub urls: (reqwest::Url, reqwest::Url),
     /// The model's price, when known.
     pub price: Option<Price>,
     /// The first-party Anthropic API, which understands `anthropic-beta` flags.
@@ -180,19 +177,6 @@ impl Upstreams {
             .pool
             .client(&backend.name, DEFAULT_TIMEOUTS.connect)
             .map_err(|e| ApiError::from_upstream(&e))?;
-        let parse = |stream: bool| {
-            let url = http.config().endpoint.url(stream);
-            reqwest::Url::parse(url).map_err(|e| {
-                ApiError::new(
-                    Category::Internal,
-                    format!(
-                        "backend `{}`: its URL {url} is not a URL: {e}",
-                        backend.name
-                    ),
-                )
-            })
-        };
-        let urls = (parse(false)?, parse(true)?);
         let http = Arc::new(http);
         let label = format!("{}/{}", backend.name, reference.model);
         let llm =
@@ -216,7 +200,6 @@ impl Upstreams {
             llm,
             retry: self.retry.clone(),
             client: client_pool,
-            urls,
             price: backend.price(&reference.model).map(|p| p.value),
             anthropic_first_party: messages_root
                 .is_some_and(|r| r.contains("://api.anthropic.com")),

@@ -199,11 +199,10 @@ fn endpoint_url(
     model: &str,
     stream: bool,
     env: &dyn EnvSource,
-) -> Result<String> {
-    let url = backend
+) -> Result<url::Url> {
+    backend
         .endpoint(dialect, model, stream, env)
-        .map_err(endpoint_error)?;
-    Ok(url.to_string())
+        .map_err(endpoint_error)
 }
 
 /// One Application Default Credentials source for the process, so its token cache is

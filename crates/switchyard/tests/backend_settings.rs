@@ -272,17 +272,17 @@ fn vertex_urls_come_from_project_and_location() {
 
     let regional = gemini("us-central1", "gemini-2.5-flash");
     assert_eq!(
-        regional.complete,
+        regional.complete.as_str(),
         "https://us-central1-aiplatform.googleapis.com/v1/projects/test-proj/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent"
     );
     assert_eq!(
-        regional.stream,
+        regional.stream.as_str(),
         "https://us-central1-aiplatform.googleapis.com/v1/projects/test-proj/locations/us-central1/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
     );
     // `global` (what Gemini 3 models need) has no regional host.
     let global = gemini("global", "gemini-3-pro-preview");
     assert_eq!(
-        global.complete,
+        global.complete.as_str(),
         "https://aiplatform.googleapis.com/v1/projects/test-proj/locations/global/publishers/google/models/gemini-3-pro-preview:generateContent"
     );
     let chat = connect::http_backend(
@@ -293,7 +293,7 @@ fn vertex_urls_come_from_project_and_location() {
     )
     .unwrap();
     assert_eq!(
-        chat.config().endpoint.complete,
+        chat.config().endpoint.complete.as_str(),
         "https://aiplatform.googleapis.com/v1beta1/projects/test-proj/locations/global/endpoints/openapi/chat/completions"
     );
 

@@ -16,19 +16,19 @@ use switchyard_wire::{
     StreamError,
 };
 
-/// Where a backend's dialect is called for its model.
+/// Where a backend's dialect is called for its model: parsed once, when the backend is
+/// built, not on every call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
     /// The URL of a whole reply.
-    pub complete: String,
+    pub complete: url::Url,
     /// The URL of a streamed reply (differs only for Gemini).
-    pub stream: String,
+    pub stream: url::Url,
 }
 
 impl Endpoint {
     /// One URL for both.
-    pub fn fixed(url: impl Into<String>) -> Self {
-        let url = url.into();
+    pub fn fixed(url: url::Url) -> Self {
         Endpoint {
             complete: url.clone(),
             stream: url,
@@ -36,7 +36,7 @@ impl Endpoint {
     }
 
     /// The URL to call.
-    pub fn url(&self, stream: bool) -> &str {
+    pub fn url(&self, stream: bool) -> &url::Url {
         if stream {
             &self.stream
         } else {
@@ -147,7 +147,7 @@ impl HttpBackend {
         let url = self.config.endpoint.url(stream);
         let mut request = self
             .client
-            .post(url)
+            .post(url.clone())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body);
         if stream {

@@ -218,10 +218,7 @@ impl Recorder {
         entries: Vec<Entry>,
     ) -> futures::future::BoxFuture<'static, Option<u64>> {
         let (ack, done) = tokio::sync::oneshot::channel();
-        let sent = self.send(Job {
-            entries,
-            ack,
-        });
+        let sent = self.send(Job { entries, ack });
         let this = self.clone();
         Box::pin(async move {
             if !sent {

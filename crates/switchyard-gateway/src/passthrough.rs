@@ -16,7 +16,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
 use futures::StreamExt;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime};
 use switchyard::backend::http::ANTHROPIC_VERSION;
@@ -78,14 +78,22 @@ pub async fn forward(
     } else {
         Bytes::from(raw.patched(&edits))
     };
-    if config.developer_as_system && memchr::memmem::find(&body, b"\"developer\"").is_some() {
-        body = developer_as_system(&body, dialect).unwrap_or(body);
-    }
-    if config.legacy_max_tokens
+    let rename_developer = config.developer_as_system
+        && matches!(dialect, Dialect::Chat | Dialect::Responses)
+        && memchr::memmem::find(&body, b"\"developer\"").is_some();
+    let legacy_limit = config.legacy_max_tokens
         && dialect == Dialect::Chat
-        && raw.raw("max_completion_tokens").is_some()
-    {
-        body = legacy_max_tokens(&body).unwrap_or(body);
+        && raw.raw("max_completion_tokens").is_some();
+    if rename_developer || legacy_limit {
+        body = reserialised(&body, |v| {
+            if rename_developer {
+                developer_as_system(v, dialect);
+            }
+            if legacy_limit {
+                switchyard::backend::http::legacy_max_tokens(v);
+            }
+        })
+        .unwrap_or(body);
     }
 
     let sent_body = body.clone();
@@ -359,29 +367,30 @@ fn build(status: StatusCode, headers: HeaderMap, body: Body) -> Response {
     response
 }
 
+/// The body parsed, changed by `edit` and written again: for the edits that need more
+/// than a top-level splice, made only for the backends configured to want them.
+fn reserialised(body: &[u8], edit: impl FnOnce(&mut Map<String, Value>)) -> Option<Bytes> {
+    let mut v: Map<String, Value> = serde_json::from_slice(body).ok()?;
+    edit(&mut v);
+    serde_json::to_vec(&v).ok().map(Bytes::from)
+}
+
 /// Renames `developer` messages to `system` (for backends configured with
-/// `developer_role: system`): the one edit that needs the body parsed.
-fn developer_as_system(body: &[u8], dialect: Dialect) -> Option<Bytes> {
-    let mut v: Value = serde_json::from_slice(body).ok()?;
+/// `developer_role: system`; the role exists in chat and Responses only).
+fn developer_as_system(body: &mut Map<String, Value>, dialect: Dialect) {
     let list = match dialect {
         Dialect::Chat => "messages",
         Dialect::Responses => "input",
-        _ => return None,
+        _ => return,
     };
-    for m in v.get_mut(list)?.as_array_mut()? {
+    let Some(messages) = body.get_mut(list).and_then(Value::as_array_mut) else {
+        return;
+    };
+    for m in messages {
         if m.get("role").and_then(Value::as_str) == Some("developer") {
             m["role"] = json!("system");
         }
     }
-    serde_json::to_vec(&v).ok().map(Bytes::from)
-}
-
-/// The chat body with its output limit in `max_tokens` (`max_tokens_field: max_tokens`).
-/// Re-serialised, like [`developer_as_system`]: only for the backends that ask for it.
-fn legacy_max_tokens(body: &[u8]) -> Option<Bytes> {
-    let mut v: serde_json::Map<String, Value> = serde_json::from_slice(body).ok()?;
-    switchyard::backend::http::legacy_max_tokens(&mut v);
-    serde_json::to_vec(&v).ok().map(Bytes::from)
 }
 
 fn chain(e: &dyn std::error::Error) -> String {

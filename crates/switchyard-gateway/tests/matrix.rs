@@ -166,7 +166,7 @@ async fn a_chat_stream_without_include_usage_is_metered_but_gets_no_usage_chunk(
 }
 
 #[tokio::test]
-async fn a_backend_that_wants_max_tokens_gets_it_through_both_paths() {
+async fn a_backend_that_wants_max_tokens_and_no_developer_role_gets_them_through_both_paths() {
     let mock = switchyard_mock::MockServer::start().await;
     let config = switchyard_gateway::GatewayConfig {
         retry: switchyard::RetryPolicy::never(),
@@ -176,6 +176,7 @@ async fn a_backend_that_wants_max_tokens_gets_it_through_both_paths() {
         "backends.legacy.from=mock".to_string(),
         "backends.legacy.apis=[chat]".to_string(),
         "backends.legacy.max_tokens_field=max_tokens".to_string(),
+        "backends.legacy.developer_role=system".to_string(),
     ];
     let gateway = gateway_for(
         &mock.base_url(),
@@ -187,7 +188,10 @@ async fn a_backend_that_wants_max_tokens_gets_it_through_both_paths() {
         .await
         .unwrap();
     let http = reqwest::Client::new();
-    let request = Request::user("hi").with_max_tokens(40);
+    let mut request = Request::user("hi").with_max_tokens(40);
+    request
+        .messages
+        .insert(0, Message::text(Role::Developer, "be brief"));
     // A chat client (passed through: its body carries `max_completion_tokens`) and a
     // Messages client (translated).
     for client in [Dialect::Chat, Dialect::Messages] {
@@ -210,5 +214,13 @@ async fn a_backend_that_wants_max_tokens_gets_it_through_both_paths() {
             body.get("max_completion_tokens").is_none(),
             "{client}: {body}"
         );
+        // Both edits at once: the developer message went as a system one.
+        let roles: Vec<&str> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|m| m["role"].as_str())
+            .collect();
+        assert_eq!(roles, ["system", "user"], "{client}: {body}");
     }
 }

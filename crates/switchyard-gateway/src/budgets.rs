@@ -2,14 +2,20 @@
 //! month, or the store's whole life), counted with the calls' cost from the backends'
 //! prices.
 //!
-//! Each key's spend is a library [`BudgetTracker`]: a call reserves its place before it
-//! is sent and settles its cost when it ends, and a call is let through only while the
-//! settled spend is under the budget — so concurrent calls overshoot by at most what
-//! the calls already in flight spend. At start the spend of the current period is read
-//! back from the store's `calls.sqlite` (`client_key`, `cost_usd`, `time`), so a
-//! restarted gateway keeps counting. A call of unknown cost (a model without a price)
-//! counts nothing: the operator gives such models a price or keeps them off budgeted
-//! keys (`models:` of the key).
+//! **A budget holds under concurrency.** Before a call is sent it reserves its most
+//! possible cost ([`CallBound`]: the prompt bounded by the bytes of its body — no
+//! tokenizer makes more tokens than bytes — plus its output limit, at the model's
+//! prices); it is refused when the settled spend, what the calls in flight hold and its
+//! own bound together would pass the budget, and it settles to its real cost when it
+//! ends. So a key's spend never passes its budget while the bounds hold: always for a
+//! call that states its output limit (`max_tokens`…), and otherwise with the backend's
+//! `max_output_tokens` (or context window) as the limit. A call whose model has no price
+//! cannot be held to a dollar budget: it is refused, saying so, unless the key says
+//! `unknown_cost: allow` (then it counts nothing).
+//!
+//! At start the spend of the current period is read back from the store's
+//! `calls.sqlite` (`client_key`, `cost_usd`, `time`), so a restarted gateway keeps
+//! counting.
 
 use crate::config::BudgetPeriod;
 use crate::errors::{ApiError, Category};
@@ -17,23 +23,86 @@ use chrono::{DateTime, Datelike, Duration as Days, NaiveDate, Utc};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 use switchyard::budget::{Budget, BudgetTracker, Reservation, Spend};
+use switchyard::registry::Price;
+use switchyard::Dialect;
+
+/// The output a call that states no limit is reserved for when its backend declares
+/// neither `max_output_tokens` nor a context window.
+pub const DEFAULT_OUTPUT_BOUND: u64 = 32_768;
+
+/// The most a call can cost, and how that was reckoned (for a refusal's message).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CallBound {
+    /// Dollars.
+    pub usd: f64,
+    /// Prompt tokens at most (the body's bytes).
+    pub prompt_tokens: u64,
+    /// Output tokens at most.
+    pub output_tokens: u64,
+    /// Where the output limit came from.
+    pub output_from: &'static str,
+}
+
+impl CallBound {
+    /// The bound of a call sending `body_bytes`, stating `stated` as its output limit
+    /// (else the backend's `limit`), at `price`.
+    pub fn new(price: &Price, body_bytes: usize, stated: Option<u64>, limit: Option<u64>) -> Self {
+        let prompt_tokens = body_bytes as u64;
+        let (output_tokens, output_from) = match (stated, limit) {
+            (Some(n), _) => (n, "its output limit"),
+            (None, Some(n)) => (n, "the backend's output limit (the call states none)"),
+            (None, None) => (
+                DEFAULT_OUTPUT_BOUND,
+                "the default output bound (the call and its backend state none)",
+            ),
+        };
+        // The dearest way the prompt can be billed: a cache write costs more than input.
+        let input = price.input.max(price.cache_write.unwrap_or(0.0));
+        let usd = (prompt_tokens as f64 * input + output_tokens as f64 * price.output) / 1e6;
+        CallBound {
+            usd,
+            prompt_tokens,
+            output_tokens,
+            output_from,
+        }
+    }
+}
+
+/// The output limit a client's body states, in its own dialect: `max_tokens` (Messages;
+/// chat's older field), `max_completion_tokens` (chat), `max_output_tokens` (Responses),
+/// `generationConfig.maxOutputTokens` (Gemini).
+pub fn stated_output_limit(dialect: Dialect, raw: &crate::raw::RawBody<'_>) -> Option<u64> {
+    let number = |key: &str| raw.raw(key).and_then(|v| v.trim().parse::<u64>().ok());
+    match dialect {
+        Dialect::Chat => number("max_completion_tokens").or_else(|| number("max_tokens")),
+        Dialect::Responses => number("max_output_tokens"),
+        Dialect::Messages => number("max_tokens"),
+        Dialect::Gemini => {
+            let config: serde_json::Value =
+                serde_json::from_str(raw.raw("generationConfig")?).ok()?;
+            config.get("maxOutputTokens")?.as_u64()
+        }
+    }
+}
 
 /// One key's budget.
 #[derive(Debug)]
 pub struct KeyBudget {
     usd: f64,
     period: BudgetPeriod,
+    unknown_cost_allowed: bool,
     /// The start of the period being counted and its tracker.
     current: Mutex<(Option<DateTime<Utc>>, Arc<BudgetTracker>)>,
 }
 
 impl KeyBudget {
     /// A budget with nothing spent in the current period.
-    pub fn new(usd: f64, period: BudgetPeriod) -> Self {
+    pub fn new(usd: f64, period: BudgetPeriod, unknown_cost_allowed: bool) -> Self {
         let start = period_start(period, Utc::now());
         KeyBudget {
             usd,
             period,
+            unknown_cost_allowed,
             current: Mutex::new((start, Arc::new(BudgetTracker::new(budget(usd))))),
         }
     }
@@ -72,10 +141,16 @@ impl KeyBudget {
         self.current.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Reserves a call's place, or refuses it (429, `insufficient_quota` /
-    /// `billing_error` / `RESOURCE_EXHAUSTED`, marked not to be retried) saying which
-    /// budget and how much is spent.
-    pub fn reserve(&self, key: &str) -> Result<Reservation, ApiError> {
+    /// Reserves a call's most possible cost (`None`: the model has no price), or refuses
+    /// it (429, `insufficient_quota` / `billing_error` / `RESOURCE_EXHAUSTED`, marked not
+    /// to be retried) saying which budget, how much is spent and held, and what the call
+    /// could cost.
+    pub fn reserve(
+        &self,
+        key: &str,
+        model: &str,
+        bound: Option<CallBound>,
+    ) -> Result<Reservation, ApiError> {
         let now = Utc::now();
         let tracker = {
             let mut current = self.lock();
@@ -87,20 +162,43 @@ impl KeyBudget {
             }
             current.1.clone()
         };
-        tracker.reserve("").map_err(|_| {
+        let reserved = match bound {
+            Some(b) => tracker.reserve_up_to("", b.usd),
+            None if self.unknown_cost_allowed => tracker.reserve(""),
+            None => {
+                return Err(ApiError::new(
+                    Category::Quota,
+                    format!(
+                        "model `{model}` has no price, so a call to it cannot be held to key `{key}`'s budget of ${} {}; the call was not made. Give the model a price (`prices:` of its backend), or write `unknown_cost: allow` on the key to let such calls through uncounted.",
+                        trim(self.usd),
+                        period_words(self.period)
+                    ),
+                )
+                .not_retryable())
+            }
+        };
+        reserved.map_err(|_| {
             let spend = tracker.spend();
             let next = period_end(self.period, now);
             let mut message = format!(
-                "budget exceeded for key `{key}`: its budget is ${} {}, and ${:.6} is spent{}; the call was not made.",
+                "budget exceeded for key `{key}`: its budget is ${} {}, and ${:.6} is spent",
                 trim(self.usd),
                 period_words(self.period),
                 spend.usd,
-                if spend.in_flight > 0 {
-                    format!(" ({} calls still in flight)", spend.in_flight)
-                } else {
-                    String::new()
-                }
             );
+            if spend.in_flight > 0 {
+                message.push_str(&format!(
+                    " and ${:.6} held by {} calls in flight",
+                    spend.reserved_usd, spend.in_flight
+                ));
+            }
+            if let Some(b) = bound {
+                message.push_str(&format!(
+                    "; this call could cost up to ${:.6} ({} prompt tokens at most, the bytes of its body, and {} output tokens, {}) at the model's prices",
+                    b.usd, b.prompt_tokens, b.output_tokens, b.output_from
+                ));
+            }
+            message.push_str("; the call was not made.");
             match next {
                 Some(t) => message.push_str(&format!(
                     " The budget starts again at {}.",
@@ -196,10 +294,21 @@ mod tests {
 
     #[test]
     fn a_key_past_its_budget_is_refused_with_the_spend() {
-        let b = KeyBudget::new(0.01, BudgetPeriod::Day);
+        let b = KeyBudget::new(0.01, BudgetPeriod::Day, false);
         b.resume(0.004);
-        b.reserve("alice").unwrap().settle(None, Some(0.007));
-        let e = b.reserve("alice").unwrap_err();
+        b.reserve("alice", "m", None)
+            .map(|_| ())
+            .expect_err("no price, no call");
+        let tiny = |usd| CallBound {
+            usd,
+            prompt_tokens: 1,
+            output_tokens: 1,
+            output_from: "its output limit",
+        };
+        b.reserve("alice", "m", Some(tiny(0.001)))
+            .unwrap()
+            .settle(None, Some(0.007));
+        let e = b.reserve("alice", "m", Some(tiny(0.001))).unwrap_err();
         assert_eq!(e.category, Category::Quota);
         assert!(
             e.message

@@ -44,7 +44,7 @@ pub async fn handle(state: Arc<State>, inbound: Inbound, request: Request) -> Re
     match run(&state, &inbound, request, &mut meter).await {
         Ok(response) => response,
         Err(e) => {
-            meter.outcome(e.status.as_u16(), Some(format!("{:?}", e.category)));
+            meter.outcome(e.status.as_u16(), Some(format!("gateway:{:?}", e.category)));
             let draft = meter.draft();
             if draft.error.is_none() {
                 draft.error = Some(switchyard::record::ErrorRecord {
@@ -55,7 +55,8 @@ pub async fn handle(state: Arc<State>, inbound: Inbound, request: Request) -> Re
                 });
             }
             meter.complete();
-            e.into_response_for(dialect)
+            let (status, headers, body) = e.parts_for(dialect);
+            crate::respond::whole(status, headers, body, &mut meter)
         }
     }
 }
@@ -135,8 +136,29 @@ async fn run(
         meter.not_recorded();
         return count_tokens::answer(&target, &raw, &bytes, &parts.headers, meter).await;
     }
-    if let Some(budget) = key.as_ref().and_then(|k| k.budget.as_ref().map(|b| (k, b))) {
-        meter.set_reservation(budget.1.reserve(&budget.0.name)?);
+    if let Some(key) = &key {
+        let place = key.concurrency.enter().map_err(|max| {
+            ApiError::new(
+                Category::RateLimited,
+                format!(
+                    "key `{}` has {max} calls in flight, its max_in_flight; try again when one ends",
+                    key.name
+                ),
+            )
+            .with_retry_after(std::time::Duration::from_secs(1))
+        })?;
+        meter.set_in_flight(place);
+        if let Some(budget) = &key.budget {
+            let bound = target.price.as_ref().map(|price| {
+                crate::budgets::CallBound::new(
+                    price,
+                    bytes.len(),
+                    crate::budgets::stated_output_limit(dialect, &raw),
+                    target.output_limit,
+                )
+            });
+            meter.set_reservation(budget.reserve(&key.name, &target.reference, bound)?);
+        }
     }
     if passthrough {
         passthrough::forward(

@@ -10,15 +10,24 @@
 //! keys:
 //!   - {name: alice, key_env: ALICE_GATEWAY_KEY, models: ["mock/*"], rpm: 60, tpm: 100000}
 //!   - {name: ci, key_sha256: 9f86d08…, budget_usd: 5, budget_period: day}
-//! store: ./gateway-data             # where calls are recorded (the recording issue)
+//! store: ./gateway-data             # or {path: DIR, durability: fast|answered|synced, max_backlog: N}
+//! timeouts: {first_byte_timeout_seconds: 600, idle_timeout_seconds: 300}
+//! limits: {max_targets: 1024, max_metric_series: 1000}
 //! ```
+
+mod keys;
+mod sections;
 
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
+use switchyard::backend::http::Timeouts;
 use switchyard::RetryPolicy;
+
+pub use crate::store::{StoreDurability, StoreOptions};
+pub use sections::GATEWAY_TIMEOUTS;
 
 /// The default bound on a request body: large enough for long agent transcripts with
 /// images, small enough that one client cannot exhaust memory.
@@ -48,6 +57,15 @@ pub struct GatewayConfig {
     /// Retries of upstream calls (the run config's `retry:`, as everywhere): whole calls,
     /// and streams before their first byte.
     pub retry: RetryPolicy,
+    /// The waits of every upstream call, pass-through and translated alike (`timeouts:`).
+    pub timeouts: Timeouts,
+    /// How the store records (`store: {durability, max_backlog}`).
+    pub store_options: StoreOptions,
+    /// The most upstream targets kept (`limits.max_targets`).
+    pub max_targets: usize,
+    /// The most metric series (`limits.max_metric_series`): calls past it are counted
+    /// under `model="(other)"`.
+    pub max_metric_series: usize,
 }
 
 impl Default for GatewayConfig {
@@ -60,6 +78,10 @@ impl Default for GatewayConfig {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
             retry: RetryPolicy::default(),
+            timeouts: GATEWAY_TIMEOUTS,
+            store_options: StoreOptions::default(),
+            max_targets: crate::upstream::DEFAULT_MAX_TARGETS,
+            max_metric_series: crate::metrics::DEFAULT_MAX_SERIES,
         }
     }
 }
@@ -78,10 +100,32 @@ pub struct KeySpec {
     pub budget_usd: Option<f64>,
     /// The budget's period.
     pub budget_period: Option<BudgetPeriod>,
+    /// `unknown_cost: allow`: calls of models without a price go through a USD budget
+    /// (counting nothing); refused by default, since their spend cannot be held.
+    pub unknown_cost_allowed: bool,
+    /// The most calls of this key in flight at once.
+    pub max_in_flight: Option<u32>,
     /// Requests per minute.
     pub rpm: Option<u32>,
     /// Tokens (input + output) per minute.
     pub tpm: Option<u64>,
+}
+
+impl KeySpec {
+    /// A key of that name with no limits (every model, no budget, no rates).
+    pub fn new(name: impl Into<String>, secret: KeySecret) -> Self {
+        KeySpec {
+            name: name.into(),
+            secret,
+            models: Vec::new(),
+            budget_usd: None,
+            budget_period: None,
+            unknown_cost_allowed: false,
+            max_in_flight: None,
+            rpm: None,
+            tpm: None,
+        }
+    }
 }
 
 /// Where a client key is found.
@@ -152,7 +196,7 @@ impl GatewayConfig {
             match keys {
                 Value::Array(items) => {
                     for (i, item) in items.iter().enumerate() {
-                        if let Some(k) = read_key(i, item, &mut errors) {
+                        if let Some(k) = keys::read_key(i, item, &mut errors) {
                             if config.keys.iter().any(|o| o.name == k.name) {
                                 errors.push(format!(
                                     "keys[{i}]: the name `{}` is used twice",
@@ -174,14 +218,13 @@ impl GatewayConfig {
             }
         }
         if let Some(store) = sections.get("store") {
-            match store {
-                Value::String(s) => config.store = Some(PathBuf::from(s)),
-                Value::Object(map) => match map.get("path").and_then(Value::as_str) {
-                    Some(p) => config.store = Some(PathBuf::from(p)),
-                    None => errors.push("store: expected a directory, or {path: DIR}".into()),
-                },
-                other => errors.push(format!("store: expected a directory, found {other}")),
-            }
+            sections::read_store(store, &mut config, &mut errors);
+        }
+        if let Some(timeouts) = sections.get("timeouts") {
+            sections::read_timeouts(timeouts, &mut config, &mut errors);
+        }
+        if let Some(limits) = sections.get("limits") {
+            sections::read_limits(limits, &mut config, &mut errors);
         }
         if errors.is_empty() {
             Ok(config)
@@ -228,152 +271,6 @@ fn read_listen(value: &Value, config: &mut GatewayConfig, errors: &mut Vec<Strin
             "listen: expected an address such as {DEFAULT_LISTEN}, found {other}"
         )),
     }
-}
-
-const KEY_FIELDS: &str = "name, key_env, key_sha256, models, budget_usd, budget_period, rpm, tpm";
-
-fn read_key(i: usize, item: &Value, errors: &mut Vec<String>) -> Option<KeySpec> {
-    let Value::Object(map) = item else {
-        errors.push(format!(
-            "keys[{i}]: expected a mapping with {KEY_FIELDS}, found {item}"
-        ));
-        return None;
-    };
-    let before = errors.len();
-    for k in map.keys() {
-        if !KEY_FIELDS.split(", ").any(|f| f == k) {
-            errors.push(format!(
-                "keys[{i}].{k}: unknown field; accepted: {KEY_FIELDS}"
-            ));
-        }
-    }
-    let name = match map.get("name").and_then(Value::as_str) {
-        Some(n) if !n.is_empty() => n.to_string(),
-        _ => {
-            errors.push(format!("keys[{i}]: `name` is required (a string)"));
-            String::new()
-        }
-    };
-    let at = |field: &str| format!("keys[{i}] ({name}).{field}");
-    let secret = match (map.get("key_env"), map.get("key_sha256")) {
-        (Some(Value::String(v)), None) if !v.is_empty() => Some(KeySecret::Env(v.clone())),
-        (None, Some(Value::String(h))) => match parse_sha256(h) {
-            Some(d) => Some(KeySecret::Sha256(d)),
-            None => {
-                errors.push(format!(
-                    "{}: expected 64 hexadecimal digits (the SHA-256 of the key, e.g. from `printf %s KEY | sha256sum`)",
-                    at("key_sha256")
-                ));
-                None
-            }
-        },
-        (Some(_), Some(_)) => {
-            errors.push(format!(
-                "keys[{i}] ({name}): give `key_env` or `key_sha256`, not both"
-            ));
-            None
-        }
-        _ => {
-            errors.push(format!(
-                "keys[{i}] ({name}): `key_env` (the variable holding the key) or `key_sha256` is required"
-            ));
-            None
-        }
-    };
-    let models = match map.get("models") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(a)) => a
-            .iter()
-            .filter_map(|m| match m.as_str() {
-                Some(s) => Some(s.to_string()),
-                None => {
-                    errors.push(format!("{}: expected strings, found {m}", at("models")));
-                    None
-                }
-            })
-            .collect(),
-        Some(other) => {
-            errors.push(format!(
-                "{}: expected a list of model names, found {other}",
-                at("models")
-            ));
-            Vec::new()
-        }
-    };
-    let budget_usd = match map.get("budget_usd") {
-        None | Some(Value::Null) => None,
-        Some(v) => match v.as_f64() {
-            Some(b) if b >= 0.0 && b.is_finite() => Some(b),
-            _ => {
-                errors.push(format!(
-                    "{}: expected an amount in USD ≥ 0, found {v}",
-                    at("budget_usd")
-                ));
-                None
-            }
-        },
-    };
-    let budget_period = match map.get("budget_period") {
-        None | Some(Value::Null) => None,
-        Some(v) => match v.as_str().and_then(BudgetPeriod::parse) {
-            Some(p) => Some(p),
-            None => {
-                errors.push(format!(
-                    "{}: expected one of {}, found {v}",
-                    at("budget_period"),
-                    BudgetPeriod::NAMES
-                ));
-                None
-            }
-        },
-    };
-    if budget_period.is_some() && budget_usd.is_none() {
-        errors.push(format!(
-            "{}: a period without `budget_usd`",
-            at("budget_period")
-        ));
-    }
-    let rpm = read_count(map.get("rpm"), &at("rpm"), errors).map(|n| n.min(u32::MAX as u64) as u32);
-    let tpm = read_count(map.get("tpm"), &at("tpm"), errors);
-    if errors.len() > before {
-        return None;
-    }
-    Some(KeySpec {
-        name,
-        secret: secret?,
-        models,
-        budget_usd,
-        budget_period: budget_period.or(budget_usd.map(|_| BudgetPeriod::Month)),
-        rpm,
-        tpm,
-    })
-}
-
-fn read_count(v: Option<&Value>, at: &str, errors: &mut Vec<String>) -> Option<u64> {
-    match v {
-        None | Some(Value::Null) => None,
-        Some(v) => match v.as_u64() {
-            Some(n) if n > 0 => Some(n),
-            _ => {
-                errors.push(format!("{at}: expected a whole number > 0, found {v}"));
-                None
-            }
-        },
-    }
-}
-
-/// Parses 64 hex digits.
-pub fn parse_sha256(hex: &str) -> Option<[u8; 32]> {
-    let hex = hex.trim();
-    if hex.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, pair) in hex.as_bytes().chunks(2).enumerate() {
-        let s = std::str::from_utf8(pair).ok()?;
-        out[i] = u8::from_str_radix(s, 16).ok()?;
-    }
-    Some(out)
 }
 
 #[cfg(test)]

@@ -7,11 +7,11 @@ use crate::meter::Meter;
 use crate::raw::RawBody;
 use crate::upstream::Target;
 use axum::body::Body;
-use axum::http::{HeaderMap, HeaderValue};
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::response::Response;
 use bytes::Bytes;
 use serde_json::{json, Value};
-use switchyard::backend::http::ANTHROPIC_VERSION;
+use switchyard::backend::http::RawRequest;
 use switchyard::Dialect;
 use switchyard_wire::{codec, Part, Request};
 
@@ -43,24 +43,24 @@ pub async fn answer(
     ))
 }
 
-async fn ask(target: &Target, url: &str, raw: &RawBody<'_>, headers: &HeaderMap) -> Option<Value> {
+/// The backend's own count, through the library's send path (its credential and
+/// timeouts); `None` when it has none to give, and the estimate answers instead.
+async fn ask(
+    target: &Target,
+    url: &url::Url,
+    raw: &RawBody<'_>,
+    headers: &HeaderMap,
+) -> Option<Value> {
     let body = raw.patched(&[("model", Value::from(target.model.as_str()).to_string())]);
-    let version = headers
-        .get("anthropic-version")
-        .cloned()
-        .unwrap_or(HeaderValue::from_static(ANTHROPIC_VERSION));
-    let request = target
-        .client
-        .post(url)
-        .header("content-type", "application/json")
-        .header("anthropic-version", version)
-        .body(body);
-    let request = target.http.config().auth.apply(request).await.ok()?;
-    let response = request.send().await.ok()?;
-    if !response.status().is_success() {
-        return None;
+    let mut request = RawRequest::new(Bytes::from(body), false);
+    if let Some(version) = headers.get("anthropic-version") {
+        request.headers.push((
+            HeaderName::from_static("anthropic-version"),
+            version.clone(),
+        ));
     }
-    let v: Value = response.json().await.ok()?;
+    let response = target.http.send_raw_to(url.clone(), &request).await.ok()?;
+    let v: Value = serde_json::from_slice(&response.bytes().await.ok()?).ok()?;
     v.get("input_tokens").and_then(Value::as_u64).map(|_| v)
 }
 

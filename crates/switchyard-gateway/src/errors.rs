@@ -2,8 +2,9 @@
 //! client branches on (Codex on `context_length_exceeded` and "try again in Ns", Claude
 //! Code on "prompt is too long", `rate_limit_error`, `overloaded_error`).
 
-use axum::http::{HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::Response;
+use bytes::Bytes;
 use serde_json::{json, Value};
 use std::time::Duration;
 use switchyard::{Dialect, Error};
@@ -143,6 +144,15 @@ impl ApiError {
 
     /// The response in `dialect`'s shape.
     pub fn into_response_for(self, dialect: Dialect) -> Response {
+        let (status, headers, body) = self.parts_for(dialect);
+        let mut response = Response::new(axum::body::Body::from(body));
+        *response.status_mut() = status;
+        *response.headers_mut() = headers;
+        response
+    }
+
+    /// The status, headers and body of the response in `dialect`'s shape.
+    pub fn parts_for(&self, dialect: Dialect) -> (StatusCode, HeaderMap, Bytes) {
         let body = self.body(dialect);
         let status = match (dialect, self.category) {
             (Dialect::Messages, Category::Overloaded) => {
@@ -150,27 +160,21 @@ impl ApiError {
             }
             _ => self.status,
         };
-        let mut response = (
-            status,
-            [("content-type", "application/json")],
-            body.to_string(),
-        )
-            .into_response();
+        let mut headers = HeaderMap::new();
+        headers.insert("content-type", HeaderValue::from_static("application/json"));
         if self.no_retry {
-            response
-                .headers_mut()
-                .insert("x-should-retry", HeaderValue::from_static("false"));
+            headers.insert("x-should-retry", HeaderValue::from_static("false"));
         }
         if let Some(after) = self.retry_after {
             let secs = after.as_secs_f64().ceil().max(1.0) as u64;
             if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
-                response.headers_mut().insert("retry-after", v);
+                headers.insert("retry-after", v);
             }
             if let Ok(v) = HeaderValue::from_str(&after.as_millis().to_string()) {
-                response.headers_mut().insert("retry-after-ms", v);
+                headers.insert("retry-after-ms", v);
             }
         }
-        response
+        (status, headers, Bytes::from(body.to_string()))
     }
 
     /// The error as a stream event, for failures after the stream began.

@@ -2,7 +2,7 @@
 //! leaks nothing through timing and no key is kept in memory longer than a request.
 
 use crate::config::{KeySecret, KeySpec};
-use crate::limits::RateLimiter;
+use crate::limits::{Concurrency, RateLimiter};
 use axum::http::HeaderMap;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -18,6 +18,8 @@ pub struct Key {
     pub models: Vec<String>,
     /// Its request and token rates.
     pub limiter: RateLimiter,
+    /// Its cap on calls in flight.
+    pub concurrency: Concurrency,
     /// Its budget in USD per period, counted with the calls' cost.
     pub budget: Option<crate::budgets::KeyBudget>,
 }
@@ -79,11 +81,13 @@ impl Keys {
                 name: spec.name.clone(),
                 models: spec.models.clone(),
                 limiter: RateLimiter::new(spec.rpm, spec.tpm),
+                concurrency: Concurrency::new(spec.max_in_flight),
                 budget: spec.budget_usd.map(|usd| {
                     crate::budgets::KeyBudget::new(
                         usd,
                         spec.budget_period
                             .unwrap_or(crate::config::BudgetPeriod::Total),
+                        spec.unknown_cost_allowed,
                     )
                 }),
             });
@@ -167,13 +171,8 @@ mod tests {
 
     fn spec(name: &str, secret: KeySecret) -> KeySpec {
         KeySpec {
-            name: name.into(),
-            secret,
             models: vec!["mock/*".into(), "gpt-5.4".into()],
-            budget_usd: None,
-            budget_period: None,
-            rpm: None,
-            tpm: None,
+            ..KeySpec::new(name, secret)
         }
     }
 
@@ -231,6 +230,7 @@ mod tests {
             name: "k".into(),
             models: vec!["mock/*".into(), "gpt-5.4".into()],
             limiter: RateLimiter::new(None, None),
+            concurrency: Concurrency::new(None),
             budget: None,
         };
         assert!(k.allows("mock/echo", "mock/echo"));

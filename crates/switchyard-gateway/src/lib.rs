@@ -21,6 +21,7 @@
 //! # Ok(()) }
 //! ```
 
+mod access_log;
 mod budgets;
 mod call;
 pub mod config;
@@ -33,13 +34,16 @@ mod meter;
 pub mod metrics;
 mod passthrough;
 mod raw;
+mod refusals;
+mod respond;
 mod routes;
 mod server;
 mod store;
 mod translate;
 mod upstream;
 
-pub use config::{BudgetPeriod, GatewayConfig, KeySecret, KeySpec};
+pub use config::{BudgetPeriod, GatewayConfig, KeySecret, KeySpec, StoreDurability, StoreOptions};
 pub use metrics::{CallRecorder, CallSummary};
 pub use routes::health::SERVICE;
 pub use server::{check_exposure, probe, start, Gateway, RunningGateway, State};
+pub use store::StoreHealth;

@@ -1,8 +1,47 @@
 //! Per-key rate limits: requests and tokens per minute, as token buckets that refill
-//! continuously (a full minute's allowance may be spent at once, then it trickles back).
+//! continuously (a full minute's allowance may be spent at once, then it trickles back);
+//! and the cap on a key's calls in flight.
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// The cap on a key's calls in flight (`max_in_flight`).
+#[derive(Debug, Default)]
+pub struct Concurrency {
+    max: Option<u32>,
+    now: Arc<AtomicU32>,
+}
+
+/// A call's place among its key's calls in flight, given back when dropped.
+#[derive(Debug)]
+pub struct InFlight(Arc<AtomicU32>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Concurrency {
+    /// A cap of `max` calls at once (`None`: no cap).
+    pub fn new(max: Option<u32>) -> Self {
+        Concurrency {
+            max,
+            now: Arc::default(),
+        }
+    }
+
+    /// Takes a place, or gives the cap when every place is taken.
+    pub fn enter(&self) -> Result<InFlight, u32> {
+        let now = self.now.fetch_add(1, Ordering::AcqRel);
+        let place = InFlight(self.now.clone());
+        match self.max {
+            Some(max) if now >= max => Err(max),
+            _ => Ok(place),
+        }
+    }
+}
 
 /// A key's request and token buckets.
 #[derive(Debug)]

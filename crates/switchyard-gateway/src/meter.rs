@@ -1,25 +1,40 @@
-//! One call's meter: filled in as the call goes, recorded exactly once when it is dropped
-//! (after the last byte of a stream, or when a client goes away mid-stream), so no
-//! finished call is lost and the stream is never held back for it. When it is dropped it
-//! settles the key's budget, counts the call in the metrics and hands the call, with the
-//! bytes it kept as they passed, to the store (see [`crate::store`]).
+//! One call's meter: filled in as the call goes, closed exactly once — by [`Meter::finish`]
+//! as the reply's last bytes go out, or when it is dropped (a client that went away
+//! mid-stream, an error answered, a drain that ran out). Closing settles the key's budget
+//! reservation, counts the call in the metrics, writes the access log line, and hands the
+//! call, with the bytes it kept as they passed, to the store (see [`crate::store`]); when
+//! the store says so ([`crate::store::Store::must_wait`]), `finish` gives the wait for the
+//! record that the reply's last byte must follow.
 
 use crate::keys::Key;
+use crate::limits::InFlight;
 use crate::metrics::{cost, CallSummary};
 use crate::server::State;
 use crate::store::{Draft, Finished};
 use crate::upstream::Target;
 use bytes::Bytes;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use switchyard::budget::Reservation;
 use switchyard::{Dialect, Usage};
+use tokio::sync::oneshot;
+
+/// What a stream had shown when the client left, to bill what was generated.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SeenSoFar {
+    /// The latest usage the stream reported (Anthropic's `message_start` has the prompt).
+    pub usage: Option<Usage>,
+    /// Characters of output (text, thinking, tool-call arguments) relayed so far.
+    pub output_chars: usize,
+}
 
 /// A call being metered.
 pub struct Meter {
     state: Option<Arc<State>>,
     summary: CallSummary,
     key: Option<Arc<Key>>,
+    target: Option<Arc<Target>>,
     price: Option<switchyard::registry::Price>,
     arrived: Instant,
     sent: Option<Instant>,
@@ -30,6 +45,8 @@ pub struct Meter {
     reference: String,
     client_body: Option<Bytes>,
     reservation: Option<Reservation>,
+    in_flight: Option<InFlight>,
+    seen: SeenSoFar,
     record: bool,
     draft: Draft,
 }
@@ -55,8 +72,12 @@ impl Meter {
                 latency: Duration::ZERO,
                 time_to_first_byte: None,
                 overhead: Duration::ZERO,
+                requested: String::new(),
+                upstream_called: false,
+                model_known: false,
             },
             key: None,
+            target: None,
             price: None,
             arrived,
             sent: None,
@@ -67,6 +88,8 @@ impl Meter {
             reference: String::new(),
             client_body: None,
             reservation: None,
+            in_flight: None,
+            seen: SeenSoFar::default(),
             record: true,
             draft: Draft::default(),
         }
@@ -75,6 +98,7 @@ impl Meter {
     /// The model name the client asked for (the record's reference until a target is
     /// chosen).
     pub fn set_requested(&mut self, model: &str) {
+        self.summary.requested = model.to_string();
         if self.reference.is_empty() {
             self.reference = model.to_string();
         }
@@ -99,6 +123,11 @@ impl Meter {
         self.reservation = Some(reservation);
     }
 
+    /// The key's place among its calls in flight, given back when the call ends.
+    pub fn set_in_flight(&mut self, place: InFlight) {
+        self.in_flight = Some(place);
+    }
+
     /// Not a model call (`count_tokens`): metered, not recorded in the store.
     pub fn not_recorded(&mut self) {
         self.record = false;
@@ -116,7 +145,8 @@ impl Meter {
     }
 
     /// The upstream chosen.
-    pub fn set_target(&mut self, target: &Target, stream: bool, passthrough: bool) {
+    pub fn set_target(&mut self, target: &Arc<Target>, stream: bool, passthrough: bool) {
+        self.target = Some(target.clone());
         self.summary.backend = target.backend.clone();
         self.summary.model = target.model.clone();
         self.summary.upstream_dialect = Some(target.dialect);
@@ -129,11 +159,17 @@ impl Meter {
     /// The request is about to be sent upstream.
     pub fn sent(&mut self) {
         self.sent = Some(Instant::now());
+        self.summary.upstream_called = true;
     }
 
     /// The upstream's answer (its head) arrived.
     pub fn answered(&mut self) {
         self.answered = Some(Instant::now());
+    }
+
+    /// The upstream's answer arrived at `at`.
+    pub fn answered_at(&mut self, at: Instant) {
+        self.answered = Some(at);
     }
 
     /// The head of the reply is being sent to the client.
@@ -153,6 +189,11 @@ impl Meter {
         self.summary.usage = Some(usage);
     }
 
+    /// What a stream has shown so far, billed if the client leaves before its end.
+    pub fn seen_so_far(&mut self, seen: SeenSoFar) {
+        self.seen = seen;
+    }
+
     /// The status sent and, for a failure, the error's kind.
     pub fn outcome(&mut self, status: u16, error: Option<String>) {
         if status != 0 {
@@ -169,12 +210,24 @@ impl Meter {
         self.done = true;
     }
 
+    /// The reply's last bytes are about to go out: closes the call now and, when the
+    /// store must have its record first, gives the answer to wait for (`true`: written).
+    pub fn finish(&mut self) -> Option<oneshot::Receiver<bool>> {
+        self.close(true)
+    }
+
+    /// Whether the call is still open (not yet closed by [`Meter::finish`]).
+    pub fn is_open(&self) -> bool {
+        self.state.is_some()
+    }
+
     /// Moves the meter out (into a stream), leaving an inert one behind.
     pub fn detach(&mut self) -> Meter {
         Meter {
             state: self.state.take(),
             summary: self.summary.clone(),
             key: self.key.take(),
+            target: self.target.take(),
             price: self.price.take(),
             arrived: self.arrived,
             sent: self.sent,
@@ -185,17 +238,18 @@ impl Meter {
             reference: std::mem::take(&mut self.reference),
             client_body: self.client_body.take(),
             reservation: self.reservation.take(),
+            in_flight: self.in_flight.take(),
+            seen: self.seen,
             record: self.record,
             draft: std::mem::take(&mut self.draft),
         }
     }
-}
 
-impl Drop for Meter {
-    fn drop(&mut self) {
-        let Some(state) = self.state.take() else {
-            return;
-        };
+    /// Closes the call once: timings, the outcome of an unfinished call, its bill, the
+    /// budget, the metrics, the access log and the store. With `may_wait`, gives the
+    /// store's answer when the caller must wait for the record.
+    fn close(&mut self, may_wait: bool) -> Option<oneshot::Receiver<bool>> {
+        let state = self.state.take()?;
         let now = Instant::now();
         let s = &mut self.summary;
         s.latency = now.duration_since(self.arrived);
@@ -208,8 +262,27 @@ impl Drop for Meter {
             _ => head.duration_since(self.arrived),
         };
         if !self.done && s.error.is_none() && s.status < 400 {
-            // The client left before the end (its upstream request was dropped with it).
-            s.error = Some("client_disconnected".into());
+            let cancelled = state.drain_expired.load(Ordering::Relaxed);
+            // The client left before the end (its upstream request was dropped with it),
+            // or the drain deadline passed.
+            s.error = Some(
+                if cancelled {
+                    "cancelled"
+                } else {
+                    "client_disconnected"
+                }
+                .into(),
+            );
+            if s.upstream_called {
+                let sent_bytes = self.draft.sent_body.as_ref().map_or(0, Bytes::len);
+                let (usage, how) = bill_unfinished(
+                    s.usage.or(self.seen.usage),
+                    sent_bytes,
+                    self.seen.output_chars,
+                );
+                s.usage = Some(usage);
+                self.draft.usage_estimated = Some(how);
+            }
         }
         if let (Some(price), Some(usage)) = (&self.price, &s.usage) {
             s.cost_usd = Some(cost(price, usage));
@@ -218,19 +291,78 @@ impl Drop for Meter {
             key.limiter.charge_tokens(usage.total());
         }
         if let Some(r) = self.reservation.take() {
-            let cost = switchyard::cost::call_cost(self.price.as_ref(), s.usage.as_ref());
-            r.settle(s.usage.as_ref(), cost);
+            r.settle(s.usage.as_ref(), s.cost_usd);
+        }
+        self.in_flight.take();
+        if let Some(target) = self.target.take() {
+            let succeeded = s.error.is_none() && s.status < 400;
+            if succeeded {
+                // Its model exists upstream: the target is worth keeping.
+                state.upstreams.confirm(&target, s.client_dialect);
+            }
+            s.model_known = succeeded || state.upstreams.is_known(&target.reference);
         }
         state.metrics.finished(s);
-        if let (Some(store), true) = (&state.store, self.record) {
-            store.submit(Finished {
-                summary: self.summary.clone(),
-                reference: std::mem::take(&mut self.reference),
-                client_body: self.client_body.take().as_ref().map(crate::store::compact),
-                started_at: self.started_at,
-                price: self.price,
-                draft: std::mem::take(&mut self.draft),
-            });
+        crate::access_log::call(s);
+        if !s.upstream_called && s.error.is_some() {
+            // Refused before any upstream call (no key, a model that does not exist…):
+            // counted and traced, not recorded in full, so a flood of them cannot fill
+            // the disk.
+            state.refusals.note(s);
+            return None;
+        }
+        let store = state.store.as_ref().filter(|_| self.record)?;
+        let finished = Finished {
+            summary: self.summary.clone(),
+            reference: std::mem::take(&mut self.reference),
+            client_body: self.client_body.take().as_ref().map(crate::store::compact),
+            started_at: self.started_at,
+            price: self.price,
+            draft: std::mem::take(&mut self.draft),
+        };
+        if may_wait && store.must_wait() {
+            Some(store.submit_and_wait(finished))
+        } else {
+            store.submit(finished);
+            None
         }
     }
+}
+
+impl Drop for Meter {
+    fn drop(&mut self) {
+        self.close(false);
+    }
+}
+
+/// The usage of a call that ended before its reply did, billing what was generated: the
+/// prompt as the provider reported it, else estimated from the bytes sent (÷ 4, the
+/// estimate the context check uses); the output as reported, or the characters relayed
+/// ÷ 4 when that is more (a stream reports its output count only at its end). Gives the
+/// usage and a sentence saying how it was made, for the record.
+pub fn bill_unfinished(
+    reported: Option<Usage>,
+    sent_bytes: usize,
+    output_chars: usize,
+) -> (Usage, String) {
+    let mut usage = reported.unwrap_or_default();
+    let mut how = Vec::new();
+    if usage.input == 0 {
+        usage.input = (sent_bytes as u64).div_ceil(4);
+        how.push(format!(
+            "prompt estimated from the {sent_bytes} bytes sent (÷ 4)"
+        ));
+    } else {
+        how.push("prompt as the provider reported it".to_string());
+    }
+    let counted = (output_chars as u64).div_ceil(4);
+    if counted > usage.output {
+        usage.output = counted;
+        how.push(format!(
+            "output estimated from the {output_chars} characters relayed before the client left (÷ 4)"
+        ));
+    } else {
+        how.push("output as the provider reported it".to_string());
+    }
+    (usage, how.join("; "))
 }

@@ -40,6 +40,13 @@ pub struct CallSummary {
     /// Time spent in the gateway itself (before sending upstream and after the upstream
     /// answered, until the reply's head was sent).
     pub overhead: Duration,
+    /// The model name the client sent.
+    pub requested: String,
+    /// Whether anything was sent upstream (false for the gateway's own refusals).
+    pub upstream_called: bool,
+    /// Whether calls of this model have succeeded: only such models get a label of
+    /// their own in `/metrics` (the others count under `model="(unknown)"`).
+    pub model_known: bool,
 }
 
 /// The hook the recorder plugs into: called once per finished call, off the reply path
@@ -51,6 +58,16 @@ pub trait CallRecorder: Send + Sync {
 
 /// A counter's name, help text and how to read it from a series.
 type Counter = (&'static str, &'static str, fn(&Series) -> String);
+
+/// The most `/metrics` series (backend × model × key) by default.
+pub const DEFAULT_MAX_SERIES: usize = 1000;
+
+/// The model label of calls whose model never answered (a name the upstream refuses, a
+/// refusal before any upstream call): one label, however many names clients send.
+const UNKNOWN_MODEL: &str = "(unknown)";
+
+/// The labels of calls past the series bound.
+const OTHER: &str = "(other)";
 
 const LATENCY_BUCKETS: &[f64] = &[
     0.000_05, 0.0001, 0.000_25, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -115,13 +132,37 @@ struct Inner {
 }
 
 /// The gateway's counters.
-#[derive(Default)]
 pub struct Metrics {
     inner: Mutex<Inner>,
     recorder: Mutex<Option<Arc<dyn CallRecorder>>>,
+    max_series: usize,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new(DEFAULT_MAX_SERIES)
+    }
 }
 
 impl Metrics {
+    /// Counters keeping at most `max_series` label sets.
+    pub fn new(max_series: usize) -> Self {
+        Metrics {
+            inner: Mutex::default(),
+            recorder: Mutex::default(),
+            max_series: max_series.max(1),
+        }
+    }
+
+    /// The series counted so far.
+    pub fn series(&self) -> usize {
+        self.inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .series
+            .len()
+    }
+
     /// Sets the recorder hook.
     pub fn set_recorder(&self, recorder: Arc<dyn CallRecorder>) {
         *self.recorder.lock().unwrap_or_else(|p| p.into_inner()) = Some(recorder);
@@ -141,10 +182,19 @@ impl Metrics {
             let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
             inner.in_flight -= 1;
             inner.overhead.observe(call.overhead.as_secs_f64());
-            let s = inner
-                .series
-                .entry((call.backend.clone(), call.model.clone(), call.key.clone()))
-                .or_default();
+            let mut labels = (
+                call.backend.clone(),
+                if call.model_known {
+                    call.model.clone()
+                } else {
+                    UNKNOWN_MODEL.to_string()
+                },
+                call.key.clone(),
+            );
+            if inner.series.len() >= self.max_series && !inner.series.contains_key(&labels) {
+                labels = (OTHER.into(), OTHER.into(), OTHER.into());
+            }
+            let s = inner.series.entry(labels).or_default();
             s.requests += 1;
             if call.error.is_some() {
                 s.errors += 1;

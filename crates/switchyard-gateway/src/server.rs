@@ -34,6 +34,10 @@ pub struct State {
     pub started: Instant,
     /// Where every call is recorded (`None`: no data directory).
     pub store: Option<Store>,
+    /// The counts and sampled trace of calls refused before any upstream call.
+    pub refusals: crate::refusals::Refusals,
+    /// Set when the drain deadline passed: calls still open are recorded as cancelled.
+    pub drain_expired: std::sync::atomic::AtomicBool,
 }
 
 /// A gateway ready to serve: config checked, keys read.
@@ -51,17 +55,34 @@ impl Gateway {
         registry: Registry,
         env: Arc<dyn EnvSource + Send + Sync>,
     ) -> Result<Gateway, Vec<String>> {
+        Gateway::with_sleeper(config, registry, env, Arc::new(switchyard::TokioSleeper))
+    }
+
+    /// [`Gateway::new`] with the retry loop waiting through `sleeper` (tests pass a
+    /// [`switchyard::RecordingSleeper`], so that no retry wait is real).
+    pub fn with_sleeper(
+        config: &GatewayConfig,
+        registry: Registry,
+        env: Arc<dyn EnvSource + Send + Sync>,
+        sleeper: Arc<dyn switchyard::Sleeper>,
+    ) -> Result<Gateway, Vec<String>> {
         let mut errors = Vec::new();
         let keys = Keys::load(&config.keys, env.as_ref()).unwrap_or_else(|e| {
             errors.extend(e);
             Keys::default()
         });
-        let upstreams = Upstreams::new(registry, config.models.clone(), env, config.retry.clone());
+        let calling = crate::upstream::Calling {
+            retry: config.retry.clone(),
+            timeouts: config.timeouts,
+            sleeper,
+            max_targets: config.max_targets,
+        };
+        let upstreams = Upstreams::new(registry, config.models.clone(), env, calling);
         if let Err(e) = upstreams.check_models() {
             errors.extend(e);
         }
         let store = match &config.store {
-            Some(dir) => match Store::open(dir) {
+            Some(dir) => match Store::open(dir, config.store_options) {
                 Ok(store) => Some(store),
                 Err(e) => {
                     errors.push(e);
@@ -80,10 +101,12 @@ impl Gateway {
             state: Arc::new(State {
                 upstreams,
                 keys,
-                metrics: Metrics::default(),
+                metrics: Metrics::new(config.max_metric_series),
                 max_body_bytes: config.max_body_bytes,
                 started: Instant::now(),
+                refusals: crate::refusals::Refusals::new(store.as_ref().map(Store::dir)),
                 store,
+                drain_expired: Default::default(),
             }),
             drain_timeout: config.drain_timeout,
         })
@@ -97,6 +120,17 @@ impl Gateway {
     /// The data directory calls are recorded into, when there is one.
     pub fn store_dir(&self) -> Option<&std::path::Path> {
         self.state.store.as_ref().map(Store::dir)
+    }
+
+    /// Whether the store writes what it is given, and how many records were lost
+    /// (`None` without a store). `switchyard serve` exits non-zero when any was lost.
+    pub fn store_health(&self) -> Option<crate::store::StoreHealth> {
+        self.state.store.as_ref().map(Store::health)
+    }
+
+    /// Upstream targets cached now (bounded by `limits.max_targets`).
+    pub fn cached_targets(&self) -> usize {
+        self.state.upstreams.cached()
     }
 
     /// The metrics, rendered by `GET /metrics`.
@@ -156,6 +190,7 @@ impl Gateway {
         let served = tokio::select! {
             r = server => r,
             _ = deadline => {
+                state.drain_expired.store(true, std::sync::atomic::Ordering::Relaxed);
                 tracing::warn!("calls still in flight after the drain timeout; exiting anyway");
                 Ok(())
             }

@@ -5,6 +5,7 @@
 use crate::errors::ApiError;
 use crate::ids::{self, Restore};
 use crate::meter::Meter;
+use crate::meter::SeenSoFar;
 use crate::store::attempt_records;
 use crate::upstream::Target;
 use axum::body::Body;
@@ -63,11 +64,12 @@ pub async fn forward(
         meter.head();
         meter.first_byte();
         meter.complete();
-        let mut response = Response::new(Body::from(body));
-        response
-            .headers_mut()
-            .insert("content-type", HeaderValue::from_static("application/json"));
-        return Ok(response);
+        return Ok(crate::respond::whole(
+            StatusCode::OK,
+            crate::respond::json_headers(),
+            Bytes::from(body),
+            meter,
+        ));
     }
     let (outcome, sent) =
         switchyard::backend::capture_sent_body(target.llm.stream_detailed(request)).await;
@@ -123,7 +125,8 @@ struct Relay {
 
 impl Relay {
     /// The next bytes for the client: `None` once the stream is over. Chunks whose events
-    /// encode to nothing are skipped rather than sent empty.
+    /// encode to nothing are skipped rather than sent empty. The stream's last bytes go
+    /// out once the call is recorded, when the store must have the record first.
     async fn next(&mut self) -> Option<Bytes> {
         loop {
             if self.ended {
@@ -137,6 +140,13 @@ impl Relay {
                 match self.upstream.next().now_or_never() {
                     Some(item) => self.take(item, &mut out),
                     None => break,
+                }
+            }
+            if self.ended {
+                self.meter.first_byte();
+                self.note_seen();
+                if let Some(written) = self.meter.finish() {
+                    let _ = written.await;
                 }
             }
             if !out.is_empty() {
@@ -181,20 +191,42 @@ impl Relay {
         }
         self.encoder.event(&event, out);
     }
+
+    /// The reply assembled so far and every byte received go to the record; what was
+    /// generated is what a client that leaves is billed on.
+    fn note_seen(&mut self) {
+        let mut reply = self.upstream.reply();
+        let raw = std::mem::take(&mut reply.raw);
+        let output_chars = reply
+            .content
+            .iter()
+            .map(|p| match p {
+                switchyard::Part::Text { text, .. } => text.chars().count(),
+                switchyard::Part::Thinking(t) => t.text.chars().count(),
+                switchyard::Part::ToolCall(c) => c.name.len() + c.arguments.chars().count(),
+                _ => 0,
+            })
+            .sum();
+        self.meter.seen_so_far(SeenSoFar {
+            usage: reply.usage,
+            output_chars,
+        });
+        let draft = self.meter.draft();
+        if !raw.is_empty() {
+            // Already a copy of its own (`ReplyStream::reply`).
+            draft.raw = vec![raw];
+        }
+        draft.reply = Some(reply);
+    }
 }
 
 impl Drop for Relay {
     fn drop(&mut self) {
-        // The stream is over (or the client left): the reply assembled so far and every
-        // byte received go to the record.
-        let mut reply = self.upstream.reply();
-        let raw = std::mem::take(&mut reply.raw);
-        let draft = self.meter.draft();
-        if !raw.is_empty() {
-            // Already a copy of its own (`ReplyStream::reply`).
-            draft.raw.push(raw);
+        // The client left (or the stream ended without its record yet): the record gets
+        // what came.
+        if self.meter.is_open() {
+            self.note_seen();
         }
-        draft.reply = Some(reply);
     }
 }
 

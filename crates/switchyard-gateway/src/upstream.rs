@@ -1,16 +1,24 @@
 //! From a client's model name to an upstream: the `models:` table, the reference, the
 //! backend dialect (the client's when the backend serves it, else the backend's
-//! preferred one), and one pooled HTTP client per backend. Targets are built once per
-//! (backend, model, client dialect) and reused.
+//! preferred one), and one pooled HTTP client per backend.
+//!
+//! Targets are cached by reference (one per client dialect), but only once a call through
+//! one succeeded — a model name the upstream refuses is built again on each call rather than
+//! kept — and the cache is bounded ([`DEFAULT_MAX_TARGETS`], least recently used out
+//! first), so a client sending endless bogus names cannot grow the gateway's memory.
 
 use crate::errors::{ApiError, Category};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
-use switchyard::backend::http::HttpBackend;
-use switchyard::connect::{http_backend_pooled, preferred_dialect, ClientPool, DEFAULT_TIMEOUTS};
+use switchyard::backend::http::{HttpBackend, Timeouts};
+use switchyard::connect::{http_backend_pooled, preferred_dialect, ClientPool};
 use switchyard::env::EnvSource;
 use switchyard::registry::{Kind, Price, Registry};
-use switchyard::{Dialect, Llm, Parsed, Reference, RetryPolicy};
+use switchyard::{Dialect, Llm, Parsed, Reference, RetryPolicy, Sleeper};
+
+/// The most targets kept by default.
+pub const DEFAULT_MAX_TARGETS: usize = 1024;
 
 /// Where one client request goes.
 pub struct Target {
@@ -22,20 +30,45 @@ pub struct Target {
     pub reference: String,
     /// The dialect spoken upstream.
     pub dialect: Dialect,
-    /// The library's HTTP backend: its URL, credential and settings.
+    /// The library's HTTP backend: its URL, credential, timeouts and the send path both
+    /// pass-through and translation use.
     pub http: Arc<HttpBackend>,
-    /// A handle on it with the retry policy (translation calls through it).
+    /// A handle on it with the retry policy: translation calls through it, pass-through
+    /// retries its own sends with it (`Llm::retrying`).
     pub llm: Llm,
-    /// The retry policy (pass-through applies it to its own sends).
-    pub retry: RetryPolicy,
-    /// The backend's pooled client (pass-through sends raw bytes on it).
-    pub client: reqwest::Client,
     /// The model's price, when known.
     pub price: Option<Price>,
+    /// The most output a call that states no limit may be reserved for: the backend's
+    /// `max_output_tokens`, else its `context_window`.
+    pub output_limit: Option<u64>,
     /// The first-party Anthropic API, which understands `anthropic-beta` flags.
     pub anthropic_first_party: bool,
     /// `…/v1/messages/count_tokens` when the backend serves Messages.
-    pub count_tokens_url: Option<String>,
+    pub count_tokens_url: Option<url::Url>,
+}
+
+/// How upstreams are called: the retry policy, the timeouts and the waits.
+#[derive(Clone)]
+pub struct Calling {
+    /// Retries of upstream calls.
+    pub retry: RetryPolicy,
+    /// The waits of each attempt.
+    pub timeouts: Timeouts,
+    /// How the retry loop waits (tests pass one that does not sleep).
+    pub sleeper: Arc<dyn Sleeper>,
+    /// The most targets cached.
+    pub max_targets: usize,
+}
+
+/// The targets of a reference whose calls have succeeded (one per client dialect), and
+/// when they were last used.
+struct Cached {
+    by_dialect: [Option<Arc<Target>>; 4],
+    used: AtomicU64,
+}
+
+fn slot(dialect: Dialect) -> usize {
+    Dialect::ALL.iter().position(|d| *d == dialect).unwrap_or(0)
 }
 
 /// Every upstream the gateway may call.
@@ -44,8 +77,9 @@ pub struct Upstreams {
     env: Arc<dyn EnvSource + Send + Sync>,
     models: BTreeMap<String, String>,
     pool: ClientPool,
-    retry: RetryPolicy,
-    targets: RwLock<HashMap<(String, Dialect), Arc<Target>>>,
+    calling: Calling,
+    targets: RwLock<HashMap<String, Cached>>,
+    clock: AtomicU64,
 }
 
 impl Upstreams {
@@ -55,15 +89,16 @@ impl Upstreams {
         registry: Registry,
         models: BTreeMap<String, String>,
         env: Arc<dyn EnvSource + Send + Sync>,
-        retry: RetryPolicy,
+        calling: Calling,
     ) -> Self {
         Upstreams {
             registry,
             env,
             models,
             pool: ClientPool::new(),
-            retry,
+            calling,
             targets: RwLock::new(HashMap::new()),
+            clock: AtomicU64::new(0),
         }
     }
 
@@ -118,23 +153,76 @@ impl Upstreams {
         }
     }
 
-    /// The target for `reference` called by a client speaking `client`.
+    /// The target for `reference` called by a client speaking `client`: the cached one,
+    /// or one built for this call (cached by [`Upstreams::confirm`] once a call through
+    /// it succeeds).
     pub fn target(&self, reference: &Reference, client: Dialect) -> Result<Arc<Target>, ApiError> {
-        let key = (format!("{}/{}", reference.backend, reference.model), client);
-        if let Some(t) = self
+        let key = format!("{}/{}", reference.backend, reference.model);
+        if let Some(cached) = self
             .targets
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(&key)
         {
-            return Ok(t.clone());
+            cached.used.store(self.tick(), Ordering::Relaxed);
+            if let Some(target) = &cached.by_dialect[slot(client)] {
+                return Ok(target.clone());
+            }
         }
-        let target = Arc::new(self.build(reference, client)?);
-        self.targets
-            .write()
+        Ok(Arc::new(self.build(reference, client)?))
+    }
+
+    /// A call through `target` succeeded: its model exists upstream, so the target is
+    /// kept for the next calls (the least recently used reference leaves a full cache).
+    pub fn confirm(&self, target: &Arc<Target>, client: Dialect) {
+        let slot = slot(client);
+        if self
+            .targets
+            .read()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(key, target.clone());
-        Ok(target)
+            .get(&target.reference)
+            .is_some_and(|c| c.by_dialect[slot].is_some())
+        {
+            return;
+        }
+        let mut targets = self.targets.write().unwrap_or_else(|p| p.into_inner());
+        if !targets.contains_key(&target.reference)
+            && targets.len() >= self.calling.max_targets.max(1)
+        {
+            let oldest = targets
+                .iter()
+                .min_by_key(|(_, c)| c.used.load(Ordering::Relaxed))
+                .map(|(k, _)| k.clone());
+            if let Some(oldest) = oldest {
+                targets.remove(&oldest);
+            }
+        }
+        let used = self.tick();
+        let cached = targets
+            .entry(target.reference.clone())
+            .or_insert_with(|| Cached {
+                by_dialect: Default::default(),
+                used: AtomicU64::new(used),
+            });
+        cached.by_dialect[slot] = Some(target.clone());
+    }
+
+    /// Whether calls to `reference` have succeeded (it is cached): a model the metrics
+    /// may name.
+    pub fn is_known(&self, reference: &str) -> bool {
+        self.targets
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(reference)
+    }
+
+    /// References cached now.
+    pub fn cached(&self) -> usize {
+        self.targets.read().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    fn tick(&self) -> u64 {
+        self.clock.fetch_add(1, Ordering::Relaxed)
     }
 
     fn build(&self, reference: &Reference, client: Dialect) -> Result<Target, ApiError> {
@@ -169,18 +257,15 @@ impl Upstreams {
             &reference.model,
             Some(dialect),
             env,
-            DEFAULT_TIMEOUTS,
+            self.calling.timeouts,
             &self.pool,
         )
         .map_err(|e| ApiError::from_upstream(&e))?;
-        let client_pool = self
-            .pool
-            .client(&backend.name, DEFAULT_TIMEOUTS.connect)
-            .map_err(|e| ApiError::from_upstream(&e))?;
         let http = Arc::new(http);
         let label = format!("{}/{}", backend.name, reference.model);
-        let llm =
-            Llm::new(label, http.clone(), reference.model.clone()).with_retry(self.retry.clone());
+        let llm = Llm::new(label, http.clone(), reference.model.clone())
+            .with_retry(self.calling.retry.clone())
+            .with_sleeper(self.calling.sleeper.clone());
         let messages_root = backend.messages_root();
         let count_tokens_url = backend
             .serves(Dialect::Messages)
@@ -190,7 +275,8 @@ impl Upstreams {
                     .map(|r| format!("{r}/v1/messages/count_tokens"))
             })
             .flatten()
-            .filter(|u| !u.contains('{'));
+            .filter(|u| !u.contains('{'))
+            .and_then(|u| url::Url::parse(&u).ok());
         Ok(Target {
             backend: backend.name.clone(),
             model: reference.model.clone(),
@@ -198,9 +284,12 @@ impl Upstreams {
             dialect,
             http,
             llm,
-            retry: self.retry.clone(),
-            client: client_pool,
             price: backend.price(&reference.model).map(|p| p.value),
+            output_limit: backend
+                .max_output_tokens
+                .as_ref()
+                .or(backend.context_window.as_ref())
+                .map(|r| r.value),
             anthropic_first_party: messages_root
                 .is_some_and(|r| r.contains("://api.anthropic.com")),
             count_tokens_url,

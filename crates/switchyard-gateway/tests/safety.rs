@@ -12,13 +12,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn key(name: &str, var: &str, models: &[&str], rpm: Option<u32>) -> KeySpec {
     KeySpec {
-        name: name.into(),
-        secret: KeySecret::Env(var.into()),
         models: models.iter().map(|m| m.to_string()).collect(),
-        budget_usd: None,
-        budget_period: None,
         rpm,
-        tpm: None,
+        ..KeySpec::new(name, KeySecret::Env(var.into()))
     }
 }
 

@@ -106,6 +106,12 @@ pub trait Codec: Send + Sync {
 
     /// Server side: an encoder turning events into this dialect's SSE bytes.
     fn stream_encoder(&self, context: &ServerContext) -> Box<dyn StreamEncoder>;
+
+    /// Server side: the error event that ends a stream this codec's encoder did not
+    /// write — a stream passed through from an upstream that broke off. It needs no
+    /// encoder state; `response_id` is the stream's own when known (a Responses
+    /// `response.failed` names its response).
+    fn stream_error_event(&self, error: &StreamError, response_id: Option<&str>) -> Vec<u8>;
 }
 
 /// Decodes one streamed reply, event by event. Stateful: tool-call fragments, block
@@ -117,6 +123,11 @@ pub trait StreamDecoder: Send {
     /// The stream ended. Returns closing events (a pending finish), or an error when the
     /// stream ended before the dialect's end marker.
     fn finish(&mut self) -> Result<Vec<Event>, DecodeError>;
+
+    /// Whether the stream has reached its end as the dialect marks it (`[DONE]`,
+    /// `message_stop`, a terminal `response.*` event, Gemini's finishReason) or an error
+    /// event: nothing after it belongs to the reply.
+    fn ended(&self) -> bool;
 }
 
 /// Encodes canonical events as one dialect's SSE stream.
@@ -151,6 +162,11 @@ impl ByteStreamDecoder {
             out.extend(self.decoder.event(&sse)?);
         }
         Ok(out)
+    }
+
+    /// Whether the stream reached its end marker or an error event.
+    pub fn ended(&self) -> bool {
+        self.decoder.ended()
     }
 
     /// The bytes ended.

@@ -24,6 +24,7 @@ pub mod json;
 pub mod part;
 pub mod reply;
 pub mod request;
+pub mod shape;
 pub mod sse;
 pub mod stream;
 pub mod usage_scan;

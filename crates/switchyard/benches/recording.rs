@@ -192,6 +192,7 @@ fn synthetic(i: usize, prompt_size: usize) -> CallRecord {
         cost_usd: None,
         provider_cost_usd: None,
         error: None,
+        usage_estimated: None,
         client_key: None,
         client_dialect: None,
         request,

@@ -183,6 +183,8 @@ pub struct Spend {
     pub tokens: u64,
     /// Calls let through and not yet settled.
     pub in_flight: u64,
+    /// Dollars reserved by the calls in flight ([`BudgetTracker::reserve_up_to`]).
+    pub reserved_usd: f64,
 }
 
 /// A budget shared by every handle of a run.
@@ -197,6 +199,8 @@ pub struct BudgetTracker {
 #[derive(Debug)]
 pub struct Reservation {
     tracker: Option<std::sync::Arc<BudgetTracker>>,
+    /// The dollars held for the call until it settles.
+    reserved_usd: f64,
 }
 
 impl BudgetTracker {
@@ -215,6 +219,7 @@ impl BudgetTracker {
             budget,
             spend: Mutex::new(Spend {
                 in_flight: 0,
+                reserved_usd: 0.0,
                 ..spent
             }),
         }
@@ -238,8 +243,28 @@ impl BudgetTracker {
 
     /// Checks the budget for a call of `role` and reserves its place, or refuses it.
     pub fn reserve(self: &std::sync::Arc<Self>, role: &str) -> Result<Reservation> {
+        self.reserve_inner(role, 0.0)
+    }
+
+    /// As [`BudgetTracker::reserve`], for a call that can cost at most `max_cost` dollars
+    /// (its prompt and its output limit at the model's prices): that much is held until
+    /// the call settles, and the call is refused when the settled spend, what the calls in
+    /// flight hold and `max_cost` together would pass `max_usd`. So concurrent calls
+    /// cannot overshoot the budget at all while each bound holds.
+    pub fn reserve_up_to(
+        self: &std::sync::Arc<Self>,
+        role: &str,
+        max_cost: f64,
+    ) -> Result<Reservation> {
+        self.reserve_inner(role, max_cost.max(0.0))
+    }
+
+    fn reserve_inner(self: &std::sync::Arc<Self>, role: &str, hold: f64) -> Result<Reservation> {
         if self.budget.exclude_roles.contains(role) {
-            return Ok(Reservation { tracker: None });
+            return Ok(Reservation {
+                tracker: None,
+                reserved_usd: 0.0,
+            });
         }
         let mut spend = self.lock();
         if let Some(max) = self.budget.max_calls {
@@ -253,7 +278,12 @@ impl BudgetTracker {
             }
         }
         if let Some(max) = self.budget.max_usd {
-            if spend.usd >= max {
+            let over = if hold > 0.0 {
+                spend.usd + spend.reserved_usd + hold > max
+            } else {
+                spend.usd >= max
+            };
+            if over {
                 return Err(Error::BudgetExceeded {
                     limit: "max_usd".into(),
                     max: crate::cost::fmt_cost(Some(max)),
@@ -274,8 +304,10 @@ impl BudgetTracker {
         }
         spend.calls += 1;
         spend.in_flight += 1;
+        spend.reserved_usd += hold;
         Ok(Reservation {
             tracker: Some(self.clone()),
+            reserved_usd: hold,
         })
     }
 }
@@ -286,6 +318,7 @@ impl Reservation {
         if let Some(tracker) = self.tracker.take() {
             let mut spend = tracker.lock();
             spend.in_flight = spend.in_flight.saturating_sub(1);
+            spend.reserved_usd = (spend.reserved_usd - self.reserved_usd).max(0.0);
             spend.tokens += usage.map(Usage::total).unwrap_or(0);
             spend.usd += cost.unwrap_or(0.0);
         }
@@ -297,6 +330,7 @@ impl Drop for Reservation {
         if let Some(tracker) = self.tracker.take() {
             let mut spend = tracker.lock();
             spend.in_flight = spend.in_flight.saturating_sub(1);
+            spend.reserved_usd = (spend.reserved_usd - self.reserved_usd).max(0.0);
         }
     }
 }
@@ -466,5 +500,38 @@ mod tests {
             spend.usd >= 1.0 && spend.usd <= 1.0 + 8.0 * 0.03 + 1e-9,
             "{spend:?}"
         );
+    }
+
+    #[test]
+    fn reserving_each_calls_bound_never_overshoots_under_concurrency() {
+        let t = std::sync::Arc::new(BudgetTracker::new(Budget {
+            max_usd: Some(1.0),
+            ..Budget::default()
+        }));
+        let mut handles = Vec::new();
+        for _ in 0..8 {
+            let t = t.clone();
+            handles.push(std::thread::spawn(move || {
+                let mut made = 0u64;
+                // Each call may cost up to $0.05 and costs $0.03.
+                while let Ok(r) = t.reserve_up_to("w", 0.05) {
+                    made += 1;
+                    std::thread::yield_now();
+                    r.settle(Some(&usage(1, 1)), Some(0.03));
+                }
+                made
+            }));
+        }
+        let made: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+        let spend = t.spend();
+        assert!(spend.usd <= 1.0 + 1e-9, "{spend:?}");
+        // It stops only when one more bound would not fit.
+        assert!(spend.usd + 0.05 > 1.0 - 1e-9, "{spend:?}");
+        assert_eq!(spend.calls, made);
+        assert_eq!(spend.in_flight, 0);
+        assert!(spend.reserved_usd.abs() < 1e-9);
+        // A call whose bound alone passes what is left is refused.
+        let e = t.reserve_up_to("w", 0.5).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::BudgetExceeded);
     }
 }

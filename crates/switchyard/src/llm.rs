@@ -13,7 +13,7 @@ use crate::retry::{RetryLoop, RetryPolicy};
 use crate::sleep::{Sleeper, TokioSleeper};
 use std::sync::Arc;
 use std::time::Instant;
-use switchyard_wire::{FinishReason, Part, Reply, Request};
+use switchyard_wire::{Reply, Request};
 use tokio_util::sync::CancellationToken;
 
 /// A model to call: a backend and the model id on it.
@@ -251,6 +251,26 @@ impl Llm {
         CallOutcome { result, attempts }
     }
 
+    /// Runs `attempt` as the handle runs its own backend calls: under its retry policy
+    /// (the waits per reason, a provider's `Retry-After` honoured up to
+    /// `max_wait_seconds`), its sleeper and its cancellation token, giving every attempt.
+    /// For a caller that makes the attempts itself — the gateway's pass-through sends a
+    /// client's bytes as they came — and must retry exactly as a call through the handle
+    /// would. No budget, context check or recording is applied: those stay the caller's.
+    pub async fn retrying<T, F, Fut>(&self, mut attempt: F) -> CallOutcome<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        let retry = self.retry_loop();
+        retry
+            .run(|| {
+                let attempt = attempt();
+                async move { (attempt.await, None) }
+            })
+            .await
+    }
+
     /// The context check, when the policy asks for it and the window is known.
     /// What every call does before it is sent: the budget's reservation (with the call's
     /// observer, when the handle records or has a budget), then the context check. A
@@ -300,26 +320,18 @@ fn not_sent<T>(error: Error) -> CallOutcome<T> {
 }
 
 /// A success that is not a reply: no text and no tool calls (unless the output limit cut
-/// it short while thinking), or no token usage.
+/// it short while thinking), or no token usage ([`switchyard_wire::shape::reply_problem`],
+/// the rule the gateway's pass-through applies to the bytes it relays).
 pub fn check_reply(backend: &str, reply: &Reply) -> Result<()> {
-    let has_answer = reply.content.iter().any(|p| match p {
-        Part::Text { text, .. } => !text.is_empty(),
-        Part::ToolCall(_) => true,
-        _ => false,
-    });
-    let reason = if !has_answer && reply.finish != FinishReason::Length {
-        "the reply has neither text nor tool calls"
-    } else if reply.usage.is_none() {
-        "the reply has no token usage"
-    } else {
-        return Ok(());
-    };
-    Err(Error::ProviderReplyMalformed {
-        backend: backend.to_string(),
-        reason: reason.to_string(),
-        attempts: 1,
-        body: reply.raw.clone(),
-    })
+    match switchyard_wire::shape::reply_problem(reply) {
+        None => Ok(()),
+        Some(reason) => Err(Error::ProviderReplyMalformed {
+            backend: backend.to_string(),
+            reason: reason.to_string(),
+            attempts: 1,
+            body: reply.raw.clone(),
+        }),
+    }
 }
 
 impl Llm {

@@ -103,6 +103,11 @@ fn text(config: &Config, r: &Reference, b: &Backend) -> String {
         None => rows.push(vec!["price".into(), "unknown".into(), String::new()]),
     }
     rows.push(opt_row("context_window", &b.context_window, "unknown"));
+    rows.push(opt_row(
+        "max_output_tokens",
+        &b.max_output_tokens,
+        "unknown",
+    ));
     rows.push(row("developer_role", &b.developer_role));
     rows.push(row("max_tokens_field", &b.max_tokens_field));
     for (k, v) in &b.extra_body {
@@ -164,6 +169,7 @@ fn json_of(r: &Reference, b: &Backend) -> Value {
         "key": b.key_status(&env).as_str(),
         "price": b.price(&r.model).map(resolved_json).unwrap_or_else(|| json!("unknown")),
         "context_window": b.context_window.as_ref().map(resolved_json).unwrap_or_else(|| json!("unknown")),
+        "max_output_tokens": b.max_output_tokens.as_ref().map(resolved_json).unwrap_or_else(|| json!("unknown")),
         "developer_role": resolved_json(&b.developer_role),
         "max_tokens_field": resolved_json(&b.max_tokens_field),
         "extra_body": serde_json::to_value(&b.extra_body).unwrap_or(Value::Null),

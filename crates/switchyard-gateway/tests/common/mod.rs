@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod recording;
+
 use std::sync::Arc;
 use switchyard::env::MapEnv;
 use switchyard::registry::{Config, LoadOptions};

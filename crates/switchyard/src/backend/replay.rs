@@ -490,8 +490,6 @@ fn replay_stream(name: &str, record: &CallRecord) -> Result<ReplyStream> {
         name,
         dialect,
         Vec::new(),
-        crate::backend::http::Timeouts::default(),
-        None,
         futures::stream::iter(items).boxed(),
     ))
 }

@@ -82,6 +82,11 @@ pub struct CallRecord {
     pub provider_cost_usd: Option<f64>,
     /// The error, when the call failed.
     pub error: Option<ErrorRecord>,
+    /// How `usage` was estimated when the provider never reported it (a client that left
+    /// a stream before its end is billed for what was generated): absent when `usage` is
+    /// the provider's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_estimated: Option<String>,
     /// The name of the gateway client key the call came with (a name from the gateway's
     /// `keys:`, never the key itself); absent for calls not made through a gateway or
     /// made without keys.

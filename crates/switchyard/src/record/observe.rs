@@ -177,6 +177,7 @@ impl Observed {
             cost_usd: cost,
             provider_cost_usd,
             error,
+            usage_estimated: None,
             client_key: None,
             client_dialect: None,
         };

@@ -242,6 +242,15 @@ impl Recorder {
         })
     }
 
+    /// The first recording failure so far (a write refused by a full disk, a record
+    /// that could not be serialised…), as logged; `None` while every record was written.
+    pub fn failure(&self) -> Option<String> {
+        self.failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
     /// Writes every pending record and the index, and stops the threads. Reports the
     /// first recording failure of the run, if any. Calls recorded after this are lost
     /// (and reported).

@@ -38,6 +38,9 @@ pub struct Backend {
     pub extra_body: BTreeMap<String, Resolved<serde_json::Value>>,
     /// Context window in tokens, when known.
     pub context_window: Option<Resolved<u64>>,
+    /// The most tokens one reply may hold, when known (what a budget reserves for a
+    /// call that states no output limit).
+    pub max_output_tokens: Option<Resolved<u64>>,
     /// What to do with the `developer` role.
     pub developer_role: Resolved<DeveloperRole>,
     /// The field a chat request's output limit goes in.

@@ -21,6 +21,7 @@ pub const SECTIONS: &[&str] = &[
     "store",
     "unknown_cost",
     "timeouts",
+    "limits",
 ];
 
 /// One command-line override.

@@ -25,6 +25,7 @@ pub const FIELDS: &[&str] = &[
     "prices",
     "extra_body",
     "context_window",
+    "max_output_tokens",
     "developer_role",
     "max_tokens_field",
     "models",
@@ -52,6 +53,7 @@ pub struct BackendPatch {
     pub prices: BTreeMap<String, Price>,
     pub extra_body: BTreeMap<String, serde_json::Value>,
     pub context_window: Option<u64>,
+    pub max_output_tokens: Option<u64>,
     pub developer_role: Option<DeveloperRole>,
     pub max_tokens_field: Option<MaxTokensField>,
     pub models: BTreeMap<String, String>,
@@ -77,6 +79,7 @@ impl BackendPatch {
             prices: BTreeMap::new(),
             extra_body: BTreeMap::new(),
             context_window: None,
+            max_output_tokens: None,
             developer_role: None,
             max_tokens_field: None,
             models: BTreeMap::new(),
@@ -516,6 +519,24 @@ pub(crate) fn parse_field(
             Value::Number(n) => {
                 if let Some(u) = n.as_u64() {
                     patch.context_window = Some(u);
+                } else if n.as_f64().is_some_and(|f| f < 0.0) {
+                    errors.push(src.err(
+                        &path,
+                        ConfigProblem::Negative {
+                            field: field.into(),
+                            value: n.to_string(),
+                        },
+                    ));
+                } else {
+                    errors.push(wrong(src, &path, "a whole number of tokens", v));
+                }
+            }
+            other => errors.push(wrong(src, &path, "a whole number of tokens", other)),
+        },
+        "max_output_tokens" => match v {
+            Value::Number(n) => {
+                if let Some(u) = n.as_u64() {
+                    patch.max_output_tokens = Some(u);
                 } else if n.as_f64().is_some_and(|f| f < 0.0) {
                     errors.push(src.err(
                         &path,

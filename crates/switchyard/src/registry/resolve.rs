@@ -24,6 +24,7 @@ struct Draft {
     prices: BTreeMap<String, Resolved<super::types::Price>>,
     extra_body: BTreeMap<String, Resolved<serde_json::Value>>,
     context_window: Option<Resolved<u64>>,
+    max_output_tokens: Option<Resolved<u64>>,
     developer_role: Option<Resolved<DeveloperRole>>,
     max_tokens_field: Option<Resolved<MaxTokensField>>,
     models: BTreeMap<String, Resolved<String>>,
@@ -64,6 +65,7 @@ impl Draft {
             prices: source.prices.clone(),
             extra_body: source.extra_body.clone(),
             context_window: source.context_window.clone(),
+            max_output_tokens: source.max_output_tokens.clone(),
             developer_role: Some(source.developer_role.clone()),
             max_tokens_field: Some(source.max_tokens_field.clone()),
             models: source.models.clone(),
@@ -98,6 +100,7 @@ impl Draft {
         set(&mut self.gemini_url, &p.gemini_url, layer);
         set(&mut self.auth, &p.auth, layer);
         set(&mut self.context_window, &p.context_window, layer);
+        set(&mut self.max_output_tokens, &p.max_output_tokens, layer);
         set(&mut self.developer_role, &p.developer_role, layer);
         set(&mut self.max_tokens_field, &p.max_tokens_field, layer);
         set(&mut self.command, &p.command, layer);
@@ -145,6 +148,7 @@ impl Draft {
             prices: self.prices,
             extra_body: self.extra_body,
             context_window: self.context_window,
+            max_output_tokens: self.max_output_tokens,
             developer_role: self
                 .developer_role
                 .unwrap_or_else(|| Resolved::default_value(DeveloperRole::Keep)),

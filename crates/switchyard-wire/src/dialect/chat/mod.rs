@@ -124,6 +124,12 @@ impl Codec for ChatCodec {
     fn stream_encoder(&self, context: &ServerContext) -> Box<dyn StreamEncoder> {
         Box::new(ChatStreamEncoder::new(context))
     }
+
+    fn stream_error_event(&self, error: &StreamError, _response_id: Option<&str>) -> Vec<u8> {
+        let mut out = Vec::new();
+        crate::sse::write_event(&mut out, None, &error_to_chat(error).to_string());
+        out
+    }
 }
 
 /// The normalised reason for one of chat's `finish_reason` strings.

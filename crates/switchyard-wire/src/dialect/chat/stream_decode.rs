@@ -285,6 +285,10 @@ impl ChatStreamDecoder {
 }
 
 impl StreamDecoder for ChatStreamDecoder {
+    fn ended(&self) -> bool {
+        self.closed || self.errored
+    }
+
     fn event(&mut self, event: &SseEvent) -> Result<Vec<Event>, DecodeError> {
         let data = event.data.trim();
         if data.is_empty() || self.closed {

@@ -156,4 +156,15 @@ impl Codec for GeminiCodec {
     fn stream_encoder(&self, context: &ServerContext) -> Box<dyn StreamEncoder> {
         Box::new(stream::Encoder::new(context))
     }
+
+    fn stream_error_event(
+        &self,
+        error: &crate::StreamError,
+        _response_id: Option<&str>,
+    ) -> Vec<u8> {
+        let mut out = Vec::new();
+        let data = reply::error_object(error).to_string();
+        crate::sse::write_event(&mut out, None, &data);
+        out
+    }
 }

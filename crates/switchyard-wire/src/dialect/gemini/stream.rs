@@ -110,6 +110,10 @@ impl Decoder {
 }
 
 impl StreamDecoder for Decoder {
+    fn ended(&self) -> bool {
+        self.finished || self.errored
+    }
+
     fn event(&mut self, event: &SseEvent) -> Result<Vec<Event>, DecodeError> {
         let data = event.data.trim();
         if data.is_empty() || data == "[DONE]" {

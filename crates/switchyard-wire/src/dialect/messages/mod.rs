@@ -132,4 +132,15 @@ impl Codec for MessagesCodec {
     fn stream_encoder(&self, context: &ServerContext) -> Box<dyn StreamEncoder> {
         Box::new(stream_encode::MessagesStreamEncoder::new(context))
     }
+
+    fn stream_error_event(
+        &self,
+        error: &crate::StreamError,
+        _response_id: Option<&str>,
+    ) -> Vec<u8> {
+        let mut out = Vec::new();
+        let data = common::error_to_wire(error).to_string();
+        crate::sse::write_event(&mut out, Some("error"), &data);
+        out
+    }
 }

@@ -45,6 +45,10 @@ pub(super) struct MessagesStreamDecoder {
 }
 
 impl StreamDecoder for MessagesStreamDecoder {
+    fn ended(&self) -> bool {
+        self.stopped || self.errored
+    }
+
     fn event(&mut self, sse: &SseEvent) -> Result<Vec<Event>, DecodeError> {
         if self.stopped || self.errored {
             return Ok(Vec::new());

@@ -378,6 +378,10 @@ fn index_at(data: &Object, key: &str) -> usize {
 }
 
 impl StreamDecoder for ResponsesStreamDecoder {
+    fn ended(&self) -> bool {
+        self.ended
+    }
+
     fn event(&mut self, event: &SseEvent) -> Result<Vec<Event>, DecodeError> {
         let data = event.data.trim();
         if self.ended || data.is_empty() || data == "[DONE]" {

@@ -239,6 +239,27 @@ impl ResponsesStreamEncoder {
     }
 }
 
+/// A `response.failed` event on its own, for a stream another encoder began (a
+/// passed-through upstream that broke off): the response named by `response_id` when
+/// known, with no output (the client already has what came) and the error.
+pub(super) fn failed_event(error: &StreamError, response_id: Option<&str>) -> Vec<u8> {
+    let response = ResponseObject {
+        id: response_id.unwrap_or("resp_failed"),
+        model: None,
+        created: 0,
+        status: "failed",
+        incomplete: None,
+        error: Some(error_to(error)),
+        output: Vec::new(),
+        usage: None,
+    }
+    .to_value();
+    let data = json!({"type": "response.failed", "response": response}).to_string();
+    let mut out = Vec::new();
+    write_event(&mut out, Some("response.failed"), &data);
+    out
+}
+
 impl StreamEncoder for ResponsesStreamEncoder {
     fn event(&mut self, event: &Event, out: &mut Vec<u8>) {
         if self.done {

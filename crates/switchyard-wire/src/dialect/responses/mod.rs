@@ -130,4 +130,8 @@ impl Codec for ResponsesCodec {
     fn stream_encoder(&self, context: &ServerContext) -> Box<dyn StreamEncoder> {
         Box::new(encode_stream::ResponsesStreamEncoder::new(context))
     }
+
+    fn stream_error_event(&self, error: &crate::StreamError, response_id: Option<&str>) -> Vec<u8> {
+        encode_stream::failed_event(error, response_id)
+    }
 }

@@ -2,37 +2,55 @@
 //! issue's record, plus the client key's name and the client's dialect) in a run
 //! directory — `llm_log/` and `calls.sqlite` — through the library's [`Recorder`].
 //!
-//! Nothing here runs on a reply's path. When a call ends (the last byte went out, or
-//! the client left), its meter puts a [`Finished`] — the bytes it kept as they passed
-//! (see [`compact`]) — in the store's intake. The store's thread takes
-//! the intake in batches: it decodes each call's canonical request and reply from those
-//! bytes, builds the records and hands the batch to the [`Recorder`] at once. A finished
-//! call is therefore in process memory the moment the client has its last byte, and on
-//! disk a few milliseconds later; [`Store::close`] (on shutdown, after the drain) waits
-//! for every one of them.
+//! When a call ends (its last byte is going out, or the client left), its meter puts a
+//! [`Finished`] — the bytes it kept as they passed (see [`compact`]) — in the store's
+//! intake. The store's thread takes the intake in batches: it decodes each call's
+//! canonical request and reply from those bytes ([`build`]), builds the records and
+//! hands the batch to the [`Recorder`] at once. [`Store::close`] (on shutdown, after the
+//! drain) waits for every one of them.
 //!
-//! Why batches: at one connection every call would otherwise wake the store's thread,
-//! the recorder's writer and the index's thread on its own — context switches on the
-//! cores that serve the calls, which showed as added latency. The store's thread waits
-//! [`LINGER`] after the first call of a batch, so a busy gateway wakes it, the writer
-//! and the index about once per batch instead. While the store keeps up, the three
-//! threads also yield the core to calls between two records ([`Courtesy`], switched by
-//! [`Pace`]).
+//! **Durability** ([`StoreDurability`]). In the `fast` mode nothing here runs on a
+//! reply's path: a finished call is in process memory the moment the client has its last
+//! byte, on disk a few milliseconds later, and a `kill -9` loses what was in between. The
+//! backlog of that window is bounded ([`StoreOptions::max_backlog`]): past it, calls wait
+//! for their records as in the `answered` mode, where the last byte of a reply goes out
+//! only once its record is written ([`Store::submit_and_wait`]); `synced` also `fsync`s
+//! the segment first. Waiting calls are written together (group commit: every call that
+//! ended while a batch was being written goes in the next), so a busy gateway pays one
+//! write per batch, not per call.
+//!
+//! Why batches in the fast mode: at one connection every call would otherwise wake the
+//! store's thread, the recorder's writer and the index's thread on its own — context
+//! switches on the cores that serve the calls, which showed as added latency. The store's
+//! thread waits [`LINGER`] after the first call of a batch, so a busy gateway wakes it,
+//! the writer and the index about once per batch instead. While the store keeps up, the
+//! three threads also yield the core to calls between two records ([`Courtesy`], switched
+//! by [`Pace`]).
+//!
+//! **Failures** (a full disk, a folder gone) are never silent: each record that could not
+//! be written is counted ([`StoreHealth`]: `/metrics`, `/healthz`), the recorder logs the
+//! error, a waiting call learns it, and `switchyard serve` exits non-zero.
+
+mod build;
+
+pub use build::attempt_records;
 
 use crate::metrics::CallSummary;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 use switchyard::background::Courtesy;
-use switchyard::record::{self, AttemptRecord, CallRecord, ErrorRecord, RawBytes, Timings};
+use switchyard::record::{AttemptRecord, Durability, ErrorRecord};
 use switchyard::registry::Price;
-use switchyard::{Dialect, Recorder, RecorderOptions, RunInfo};
-use switchyard_wire::{codec, ByteStreamDecoder, Reply, Request};
+use switchyard::{Recorder, RecorderOptions, RunInfo};
+use switchyard_wire::Reply;
+use tokio::sync::oneshot;
 
-/// How long the store's thread lets finished calls gather after the first of a batch.
+/// How long the store's thread lets finished calls gather after the first of a batch
+/// (the fast mode; a call waiting for its record is never kept waiting for others).
 const LINGER: Duration = Duration::from_millis(4);
 
 /// A backlog from which the recording threads stop yielding to calls and catch up.
@@ -47,6 +65,66 @@ const WINDOW: usize = 2 * FULL;
 /// Calls in the intake that wake the store's thread at once, lingering or not (a burst
 /// is recorded without waiting, and the intake stays small).
 const FULL: usize = 512;
+
+/// The default bound on the fast mode's backlog: past it, calls wait for their records.
+pub const DEFAULT_MAX_BACKLOG: usize = 1024;
+
+/// When a reply's last byte may go out, with respect to its record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StoreDurability {
+    /// At once; the record follows a few milliseconds later (at most `max_backlog`
+    /// calls behind).
+    #[default]
+    Fast,
+    /// Once its record is written to the segment: a `kill -9` of the gateway loses no
+    /// answered call (the operating system holds the data).
+    Answered,
+    /// Once its record is written and `fsync`ed: a power cut loses no answered call.
+    Synced,
+}
+
+impl StoreDurability {
+    /// The names the config accepts.
+    pub const NAMES: &'static str = "fast, answered, synced";
+
+    /// Reads a config name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "fast" => StoreDurability::Fast,
+            "answered" => StoreDurability::Answered,
+            "synced" => StoreDurability::Synced,
+            _ => return None,
+        })
+    }
+
+    /// The config name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StoreDurability::Fast => "fast",
+            StoreDurability::Answered => "answered",
+            StoreDurability::Synced => "synced",
+        }
+    }
+}
+
+/// How the store records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreOptions {
+    /// When a reply's last byte may go out.
+    pub durability: StoreDurability,
+    /// In the fast mode, the most finished calls not yet written; a call ending past it
+    /// waits for its record (so a `kill -9` loses at most this many answered calls).
+    pub max_backlog: usize,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            durability: StoreDurability::Fast,
+            max_backlog: DEFAULT_MAX_BACKLOG,
+        }
+    }
+}
 
 /// What a call kept for its record while it ran.
 #[derive(Debug, Default)]
@@ -63,6 +141,8 @@ pub struct Draft {
     pub attempts: Vec<AttemptRecord>,
     /// The error, when the call failed with one the gateway knows in full.
     pub error: Option<ErrorRecord>,
+    /// How the usage was estimated, when the provider never reported it.
+    pub usage_estimated: Option<String>,
 }
 
 impl Draft {
@@ -102,14 +182,33 @@ pub struct Finished {
     pub draft: Draft,
 }
 
+/// A call waiting in the intake, with the answer its reply waits for (`true`: written).
+struct Queued {
+    call: Finished,
+    ack: Option<oneshot::Sender<bool>>,
+}
+
+/// Whether the store writes what it is given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoreHealth {
+    /// Records that could not be written since the gateway started.
+    pub lost: u64,
+    /// Whether the last write failed (the store is failing now).
+    pub failing: bool,
+    /// The first error, as the recorder reported it.
+    pub error: Option<String>,
+}
+
 /// The store a gateway records into.
 pub struct Store {
     dir: PathBuf,
+    options: StoreOptions,
     recorder: Arc<Recorder>,
     intake: Arc<Intake>,
     thread: Mutex<Option<JoinHandle<()>>>,
     /// Finished calls handed over and not yet written (the backlog `/metrics` shows).
     pending: Arc<AtomicUsize>,
+    outcome: Arc<Outcome>,
 }
 
 /// Finished calls waiting for the store's thread.
@@ -121,7 +220,9 @@ struct Intake {
 
 #[derive(Default)]
 struct Queue {
-    calls: Vec<Finished>,
+    calls: Vec<Queued>,
+    /// Calls in `calls` whose reply waits for them: the thread does not linger.
+    waiting: usize,
     closed: bool,
 }
 
@@ -129,6 +230,13 @@ impl Intake {
     fn lock(&self) -> MutexGuard<'_, Queue> {
         self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// What became of the records handed to the recorder.
+#[derive(Default)]
+struct Outcome {
+    lost: AtomicU64,
+    failing: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Store {
@@ -140,26 +248,40 @@ impl std::fmt::Debug for Store {
 impl Store {
     /// Opens (creating) the store in `dir`, appending to the calls already there: a
     /// gateway restarts on the same data directory.
-    pub fn open(dir: &Path) -> Result<Store, String> {
+    pub fn open(dir: &Path, options: StoreOptions) -> Result<Store, String> {
         std::fs::create_dir_all(dir).map_err(|e| {
             format!(
                 "cannot create the gateway's data directory {}: {e}",
                 dir.display()
             )
         })?;
-        let courtesy = Courtesy::on();
-        let options = RecorderOptions {
+        // Yielding to calls helps only where calls do not wait for their records.
+        let courtesy = if options.durability == StoreDurability::Fast {
+            Courtesy::on()
+        } else {
+            Courtesy::default()
+        };
+        let recorder_options = RecorderOptions {
             resume: true,
             courtesy: courtesy.clone(),
-            ..RecorderOptions::default()
+            durability: match options.durability {
+                StoreDurability::Synced => Durability::Disk,
+                StoreDurability::Fast | StoreDurability::Answered => Durability::Process,
+            },
         };
-        let recorder = Recorder::create(dir, &RunInfo::new(), options)
+        let recorder = Recorder::create(dir, &RunInfo::new(), recorder_options)
             .map_err(|e| format!("cannot open the gateway's store: {e}"))?;
         let intake = Arc::new(Intake::default());
         let pending = Arc::new(AtomicUsize::new(0));
+        let outcome = Arc::new(Outcome::default());
         let thread = {
-            let (recorder, intake, pending) = (recorder.clone(), intake.clone(), pending.clone());
-            let pace = Pace { pending, courtesy };
+            let (recorder, intake) = (recorder.clone(), intake.clone());
+            let pace = Pace {
+                pending: pending.clone(),
+                courtesy,
+                outcome: outcome.clone(),
+                linger: options.durability == StoreDurability::Fast,
+            };
             std::thread::Builder::new()
                 .name("switchyard-gateway-store".into())
                 .spawn(move || store_loop(&intake, &recorder, &pace))
@@ -167,10 +289,12 @@ impl Store {
         };
         Ok(Store {
             dir: dir.to_path_buf(),
+            options,
             recorder,
             intake,
             thread: Mutex::new(Some(thread)),
             pending,
+            outcome,
         })
     }
 
@@ -179,27 +303,74 @@ impl Store {
         &self.dir
     }
 
+    /// How the store records.
+    pub fn options(&self) -> StoreOptions {
+        self.options
+    }
+
     /// Finished calls handed to the store and not yet written: the backlog, which grows
     /// when calls end faster than the writer writes them.
     pub fn backlog(&self) -> usize {
         self.pending.load(Ordering::Relaxed)
     }
 
+    /// Whether a call ending now must hold its last byte until its record is written:
+    /// always in the `answered` and `synced` modes, and in the fast mode once the backlog
+    /// is at its bound.
+    pub fn must_wait(&self) -> bool {
+        self.options.durability != StoreDurability::Fast
+            || self.backlog() >= self.options.max_backlog
+    }
+
+    /// Whether records are being written, and how many were lost.
+    pub fn health(&self) -> StoreHealth {
+        let lost = self.outcome.lost.load(Ordering::Relaxed);
+        StoreHealth {
+            lost,
+            failing: self.outcome.failing.load(Ordering::Relaxed),
+            error: (lost > 0).then(|| self.recorder.failure()).flatten(),
+        }
+    }
+
     /// Hands a finished call to the store (never blocks on the store's work). Wakes the
     /// store's thread only for the first call of a batch or a full intake.
     pub fn submit(&self, call: Finished) {
+        self.enqueue(Queued { call, ack: None });
+    }
+
+    /// Hands a finished call to the store and gives the answer to wait for before its
+    /// reply's last byte goes out: `true` once the record is written, `false` when it
+    /// could not be (the call is counted lost and the client still gets its reply).
+    pub fn submit_and_wait(&self, call: Finished) -> oneshot::Receiver<bool> {
+        let (tx, rx) = oneshot::channel();
+        self.enqueue(Queued {
+            call,
+            ack: Some(tx),
+        });
+        rx
+    }
+
+    fn enqueue(&self, queued: Queued) {
         let mut queue = self.intake.lock();
         if queue.closed {
             drop(queue);
+            self.outcome.lost.fetch_add(1, Ordering::Relaxed);
             tracing::error!(
                 "the gateway's store {} is closed; a call that ended after shutdown was not recorded",
                 self.dir.display()
             );
+            if let Some(ack) = queued.ack {
+                let _ = ack.send(false);
+            }
             return;
         }
         self.pending.fetch_add(1, Ordering::Relaxed);
-        queue.calls.push(call);
-        let wake = queue.calls.len() == 1 || queue.calls.len() >= FULL;
+        let waits = queued.ack.is_some();
+        queue.calls.push(queued);
+        if waits {
+            queue.waiting += 1;
+        }
+        let wake = queue.calls.len() == 1 || queue.calls.len() >= FULL || waits;
         drop(queue);
         if wake {
             self.intake.wake.notify_one();
@@ -224,19 +395,27 @@ impl Drop for Store {
     }
 }
 
-/// Batches handed to the recorder and not yet written, with how many calls each holds.
-type Batch = (futures::future::BoxFuture<'static, Option<u64>>, usize);
+/// A batch handed to the recorder and not yet written: its answer, how many calls it
+/// holds, and the acks of the calls waiting for it.
+struct Batch {
+    written: futures::future::BoxFuture<'static, Option<u64>>,
+    calls: usize,
+    acks: Vec<oneshot::Sender<bool>>,
+}
+
 type InFlight = std::collections::VecDeque<Batch>;
 
 /// The store's thread: takes the intake in batches, builds their records and hands each
 /// batch to the recorder, building the next while the recorder writes (at most
-/// [`WINDOW`] records in flight), counting down `pending` as batches are written.
+/// [`WINDOW`] records in flight), counting down `pending` as batches are written and
+/// answering the calls that wait.
 fn store_loop(intake: &Intake, recorder: &Arc<Recorder>, pace: &Pace) {
     let mut in_flight = InFlight::new();
     loop {
         let mut queue = intake.lock();
         if queue.calls.is_empty() && !in_flight.is_empty() {
-            // Nothing to build: wait for the writer, so the backlog reads zero when idle.
+            // Nothing to build: wait for the writer, so the backlog reads zero when idle
+            // and waiting calls get their answer.
             drop(queue);
             while let Some(batch) = in_flight.pop_front() {
                 pace.settle(batch);
@@ -250,49 +429,64 @@ fn store_loop(intake: &Intake, recorder: &Arc<Recorder>, pace: &Pace) {
             if queue.calls.is_empty() {
                 return; // closed, and everything handed over is written
             }
-            // The first call of a batch: let the batch gather; a full intake or a close
-            // cuts the wait short.
-            queue = intake
-                .wake
-                .wait_timeout_while(queue, LINGER, |q| !q.closed && q.calls.len() < FULL)
-                .map(|(q, _)| q)
-                .unwrap_or_else(|p| p.into_inner().0);
+            if pace.linger && queue.waiting == 0 {
+                // The first call of a batch: let the batch gather; a full intake, a call
+                // waiting for its record or a close cuts the wait short.
+                queue = intake
+                    .wake
+                    .wait_timeout_while(queue, LINGER, |q| {
+                        !q.closed && q.calls.len() < FULL && q.waiting == 0
+                    })
+                    .map(|(q, _)| q)
+                    .unwrap_or_else(|p| p.into_inner().0);
+            }
         }
         // At most FULL records are built at once: a backlog waits as the calls' kept
         // bytes, not as records several times their size.
         let take = queue.calls.len().min(FULL);
         let rest = queue.calls.split_off(take);
         let calls = std::mem::replace(&mut queue.calls, rest);
+        let waits = calls.iter().filter(|q| q.ack.is_some()).count();
+        queue.waiting = queue.waiting.saturating_sub(waits);
         drop(queue);
+        let mut waiting = Vec::with_capacity(waits);
         let records = calls
             .into_iter()
-            .map(|call| {
+            .map(|queued| {
+                if let Some(ack) = queued.ack {
+                    waiting.push(ack);
+                }
                 // Calls are served first: a call's thread waiting for this core gets it
                 // between two records, not at the end of the batch.
                 pace.courtesy.give_way();
-                build_record(call)
+                build::build_record(queued.call)
             })
             .collect();
-        in_flight.push_back((recorder.submit_many(records), take));
-        while in_flight.iter().map(|(_, n)| n).sum::<usize>() > WINDOW {
+        in_flight.push_back(Batch {
+            written: recorder.submit_many(records),
+            calls: take,
+            acks: waiting,
+        });
+        while in_flight.iter().map(|b| b.calls).sum::<usize>() > WINDOW {
             if let Some(oldest) = in_flight.pop_front() {
                 pace.settle(oldest);
             }
         }
-        // Batches are written in order: count off those already in place.
-        while let Some((front, _)) = in_flight.front_mut() {
-            if futures::FutureExt::now_or_never(front).is_none() {
+        // Batches are written in order: answer those already in place.
+        while let Some(front) = in_flight.front_mut() {
+            let Some(written) = futures::FutureExt::now_or_never(&mut front.written) else {
                 break;
-            }
-            if let Some((_, n)) = in_flight.pop_front() {
-                pace.written(n);
+            };
+            if let Some(batch) = in_flight.pop_front() {
+                pace.answer(batch, written);
             }
         }
         pace.adjust();
     }
 }
 
-/// The store's backlog, and how courteous the recording threads are with it.
+/// The store's backlog, how courteous the recording threads are with it, and what became
+/// of the records.
 struct Pace {
     /// Finished calls handed over and not yet written.
     pending: Arc<AtomicUsize>,
@@ -300,22 +494,39 @@ struct Pace {
     /// store keeps up, off while it catches up (yielding would hand away the slices it
     /// needs to, on a machine saturated with calls).
     courtesy: Courtesy,
+    outcome: Arc<Outcome>,
+    /// Whether a batch may gather for [`LINGER`] (the fast mode).
+    linger: bool,
 }
 
 impl Pace {
-    /// Waits until a batch is written and counts it off the backlog.
-    fn settle(&self, (batch, calls): Batch) {
-        futures::executor::block_on(batch);
-        self.written(calls);
+    /// Waits until a batch is written and answers it.
+    fn settle(&self, mut batch: Batch) {
+        let written = futures::executor::block_on(&mut batch.written);
+        self.answer(batch, written);
     }
 
-    fn written(&self, calls: usize) {
-        self.pending.fetch_sub(calls, Ordering::Relaxed);
+    /// Counts a written (or lost) batch off the backlog and answers its waiting calls.
+    fn answer(&self, batch: Batch, written: Option<u64>) {
+        self.pending.fetch_sub(batch.calls, Ordering::Relaxed);
+        let ok = written.is_some();
+        self.outcome.failing.store(!ok, Ordering::Relaxed);
+        if !ok {
+            self.outcome
+                .lost
+                .fetch_add(batch.calls as u64, Ordering::Relaxed);
+        }
+        for ack in batch.acks {
+            let _ = ack.send(ok);
+        }
     }
 
     /// Turns courtesy off when the backlog passes [`BEHIND`] and on again once it is
-    /// back under [`CAUGHT_UP`].
+    /// back under [`CAUGHT_UP`] (the fast mode only: the other modes never yield).
     fn adjust(&self) {
+        if !self.linger {
+            return;
+        }
         let backlog = self.pending.load(Ordering::Relaxed);
         if backlog >= BEHIND && self.courtesy.is_on() {
             self.courtesy.set(false);
@@ -325,146 +536,11 @@ impl Pace {
     }
 }
 
-fn ms(d: Duration) -> f64 {
-    (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
-}
-
-fn concat(chunks: &[Bytes]) -> Bytes {
-    match chunks {
-        [] => Bytes::new(),
-        [one] => one.clone(),
-        many => {
-            let mut out = BytesMut::with_capacity(many.iter().map(Bytes::len).sum());
-            for c in many {
-                out.extend_from_slice(c);
-            }
-            out.freeze()
-        }
-    }
-}
-
-/// The canonical reply in `raw` (a whole body or a stream, possibly cut short): what
-/// the stream carried up to where it stopped.
-fn decode_reply(dialect: Dialect, raw: &[u8], stream: bool) -> Option<Reply> {
-    if raw.is_empty() {
-        return None;
-    }
-    if !stream {
-        return codec(dialect).decode_reply(raw).ok();
-    }
-    let mut decoder = ByteStreamDecoder::new(codec(dialect));
-    let mut events = decoder.push(raw).ok()?;
-    if let Ok(rest) = decoder.finish() {
-        events.extend(rest);
-    }
-    let mut assembler = switchyard_wire::Assembler::new();
-    for e in &events {
-        if assembler.push(e).is_err() {
-            break;
-        }
-    }
-    Some(assembler.into_reply())
-}
-
-/// The record of a finished call; runs on the store's thread.
-fn build_record(call: Finished) -> CallRecord {
-    let Finished {
-        summary: s,
-        reference,
-        client_body,
-        started_at,
-        price,
-        draft,
-    } = call;
-    let upstream = s.upstream_dialect.unwrap_or(s.client_dialect);
-    let body = draft.sent_body.clone().or(client_body);
-    let request: Request = body
-        .as_ref()
-        .and_then(|b| codec(upstream).decode_request(b).ok())
-        .map(|d| d.request)
-        .unwrap_or_default();
-    let raw = concat(&draft.raw);
-    let succeeded = s.error.is_none() && s.status < 400;
-    let mut reply = draft
-        .reply
-        .map(|r| r.without_raw())
-        .or_else(|| decode_reply(upstream, &raw, s.stream).map(|r| r.without_raw()));
-    if !succeeded && reply.as_ref().is_some_and(|r| r.content.is_empty()) {
-        reply = None;
-    }
-    let usage = s.usage.or_else(|| reply.as_ref().and_then(|r| r.usage));
-    let error = draft.error.or_else(|| {
-        s.error.as_ref().map(|kind| ErrorRecord {
-            kind: kind.clone(),
-            message: match kind.as_str() {
-                "client_disconnected" => "the client went away before the reply ended; the upstream request was cancelled".to_string(),
-                _ => format!("the call ended with status {}", s.status),
-            },
-            provider: None,
-            fields: serde_json::Map::new(),
-        })
-    });
-    let ended_at = started_at + s.latency;
-    CallRecord {
-        format: record::FORMAT,
-        number: 0,
-        role: None,
-        reference,
-        backend: s.backend,
-        model: s.model,
-        dialect: s.upstream_dialect,
-        stream: s.stream,
-        // Filled by the recorder's writer.
-        prompt_digest: String::new(),
-        parameters: serde_json::Map::new(),
-        request,
-        body: draft.sent_body.and_then(|b| {
-            String::from_utf8(b.to_vec())
-                .ok()
-                .and_then(|t| serde_json::value::RawValue::from_string(t).ok())
-        }),
-        usage_reported: if reply.is_some() && !raw.is_empty() {
-            record::reported_usage(&raw, s.stream, s.upstream_dialect)
-        } else {
-            None
-        },
-        reply,
-        raw: (!raw.is_empty()).then(|| RawBytes::new(&raw)),
-        usage,
-        attempts: draft.attempts,
-        timings: Timings {
-            started_at: record::timestamp(started_at),
-            ended_at: record::timestamp(ended_at),
-            first_byte_ms: s.time_to_first_byte.map(ms),
-            duration_ms: ms(s.latency),
-        },
-        cost_usd: switchyard::cost::call_cost(price.as_ref(), usage.as_ref()),
-        provider_cost_usd: None,
-        error,
-        client_key: (s.key != "-").then_some(s.key),
-        client_dialect: Some(s.client_dialect),
-    }
-}
-
-/// The attempts of a library call, as records keep them.
-pub fn attempt_records(attempts: &[switchyard::Attempt]) -> Vec<AttemptRecord> {
-    attempts
-        .iter()
-        .map(|a| AttemptRecord {
-            number: a.number,
-            wait_before_ms: ms(a.wait_before),
-            started_at: record::timestamp(a.started_at),
-            duration_ms: ms(a.duration),
-            status: a.status,
-            error_kind: a.error_kind.map(|k| k.as_str().to_string()),
-            error: a.error.clone(),
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use switchyard::record;
+    use switchyard::Dialect;
 
     fn finished(i: usize) -> Finished {
         let body =
@@ -488,6 +564,9 @@ mod tests {
                 latency: Duration::from_millis(1),
                 time_to_first_byte: None,
                 overhead: Duration::ZERO,
+                requested: "mock/echo".into(),
+                upstream_called: true,
+                model_known: true,
             },
             reference: "mock/echo".into(),
             client_body: None,
@@ -504,7 +583,7 @@ mod tests {
     #[test]
     fn a_burst_from_many_threads_is_written_whole_without_waiting_for_close() {
         let tmp = tempfile::tempdir().unwrap();
-        let store = Arc::new(Store::open(tmp.path()).unwrap());
+        let store = Arc::new(Store::open(tmp.path(), StoreOptions::default()).unwrap());
         let threads: Vec<_> = (0..4)
             .map(|t| {
                 let store = store.clone();
@@ -553,6 +632,8 @@ mod tests {
         let pace = Pace {
             pending: Arc::new(AtomicUsize::new(0)),
             courtesy: Courtesy::on(),
+            outcome: Arc::default(),
+            linger: true,
         };
         let at = |n: usize| {
             pace.pending.store(n, Ordering::Relaxed);

@@ -1,0 +1,357 @@
+//! A passed-through stream relayed to its client: the upstream's bytes as they arrive,
+//! cut only at event boundaries (an event a client could not read yet anyway waits for
+//! its end), read on the way by a [`Watch`].
+//!
+//! How a stream ends is the gateway's to say, as for a translated one:
+//! - at its end marker with an answer and usage: the end goes out once the call is
+//!   recorded (when the store asks for that: `durability: answered`);
+//! - at its end marker without an answer or usage: the end marker is replaced by the
+//!   dialect's error event (`ProviderReplyMalformed`);
+//! - with the provider's own error event: relayed as it came, and recorded as that error;
+//! - cut before its end marker, broken (`Transport`) or silent past the idle timeout
+//!   (`Timeout`): the dialect's error event, never a clean end. An event left incomplete
+//!   is dropped rather than sent half.
+
+use super::watch::Watch;
+use crate::errors::ApiError;
+use crate::meter::Meter;
+use bytes::{Bytes, BytesMut};
+use std::collections::VecDeque;
+use std::time::Duration;
+use switchyard::backend::http::{decode_error, stream_error, RawResponse};
+use switchyard::record::ErrorRecord;
+use switchyard::{Dialect, Error};
+use switchyard_wire::codec;
+use switchyard_wire::sse::{write_event, SseParser};
+
+/// How long the upstream may take to close after its end marker before the gateway ends
+/// the client's stream anyway.
+const AFTER_END: Duration = Duration::from_secs(2);
+
+/// A stream being relayed.
+pub struct Relay {
+    upstream: Option<RawResponse>,
+    /// Chunks read (and watched) before output began, still to relay.
+    opening: VecDeque<Bytes>,
+    watch: Watch,
+    dialect: Dialect,
+    backend: String,
+    headers: Vec<(String, String)>,
+    /// Drops the chat usage-only chunk the client did not ask for.
+    hide_usage: Option<SseParser>,
+    /// The bytes of an event not yet complete.
+    tail: Bytes,
+    /// Everything after the end marker, held until the upstream closes.
+    held: BytesMut,
+    out: VecDeque<Bytes>,
+    meter: Meter,
+    over: bool,
+}
+
+impl Relay {
+    /// Relays `upstream` after the `opening` chunks already read (and watched).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        upstream: Option<RawResponse>,
+        opening: Vec<Bytes>,
+        watch: Watch,
+        dialect: Dialect,
+        backend: &str,
+        headers: Vec<(String, String)>,
+        hide_usage: bool,
+        meter: Meter,
+    ) -> Relay {
+        Relay {
+            upstream,
+            opening: opening.into(),
+            watch,
+            dialect,
+            backend: backend.to_string(),
+            headers,
+            hide_usage: hide_usage.then(SseParser::new),
+            tail: Bytes::new(),
+            held: BytesMut::new(),
+            out: VecDeque::new(),
+            meter,
+            over: false,
+        }
+    }
+
+    /// The next bytes for the client; `None` once the stream is over.
+    pub async fn next(&mut self) -> Option<Bytes> {
+        loop {
+            if let Some(bytes) = self.out.pop_front() {
+                self.meter.first_byte();
+                return Some(bytes);
+            }
+            if self.over {
+                return None;
+            }
+            if let Some(chunk) = self.opening.pop_front() {
+                self.take(chunk, true).await;
+                continue;
+            }
+            let ended = self.watch.ended();
+            let Some(upstream) = self.upstream.as_mut() else {
+                self.end().await;
+                continue;
+            };
+            let next = if ended {
+                tokio::time::timeout(AFTER_END, upstream.chunk())
+                    .await
+                    .unwrap_or_default()
+            } else {
+                upstream.chunk().await
+            };
+            match next {
+                Some(Ok(bytes)) => self.take(bytes, false).await,
+                Some(Err(e)) => {
+                    self.upstream = None;
+                    if self.watch.ended() {
+                        // Broken after its end marker: the reply is whole.
+                        self.end().await;
+                    } else {
+                        self.fail(e).await;
+                    }
+                }
+                None => {
+                    self.upstream = None;
+                    self.end().await;
+                }
+            }
+        }
+    }
+
+    /// One chunk from the upstream (`watched`: already read by the watch).
+    async fn take(&mut self, bytes: Bytes, watched: bool) {
+        self.meter.draft().keep(&bytes);
+        if self.watch.ended() && !watched {
+            self.held.extend_from_slice(&bytes);
+            return;
+        }
+        if !watched {
+            if let Err(e) = self.watch.push(&bytes) {
+                let received = self.received();
+                let error = decode_error(&self.backend, &self.headers, e, received);
+                self.fail(error).await;
+                return;
+            }
+        }
+        let complete = self.align(bytes);
+        if let Some(e) = self.watch.error.clone() {
+            // The provider's own error event, already in the client's dialect: relayed
+            // as it came, and the call recorded as that error.
+            let received = self.received();
+            let error = stream_error(&self.backend, &self.headers, e, received);
+            self.note_failure(&error);
+            self.tail = Bytes::new();
+            self.release(complete).await;
+            return;
+        }
+        if self.watch.ended() {
+            self.held.extend_from_slice(&complete);
+        } else {
+            self.emit(complete);
+        }
+    }
+
+    /// The upstream closed (or fell silent after its end marker): the reply ends here.
+    async fn end(&mut self) {
+        if self.over {
+            return;
+        }
+        if !self.watch.ended() {
+            if let Err(e) = self.watch.finish() {
+                // Cut before its end marker: what was relayed stays, the incomplete event
+                // does not, and the client is told.
+                let reason = match e {
+                    switchyard_wire::DecodeError::Malformed(m) => m,
+                    other => other.to_string(),
+                };
+                let error = Error::ProviderReplyMalformed {
+                    backend: self.backend.clone(),
+                    reason: format!("stream: {reason}"),
+                    attempts: 1,
+                    body: self.received(),
+                };
+                self.fail(error).await;
+                return;
+            }
+            // A stream the dialect accepts without its marker (a chat finish with no
+            // `[DONE]`): its last event may still be in the tail.
+            let tail = std::mem::take(&mut self.tail);
+            self.held.extend_from_slice(&tail);
+        }
+        let last = std::mem::take(&mut self.held).freeze();
+        if let Some(problem) = self.watch.problem() {
+            let error = Error::ProviderReplyMalformed {
+                backend: self.backend.clone(),
+                reason: format!("stream: {problem}"),
+                attempts: 1,
+                body: self.received(),
+            };
+            // Everything but the end marker, then the error in its place.
+            self.emit(without_last_event(&last));
+            self.fail(error).await;
+            return;
+        }
+        if let Some(usage) = self.watch.usage {
+            self.meter.usage(usage);
+        }
+        self.meter.complete();
+        self.release(last).await;
+    }
+
+    /// Ends the stream with `error`: recorded, and told to the client as its dialect's
+    /// error event.
+    async fn fail(&mut self, error: Error) {
+        self.note_failure(&error);
+        self.tail = Bytes::new();
+        let api = ApiError::from_upstream(&error);
+        let event = codec(self.dialect).stream_error_event(
+            &api.stream_error(self.dialect),
+            self.watch.response_id.as_deref(),
+        );
+        self.release(Bytes::from(event)).await;
+    }
+
+    fn note_failure(&mut self, error: &Error) {
+        if let Some(usage) = self.watch.usage {
+            self.meter.usage(usage);
+        }
+        self.meter.seen_so_far(self.watch.seen());
+        self.meter
+            .outcome(0, Some(error.kind().as_str().to_string()));
+        self.meter.draft().error = Some(ErrorRecord::new(error));
+        self.meter.complete();
+    }
+
+    /// The stream's last bytes: out once the call is recorded, when the store must have
+    /// the record first.
+    async fn release(&mut self, last: Bytes) {
+        self.meter.first_byte();
+        if let Some(written) = self.meter.finish() {
+            let _ = written.await;
+        }
+        self.emit(last);
+        self.over = true;
+        // Left unread, the upstream connection could not be reused: it is read to its
+        // close (briefly) apart from the client, whose stream ends now.
+        if let Some(mut upstream) = self.upstream.take() {
+            tokio::spawn(async move {
+                let drain = async { while let Some(Ok(_)) = upstream.chunk().await {} };
+                let _ = tokio::time::timeout(AFTER_END, drain).await;
+            });
+        }
+    }
+
+    /// Queues bytes for the client (the usage-only chunk left out where it must be).
+    fn emit(&mut self, bytes: Bytes) {
+        if bytes.is_empty() {
+            return;
+        }
+        let bytes = match &mut self.hide_usage {
+            None => bytes,
+            Some(parser) => {
+                let mut out = Vec::with_capacity(bytes.len());
+                for event in parser.push(&bytes) {
+                    if !is_usage_only_chunk(&event.data) {
+                        write_event(&mut out, event.event.as_deref(), &event.data);
+                    }
+                }
+                Bytes::from(out)
+            }
+        };
+        if !bytes.is_empty() {
+            self.out.push_back(bytes);
+        }
+    }
+
+    /// The complete events of the held tail and `bytes`; keeps the incomplete rest.
+    fn align(&mut self, bytes: Bytes) -> Bytes {
+        let joined = if self.tail.is_empty() {
+            bytes
+        } else {
+            let mut b = BytesMut::with_capacity(self.tail.len() + bytes.len());
+            b.extend_from_slice(&self.tail);
+            b.extend_from_slice(&bytes);
+            b.freeze()
+        };
+        match last_boundary(&joined) {
+            Some(end) if end == joined.len() => {
+                self.tail = Bytes::new();
+                joined
+            }
+            Some(end) => {
+                self.tail = joined.slice(end..);
+                joined.slice(..end)
+            }
+            None => {
+                self.tail = joined;
+                Bytes::new()
+            }
+        }
+    }
+
+    /// Every byte received so far, for an error's details.
+    fn received(&mut self) -> Bytes {
+        let raw = &self.meter.draft().raw;
+        Bytes::from(raw.concat())
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        // A client that leaves is billed for what it was sent.
+        self.meter.seen_so_far(self.watch.seen());
+    }
+}
+
+/// Where the last complete SSE event of `bytes` ends: after its blank line (`\n\n`, or
+/// `\r\n\r\n`).
+fn last_boundary(bytes: &[u8]) -> Option<usize> {
+    let lf = memchr::memmem::rfind(bytes, b"\n\n").map(|i| i + 2);
+    let crlf = memchr::memmem::rfind(bytes, b"\r\n\r\n").map(|i| i + 4);
+    lf.max(crlf)
+}
+
+/// Complete events with the last one (the end marker) left out.
+fn without_last_event(bytes: &[u8]) -> Bytes {
+    let mut parser = SseParser::new();
+    let mut events = parser.push(bytes);
+    events.extend(parser.finish());
+    events.pop();
+    let mut out = Vec::with_capacity(bytes.len());
+    for event in events {
+        write_event(&mut out, event.event.as_deref(), &event.data);
+    }
+    Bytes::from(out)
+}
+
+fn is_usage_only_chunk(data: &str) -> bool {
+    data.contains("\"usage\"")
+        && serde_json::from_str::<serde_json::Value>(data).is_ok_and(|v| {
+            v.get("choices")
+                .and_then(serde_json::Value::as_array)
+                .is_some_and(|c| c.is_empty())
+                && v.get("usage").is_some_and(|u| !u.is_null())
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_cut_at_their_blank_lines() {
+        assert_eq!(last_boundary(b"data: a\n\ndata: b"), Some(9));
+        assert_eq!(last_boundary(b"data: a\r\n\r\ndata: b\r\n\r\n"), Some(22));
+        assert_eq!(last_boundary(b"data: a\n"), None);
+    }
+
+    #[test]
+    fn the_end_marker_is_left_out() {
+        let out = without_last_event(b"data: {\"a\":1}\n\ndata: [DONE]\n\n");
+        assert_eq!(&out[..], b"data: {\"a\":1}\n\n");
+    }
+}

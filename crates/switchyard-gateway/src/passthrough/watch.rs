@@ -1,0 +1,126 @@
+//! A passed-through stream read as it passes: the dialect's own decoder on the bytes
+//! relayed, keeping only what the call needs — whether output began (before it a failure
+//! may be asked again), how much was relayed (billed if the client leaves), the latest
+//! usage, the finish, the response id, the provider's error event and the end marker.
+
+use crate::meter::SeenSoFar;
+use switchyard::{Dialect, FinishReason, Usage};
+use switchyard_wire::{codec, ByteStreamDecoder, DecodeError, Event, StreamError};
+
+/// What a stream has shown so far.
+pub struct Watch {
+    decoder: ByteStreamDecoder,
+    /// Output began (any text, thinking or tool call event): from here a failure is never
+    /// asked again, as for a call through the library.
+    pub began: bool,
+    /// An answer was seen: text that is not empty, or a tool call.
+    pub answered: bool,
+    /// Characters of text, thinking and tool arguments seen.
+    pub output_chars: usize,
+    /// The latest usage reported.
+    pub usage: Option<Usage>,
+    /// The finish, once reported.
+    pub finish: Option<FinishReason>,
+    /// The stream's response id (a Responses `response.failed` names it).
+    pub response_id: Option<String>,
+    /// The error the provider reported inside the stream.
+    pub error: Option<StreamError>,
+}
+
+impl Watch {
+    /// Watches a stream of `dialect`.
+    pub fn new(dialect: Dialect) -> Self {
+        Watch {
+            decoder: ByteStreamDecoder::new(codec(dialect)),
+            began: false,
+            answered: false,
+            output_chars: 0,
+            usage: None,
+            finish: None,
+            response_id: None,
+            error: None,
+        }
+    }
+
+    /// Reads the next chunk; an error is a stream the dialect does not allow (or, from
+    /// some decoders, the provider's error object).
+    pub fn push(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
+        let events = self.decoder.push(bytes)?;
+        self.note(events);
+        Ok(())
+    }
+
+    /// The bytes ended: an error when the stream stopped before its end marker.
+    pub fn finish(&mut self) -> Result<(), DecodeError> {
+        let events = self.decoder.finish()?;
+        self.note(events);
+        Ok(())
+    }
+
+    /// The end marker (or an error event) was seen: nothing after it belongs to the reply.
+    pub fn ended(&self) -> bool {
+        self.error.is_some() || self.decoder.ended()
+    }
+
+    /// Why the stream, now ended, is not an answer (the rule of
+    /// [`switchyard_wire::shape::reply_problem`]: neither text nor tool calls unless cut
+    /// by the output limit, or no usage).
+    pub fn problem(&self) -> Option<&'static str> {
+        if !self.answered && self.finish != Some(FinishReason::Length) {
+            Some("the reply has neither text nor tool calls")
+        } else if self.usage.is_none() {
+            Some("the reply has no token usage")
+        } else {
+            None
+        }
+    }
+
+    /// What a client that leaves now is billed on.
+    pub fn seen(&self) -> SeenSoFar {
+        SeenSoFar {
+            usage: self.usage,
+            output_chars: self.output_chars,
+        }
+    }
+
+    fn note(&mut self, events: Vec<Event>) {
+        for event in events {
+            let output = !matches!(
+                event,
+                Event::Start { .. } | Event::Usage(_) | Event::Finish { .. } | Event::Error(_)
+            );
+            self.began |= output;
+            match event {
+                Event::Start { id, .. } => {
+                    if self.response_id.is_none() {
+                        self.response_id = id;
+                    }
+                }
+                Event::TextDelta { text, .. } => {
+                    self.answered |= !text.is_empty();
+                    self.output_chars += text.chars().count();
+                }
+                Event::ThinkingDelta { text, .. } => {
+                    self.output_chars += text.chars().count();
+                }
+                Event::ToolCallStart { name, .. } => {
+                    self.answered = true;
+                    self.output_chars += name.len();
+                }
+                Event::ToolCallDelta { arguments, .. } => {
+                    self.output_chars += arguments.chars().count();
+                }
+                Event::Usage(u) => self.usage = Some(u),
+                Event::Finish { reason, .. } => self.finish = Some(reason),
+                Event::Error(e) => {
+                    if self.error.is_none() {
+                        self.error = Some(e);
+                    }
+                }
+                Event::TextState { .. }
+                | Event::ThinkingState { .. }
+                | Event::ToolCallEnd { .. } => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! A finished call's [`CallRecord`], built on the store's thread from the bytes its meter
+//! kept: the canonical request decoded from the body as sent, the reply decoded from the
+//! bytes as received (a stream cut short gives what it carried), the usage, the cost and
+//! the error.
+
+use super::Finished;
+use bytes::{Bytes, BytesMut};
+use std::time::Duration;
+use switchyard::record::{self, AttemptRecord, CallRecord, ErrorRecord, RawBytes, Timings};
+use switchyard::Dialect;
+use switchyard_wire::{codec, ByteStreamDecoder, Reply, Request};
+
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
+}
+
+fn concat(chunks: &[Bytes]) -> Bytes {
+    match chunks {
+        [] => Bytes::new(),
+        [one] => one.clone(),
+        many => {
+            let mut out = BytesMut::with_capacity(many.iter().map(Bytes::len).sum());
+            for c in many {
+                out.extend_from_slice(c);
+            }
+            out.freeze()
+        }
+    }
+}
+
+/// The canonical reply in `raw` (a whole body or a stream, possibly cut short): what
+/// the stream carried up to where it stopped.
+fn decode_reply(dialect: Dialect, raw: &[u8], stream: bool) -> Option<Reply> {
+    if raw.is_empty() {
+        return None;
+    }
+    if !stream {
+        return codec(dialect).decode_reply(raw).ok();
+    }
+    let mut decoder = ByteStreamDecoder::new(codec(dialect));
+    let mut events = decoder.push(raw).ok()?;
+    if let Ok(rest) = decoder.finish() {
+        events.extend(rest);
+    }
+    let mut assembler = switchyard_wire::Assembler::new();
+    for e in &events {
+        if assembler.push(e).is_err() {
+            break;
+        }
+    }
+    Some(assembler.into_reply())
+}
+
+/// The record of a finished call; runs on the store's thread.
+pub(super) fn build_record(call: Finished) -> CallRecord {
+    let Finished {
+        summary: s,
+        reference,
+        client_body,
+        started_at,
+        price,
+        draft,
+    } = call;
+    let upstream = s.upstream_dialect.unwrap_or(s.client_dialect);
+    let body = draft.sent_body.clone().or(client_body);
+    let request: Request = body
+        .as_ref()
+        .and_then(|b| codec(upstream).decode_request(b).ok())
+        .map(|d| d.request)
+        .unwrap_or_default();
+    let raw = concat(&draft.raw);
+    let succeeded = s.error.is_none() && s.status < 400;
+    let mut reply = draft
+        .reply
+        .map(|r| r.without_raw())
+        .or_else(|| decode_reply(upstream, &raw, s.stream).map(|r| r.without_raw()));
+    if !succeeded && reply.as_ref().is_some_and(|r| r.content.is_empty()) {
+        reply = None;
+    }
+    let usage = s.usage.or_else(|| reply.as_ref().and_then(|r| r.usage));
+    let error = draft.error.or_else(|| {
+        s.error.as_ref().map(|kind| ErrorRecord {
+            kind: kind.clone(),
+            message: match kind.as_str() {
+                "client_disconnected" => "the client went away before the reply ended; the upstream request was cancelled".to_string(),
+                _ => format!("the call ended with status {}", s.status),
+            },
+            provider: None,
+            fields: serde_json::Map::new(),
+        })
+    });
+    let ended_at = started_at + s.latency;
+    CallRecord {
+        format: record::FORMAT,
+        number: 0,
+        role: None,
+        reference,
+        backend: s.backend,
+        model: s.model,
+        dialect: s.upstream_dialect,
+        stream: s.stream,
+        // Filled by the recorder's writer.
+        prompt_digest: String::new(),
+        parameters: serde_json::Map::new(),
+        request,
+        body: draft.sent_body.and_then(|b| {
+            String::from_utf8(b.to_vec())
+                .ok()
+                .and_then(|t| serde_json::value::RawValue::from_string(t).ok())
+        }),
+        usage_reported: if reply.is_some() && !raw.is_empty() {
+            record::reported_usage(&raw, s.stream, s.upstream_dialect)
+        } else {
+            None
+        },
+        reply,
+        raw: (!raw.is_empty()).then(|| RawBytes::new(&raw)),
+        usage,
+        attempts: draft.attempts,
+        timings: Timings {
+            started_at: record::timestamp(started_at),
+            ended_at: record::timestamp(ended_at),
+            first_byte_ms: s.time_to_first_byte.map(ms),
+            duration_ms: ms(s.latency),
+        },
+        cost_usd: switchyard::cost::call_cost(price.as_ref(), usage.as_ref()),
+        provider_cost_usd: None,
+        error,
+        usage_estimated: draft.usage_estimated,
+        client_key: (s.key != "-").then_some(s.key),
+        client_dialect: Some(s.client_dialect),
+    }
+}
+
+/// The attempts of a library call, as records keep them.
+pub fn attempt_records(attempts: &[switchyard::Attempt]) -> Vec<AttemptRecord> {
+    attempts
+        .iter()
+        .map(|a| AttemptRecord {
+            number: a.number,
+            wait_before_ms: ms(a.wait_before),
+            started_at: record::timestamp(a.started_at),
+            duration_ms: ms(a.duration),
+            status: a.status,
+            error_kind: a.error_kind.map(|k| k.as_str().to_string()),
+            error: a.error.clone(),
+        })
+        .collect()
+}

@@ -1,0 +1,245 @@
+//! The HTTP backend: encodes the canonical request in the backend's dialect, sends it
+//! with the backend's auth over a pooled connection ([`send`]: the one send path, which
+//! the gateway's pass-through uses too), and decodes the reply or stream ([`stream`]).
+
+mod send;
+mod stream;
+
+pub use send::{error_chain, header_pairs, RawRequest, RawResponse};
+pub(crate) use stream::decode_stream;
+pub use stream::{decode_error, stream_error};
+
+use super::auth::Credential;
+use super::{Backend, Call};
+use crate::error::{Error, Result};
+use crate::reply_stream::ReplyStream;
+use async_trait::async_trait;
+use bytes::Bytes;
+use serde_json::{Map, Value};
+use std::time::Duration;
+use switchyard_wire::{codec, Dialect, EncodeOptions, Reply, Request, Role};
+
+/// Where a backend's dialect is called for its model: parsed once, when the backend is
+/// built, not on every call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The URL of a whole reply.
+    pub complete: url::Url,
+    /// The URL of a streamed reply (differs only for Gemini).
+    pub stream: url::Url,
+}
+
+impl Endpoint {
+    /// One URL for both.
+    pub fn fixed(url: url::Url) -> Self {
+        Endpoint {
+            complete: url.clone(),
+            stream: url,
+        }
+    }
+
+    /// The URL to call.
+    pub fn url(&self, stream: bool) -> &url::Url {
+        if stream {
+            &self.stream
+        } else {
+            &self.complete
+        }
+    }
+}
+
+/// The waits of a call; `None` waits forever.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Opening a connection.
+    pub connect: Option<Duration>,
+    /// From sending the request to the reply's headers.
+    pub first_byte: Option<Duration>,
+    /// Between two chunks of a stream (or of a body).
+    pub idle: Option<Duration>,
+    /// The whole call.
+    pub total: Option<Duration>,
+}
+
+/// Everything an HTTP backend needs, resolved from the registry.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// The backend's name.
+    pub name: String,
+    /// The dialect to speak.
+    pub dialect: Dialect,
+    /// Where to send it (for Gemini the model is in the URL: one backend per model).
+    pub endpoint: Endpoint,
+    /// The credential.
+    pub auth: Credential,
+    /// Fields merged into every request body (top level; these win).
+    pub extra_body: Map<String, Value>,
+    /// Send `developer` messages as `system` (for endpoints that refuse the role).
+    pub developer_as_system: bool,
+    /// Send a chat request's output limit as `max_tokens` (for OpenAI-compatible
+    /// servers that know only the older field) instead of `max_completion_tokens`.
+    pub legacy_max_tokens: bool,
+    /// Waits.
+    pub timeouts: Timeouts,
+}
+
+/// An HTTP backend with its own connection pool.
+pub struct HttpBackend {
+    config: HttpConfig,
+    client: reqwest::Client,
+}
+
+/// The Anthropic API version sent with every Messages request.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+impl HttpBackend {
+    /// A backend with a fresh connection pool.
+    pub fn new(config: HttpConfig) -> Result<Self> {
+        let client = new_client(&config.name, config.timeouts.connect)?;
+        Ok(HttpBackend::with_client(config, client))
+    }
+
+    /// A backend sharing an existing connection pool (one per backend: every handle on
+    /// the same backend reuses its connections).
+    pub fn with_client(config: HttpConfig, client: reqwest::Client) -> Self {
+        HttpBackend { config, client }
+    }
+
+    /// The resolved configuration.
+    pub fn config(&self) -> &HttpConfig {
+        &self.config
+    }
+
+    /// The body that would be sent for a call (for records and `--dry-run`).
+    pub fn encode_body(&self, call: &Call, stream: bool) -> Result<Map<String, Value>> {
+        let request = if self.config.developer_as_system {
+            developer_to_system(&call.request)
+        } else {
+            call.request.clone()
+        };
+        let mut body = codec(self.config.dialect)
+            .encode_request(
+                &request,
+                &EncodeOptions {
+                    model: &call.model,
+                    stream,
+                },
+            )
+            .map_err(|e| {
+                Error::Unsupported(format!(
+                    "the request cannot be sent in the {} dialect: {e}",
+                    self.config.dialect
+                ))
+            })?;
+        if self.config.legacy_max_tokens && self.config.dialect == Dialect::Chat {
+            legacy_max_tokens(&mut body);
+        }
+        for (key, value) in &self.config.extra_body {
+            body.insert(key.clone(), value.clone());
+        }
+        Ok(body)
+    }
+
+    /// Encodes and sends a call, noting the body as sent for the call's record.
+    async fn send(&self, call: &Call, stream: bool) -> Result<RawResponse> {
+        let body = Bytes::from(
+            serde_json::to_vec(&self.encode_body(call, stream)?).map_err(|e| {
+                Error::Unsupported(format!("the request could not be serialised: {e}"))
+            })?,
+        );
+        super::note_sent_body(self.recordable(&body));
+        self.send_raw(&RawRequest::new(body, stream)).await
+    }
+
+    /// The body as a record may keep it: an `extra_body` field named like a key (a user
+    /// who put a secret there) is redacted; otherwise the very bytes sent.
+    fn recordable(&self, body: &Bytes) -> Bytes {
+        if !self
+            .config
+            .extra_body
+            .keys()
+            .any(|k| crate::secrets::is_key_field(k))
+        {
+            return body.clone();
+        }
+        let Ok(Value::Object(mut map)) = serde_json::from_slice::<Value>(body) else {
+            return Bytes::new();
+        };
+        for (k, v) in map.iter_mut() {
+            if crate::secrets::is_key_field(k) && !v.is_null() {
+                *v = Value::String("<redacted>".into());
+            }
+        }
+        serde_json::to_vec(&map)
+            .map(Bytes::from)
+            .unwrap_or_default()
+    }
+}
+
+#[async_trait]
+impl Backend for HttpBackend {
+    fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    fn dialect(&self) -> Option<Dialect> {
+        Some(self.config.dialect)
+    }
+
+    async fn complete(&self, call: &Call) -> Result<Reply> {
+        let response = self.send(call, false).await?;
+        let headers = response.header_pairs();
+        let body = response.bytes().await?;
+        codec(self.config.dialect)
+            .decode_reply(&body)
+            .map_err(|e| decode_error(&self.config.name, &headers, e, body))
+    }
+
+    async fn stream(&self, call: &Call) -> Result<ReplyStream> {
+        let response = self.send(call, true).await?;
+        let headers = response.header_pairs();
+        Ok(decode_stream(
+            &self.config.name,
+            self.config.dialect,
+            headers,
+            response.into_stream(),
+        ))
+    }
+}
+
+/// An HTTP client (a connection pool) for a backend: rustls, `TCP_NODELAY`, the connect
+/// timeout. Redirects are not followed: an API answers where it is called, and a
+/// redirected POST would send the prompt (re-sent, or turned into a GET) somewhere the
+/// registry does not name; the 3xx comes back as the provider's error instead.
+pub fn new_client(backend: &str, connect_timeout: Option<Duration>) -> Result<reqwest::Client> {
+    let mut builder = reqwest::Client::builder()
+        .user_agent(concat!("switchyard/", env!("CARGO_PKG_VERSION")))
+        .redirect(reqwest::redirect::Policy::none())
+        .tcp_nodelay(true);
+    if let Some(connect) = connect_timeout {
+        builder = builder.connect_timeout(connect);
+    }
+    builder.build().map_err(|e| Error::Transport {
+        backend: backend.to_string(),
+        message: format!("could not build an HTTP client: {e}"),
+    })
+}
+
+/// Moves a chat body's `max_completion_tokens` to `max_tokens` (`max_tokens_field:
+/// max_tokens`); a body that already has `max_tokens` keeps it.
+pub fn legacy_max_tokens(body: &mut Map<String, Value>) {
+    if let Some(limit) = body.remove("max_completion_tokens") {
+        body.entry("max_tokens").or_insert(limit);
+    }
+}
+
+/// The request with `developer` messages sent as `system`.
+fn developer_to_system(request: &Request) -> Request {
+    let mut request = request.clone();
+    for message in &mut request.messages {
+        if message.role == Role::Developer {
+            message.role = Role::System;
+        }
+    }
+    request
+}

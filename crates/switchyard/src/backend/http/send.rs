@@ -1,0 +1,303 @@
+//! The one send path of the HTTP backend: bytes in, a 2xx answer or a typed error out,
+//! with the backend's URL, credential and timeouts. Encoded calls (`complete`, `stream`)
+//! and the gateway's pass-through (a client's body sent as it came) both go through
+//! [`HttpBackend::send_raw`], so a timeout, a refusal or a broken connection reads the
+//! same on every path.
+
+use super::{HttpBackend, ANTHROPIC_VERSION};
+use crate::classify;
+use crate::error::{Error, Result, TimeoutPhase};
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use futures::StreamExt;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use std::time::Duration;
+use switchyard_wire::Dialect;
+use tokio::time::Instant;
+
+/// A request body to send exactly as it is, with headers of the caller's own (an
+/// `anthropic-version` or `anthropic-beta` a client sent); the backend adds its URL, its
+/// credential, the content type and, for a stream, `accept: text/event-stream`.
+#[derive(Debug, Clone)]
+pub struct RawRequest {
+    /// The body, as sent.
+    pub body: Bytes,
+    /// Whether a stream is asked for (Gemini streams at another URL).
+    pub stream: bool,
+    /// Extra headers; one named like a default (`anthropic-version`) replaces it.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+}
+
+impl RawRequest {
+    /// A body with no extra header.
+    pub fn new(body: Bytes, stream: bool) -> Self {
+        RawRequest {
+            body,
+            stream,
+            headers: Vec::new(),
+        }
+    }
+}
+
+/// A 2xx answer whose body is read chunk by chunk under the backend's idle and total
+/// timeouts. Non-2xx answers never get here: they are typed errors.
+pub struct RawResponse {
+    /// The status (2xx).
+    pub status: u16,
+    /// Every response header.
+    pub headers: HeaderMap,
+    body: TimedBody,
+}
+
+impl std::fmt::Debug for RawResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawResponse")
+            .field("status", &self.status)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RawResponse {
+    /// The next chunk of the body as it came off the network; `None` at its end. A
+    /// silence longer than the idle timeout, or the total deadline passing, is
+    /// `Error::Timeout`; a broken connection is `Error::Transport`.
+    pub async fn chunk(&mut self) -> Option<Result<Bytes>> {
+        self.body.next().await
+    }
+
+    /// The whole body.
+    pub async fn bytes(mut self) -> Result<Bytes> {
+        let mut chunks: Vec<Bytes> = Vec::new();
+        while let Some(chunk) = self.body.next().await {
+            chunks.push(chunk?);
+        }
+        Ok(match chunks.len() {
+            0 => Bytes::new(),
+            1 => chunks.swap_remove(0),
+            _ => Bytes::from(chunks.concat()),
+        })
+    }
+
+    /// The body as a stream of chunks (the timeouts still apply).
+    pub fn into_stream(self) -> BoxStream<'static, Result<Bytes>> {
+        self.body.into_stream()
+    }
+
+    /// The headers as name/value pairs (values that are not text left out).
+    pub fn header_pairs(&self) -> Vec<(String, String)> {
+        header_pairs(&self.headers)
+    }
+}
+
+/// A body read under an idle timeout (between two chunks) and a deadline (the call's
+/// total timeout, counted from sending).
+pub(crate) struct TimedBody {
+    inner: BoxStream<'static, reqwest::Result<Bytes>>,
+    backend: String,
+    idle: Option<Duration>,
+    deadline: Option<(Instant, Duration)>,
+    done: bool,
+}
+
+impl TimedBody {
+    pub(crate) async fn next(&mut self) -> Option<Result<Bytes>> {
+        if self.done {
+            return None;
+        }
+        let backend = &self.backend;
+        let broke = |e: reqwest::Error| transport(backend, "the reply broke off", &e);
+        let item = match self.limit() {
+            Some((limit, phase, after)) => {
+                match tokio::time::timeout(limit, self.inner.next()).await {
+                    Ok(item) => item.map(|r| r.map_err(broke)),
+                    Err(_) => Some(Err(timeout(backend, phase, after))),
+                }
+            }
+            None => self.inner.next().await.map(|r| r.map_err(broke)),
+        };
+        if !matches!(item, Some(Ok(_))) {
+            self.done = true;
+        }
+        item
+    }
+
+    /// The wait for the next chunk: the idle timeout, or what is left of the total when
+    /// that is shorter, with the phase and duration a timeout names.
+    fn limit(&self) -> Option<(Duration, TimeoutPhase, Duration)> {
+        let total = self.deadline.map(|(at, total)| {
+            (
+                at.saturating_duration_since(Instant::now()),
+                TimeoutPhase::Total,
+                total,
+            )
+        });
+        let idle = self.idle.map(|d| (d, TimeoutPhase::Idle, d));
+        match (idle, total) {
+            (Some(i), Some(t)) => Some(if t.0 <= i.0 { t } else { i }),
+            (i, t) => i.or(t),
+        }
+    }
+
+    fn into_stream(self) -> BoxStream<'static, Result<Bytes>> {
+        futures::stream::unfold(self, |mut body| async move {
+            let item = body.next().await?;
+            Some((item, body))
+        })
+        .boxed()
+    }
+}
+
+impl HttpBackend {
+    /// Sends `request`'s bytes as they are to the backend's URL for its dialect, with its
+    /// credential and timeouts: the first-byte timeout (to the answer's head), then the
+    /// idle and total timeouts as the body is read. A non-2xx answer is the typed error
+    /// its status and body say ([`classify`]), its body read in full; a connection that
+    /// fails is `Error::Transport`, a wait that runs out `Error::Timeout`. Nothing is
+    /// retried here: retries are the caller's ([`crate::Llm::retrying`]).
+    pub async fn send_raw(&self, request: &RawRequest) -> Result<RawResponse> {
+        let url = self.config().endpoint.url(request.stream).clone();
+        self.send_raw_to(url, request).await
+    }
+
+    /// [`HttpBackend::send_raw`] to another URL of the same provider (Anthropic's
+    /// `count_tokens` beside `messages`), with the same credential and timeouts.
+    pub async fn send_raw_to(&self, url: url::Url, request: &RawRequest) -> Result<RawResponse> {
+        let config = self.config();
+        let started = Instant::now();
+        let deadline = config.timeouts.total.map(|t| (started + t, t));
+        let mut builder = self
+            .client
+            .post(url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(request.body.clone());
+        if request.stream {
+            builder = builder.header(reqwest::header::ACCEPT, "text/event-stream");
+        }
+        if config.dialect == Dialect::Messages
+            && !request
+                .headers
+                .iter()
+                .any(|(k, _)| k.as_str() == "anthropic-version")
+        {
+            builder = builder.header("anthropic-version", ANTHROPIC_VERSION);
+        }
+        for (name, value) in &request.headers {
+            builder = builder.header(name, value);
+        }
+        let builder = config.auth.apply(builder).await?;
+        let head = self.head_limit(deadline);
+        let sending = builder.send();
+        let response = match head {
+            Some((limit, phase, after)) => tokio::time::timeout(limit, sending)
+                .await
+                .map_err(|_| timeout(&config.name, phase, after))?,
+            None => sending.await,
+        }
+        .map_err(|e| self.transport_error(e))?;
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let body = TimedBody {
+            inner: response.bytes_stream().boxed(),
+            backend: config.name.clone(),
+            idle: config.timeouts.idle,
+            deadline,
+            done: false,
+        };
+        let mut answer = RawResponse {
+            status,
+            headers,
+            body,
+        };
+        if (200..300).contains(&status) {
+            return Ok(answer);
+        }
+        let pairs = answer.header_pairs();
+        // An error body read under the same timeouts: a provider that stalls while
+        // refusing is a timeout, not a hang.
+        let mut body = Vec::new();
+        while let Some(chunk) = answer.chunk().await {
+            match chunk {
+                Ok(c) => body.extend_from_slice(&c),
+                Err(Error::Timeout { .. }) | Err(Error::Transport { .. }) => break,
+                Err(e) => return Err(e),
+            }
+        }
+        let (details, _) = classify::details(&config.name, status, &pairs, Bytes::from(body));
+        Err(classify::classify(details))
+    }
+
+    /// The wait for an answer's head: the first-byte timeout, or what is left of the
+    /// total when that is shorter.
+    fn head_limit(
+        &self,
+        deadline: Option<(Instant, Duration)>,
+    ) -> Option<(Duration, TimeoutPhase, Duration)> {
+        let first = self
+            .config()
+            .timeouts
+            .first_byte
+            .map(|d| (d, TimeoutPhase::FirstByte, d));
+        let total = deadline.map(|(at, total)| {
+            (
+                at.saturating_duration_since(Instant::now()),
+                TimeoutPhase::Total,
+                total,
+            )
+        });
+        match (first, total) {
+            (Some(f), Some(t)) => Some(if t.0 <= f.0 { t } else { f }),
+            (f, t) => f.or(t),
+        }
+    }
+
+    pub(super) fn transport_error(&self, e: reqwest::Error) -> Error {
+        let config = self.config();
+        if e.is_timeout() && e.is_connect() {
+            if let Some(after) = config.timeouts.connect {
+                return timeout(&config.name, TimeoutPhase::Connect, after);
+            }
+        }
+        Error::Transport {
+            backend: config.name.clone(),
+            message: error_chain(&e),
+        }
+    }
+}
+
+fn timeout(backend: &str, phase: TimeoutPhase, after: Duration) -> Error {
+    Error::Timeout {
+        backend: backend.to_string(),
+        phase,
+        after,
+    }
+}
+
+fn transport(backend: &str, what: &str, e: &reqwest::Error) -> Error {
+    Error::Transport {
+        backend: backend.to_string(),
+        message: format!("{what}: {}", error_chain(e)),
+    }
+}
+
+/// The headers as name/value pairs (values that are not text left out).
+pub fn header_pairs(headers: &HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
+        .collect()
+}
+
+/// An error and its causes on one line: reqwest's own message alone says little.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = cause.source();
+    }
+    out
+}

@@ -25,6 +25,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Instant;
 use switchyard::backend::http::{decode_error, stream_error, RawRequest, RawResponse};
 use switchyard::record::ErrorRecord;
@@ -81,9 +82,12 @@ pub async fn forward(
     };
     meter.set_sent_body(Some(edited.body));
     meter.sent();
+    // The status of the last attempt's refusal, when the provider refused with one: only
+    // such an answer goes back as the provider wrote it.
+    let refusal = AtomicU16::new(0);
     let outcome = target
         .llm
-        .retrying(|| attempt(target, &request, dialect))
+        .retrying(|| attempt(target, &request, dialect, &refusal))
         .await;
     meter.draft().attempts = attempt_records(&outcome.attempts);
     match outcome.result {
@@ -133,7 +137,7 @@ pub async fn forward(
             *response.headers_mut() = kept(&headers);
             Ok(response)
         }
-        Err(e) => refused_upstream(e, meter),
+        Err(e) => refused_upstream(e, refusal.load(Ordering::Relaxed), meter),
     }
 }
 
@@ -166,8 +170,15 @@ async fn attempt(
     target: &Target,
     request: &RawRequest,
     dialect: Dialect,
+    refusal: &AtomicU16,
 ) -> switchyard::Result<Answer> {
-    let mut response = target.http.send_raw(request).await?;
+    let sent = target.http.send_raw(request).await;
+    let status = match &sent {
+        Err(e) => e.provider_details().map_or(0, |d| d.status),
+        Ok(_) => 0,
+    };
+    refusal.store(status, Ordering::Relaxed);
+    let mut response = sent?;
     let answered = Instant::now();
     let status = response.status;
     let headers = response.headers.clone();
@@ -259,13 +270,16 @@ async fn attempt(
     })
 }
 
-/// A call that failed upstream after its retries. A provider's refusal with a status
-/// goes back as the provider wrote it (the client speaks its dialect); anything else
-/// (a timeout, a broken connection, a malformed reply, an error inside a 200) is
-/// answered in the client's dialect.
-fn refused_upstream(e: Error, meter: &mut Meter) -> Result<Response, ApiError> {
+/// A call that failed upstream after its retries. A provider's refusal with an HTTP error
+/// status (`refusal`) goes back as the provider wrote it — the client speaks its dialect —
+/// except a refusal of the gateway's own credentials (401, 403), which is the operator's
+/// problem and not the client's key: that, and anything else (a timeout, a broken
+/// connection, a malformed reply, an error inside a 200), is answered in the gateway's
+/// words, as a translated call's would be.
+fn refused_upstream(e: Error, refusal: u16, meter: &mut Meter) -> Result<Response, ApiError> {
     meter.draft().error = Some(ErrorRecord::new(&e));
-    match e.provider_details().filter(|d| d.status >= 400) {
+    let relayed = refusal >= 400 && !matches!(e, Error::Auth(_));
+    match e.provider_details().filter(|_| relayed) {
         Some(d) => {
             meter.draft().keep(&d.body);
             meter.outcome(d.status, Some(e.kind().as_str().to_string()));

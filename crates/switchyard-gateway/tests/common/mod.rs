@@ -109,6 +109,24 @@ pub fn gateway_for(
     env: MapEnv,
     extra: &[String],
 ) -> Gateway {
+    gateway_waiting(
+        mock_base,
+        config,
+        env,
+        extra,
+        Arc::new(switchyard::TokioSleeper),
+    )
+}
+
+/// [`gateway_for`] whose retry loop waits through `sleeper` (a `RecordingSleeper` makes
+/// every retry wait instant).
+pub fn gateway_waiting(
+    mock_base: &str,
+    config: GatewayConfig,
+    env: MapEnv,
+    extra: &[String],
+    sleeper: Arc<dyn switchyard::Sleeper>,
+) -> Gateway {
     let mut overrides = vec![format!("backends.mock.base_url={mock_base}")];
     for d in DIALECTS {
         let name = format!("up-{d}");
@@ -120,7 +138,8 @@ pub fn gateway_for(
     opts.user_file = false;
     opts.overrides = overrides;
     let loaded = Config::load(&opts).unwrap_or_else(|e| panic!("{e:?}"));
-    Gateway::new(&config, loaded.registry, Arc::new(env)).unwrap_or_else(|e| panic!("{e:?}"))
+    Gateway::with_sleeper(&config, loaded.registry, Arc::new(env), sleeper)
+        .unwrap_or_else(|e| panic!("{e:?}"))
 }
 
 pub fn client_body(client: Dialect, model: &str, request: &Request, stream: bool) -> Vec<u8> {

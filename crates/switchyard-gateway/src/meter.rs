@@ -10,6 +10,7 @@ use crate::server::State;
 use crate::store::{Draft, Finished};
 use crate::upstream::Target;
 use bytes::Bytes;
+use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use switchyard::budget::Reservation;
@@ -208,8 +209,12 @@ impl Drop for Meter {
             _ => head.duration_since(self.arrived),
         };
         if !self.done && s.error.is_none() && s.status < 400 {
-            // The client left before the end (its upstream request was dropped with it).
-            s.error = Some("client_disconnected".into());
+            // The client left before the end (its upstream request was dropped with it), or
+            // the drain deadline passed and the gateway dropped the call.
+            s.error = Some(match state.drain_expired.load(SeqCst) {
+                true => "cancelled".into(),
+                false => "client_disconnected".into(),
+            });
         }
         if let (Some(price), Some(usage)) = (&self.price, &s.usage) {
             s.cost_usd = Some(cost(price, usage));

@@ -119,12 +119,18 @@ struct Inner {
 pub struct Metrics {
     inner: Mutex<Inner>,
     recorder: Mutex<Option<Arc<dyn CallRecorder>>>,
+    refusals: crate::refusals::Refusals,
 }
 
 impl Metrics {
     /// Sets the recorder hook.
     pub fn set_recorder(&self, recorder: Arc<dyn CallRecorder>) {
         *self.recorder.lock().unwrap_or_else(|p| p.into_inner()) = Some(recorder);
+    }
+
+    /// The listener's refusals, by reason.
+    pub(crate) fn refusals(&self) -> &crate::refusals::Refusals {
+        &self.refusals
     }
 
     /// A call started (for the in-flight gauge).
@@ -245,6 +251,7 @@ impl Metrics {
             "# HELP switchyard_gateway_in_flight Calls in progress.\n# TYPE switchyard_gateway_in_flight gauge\nswitchyard_gateway_in_flight {}",
             inner.in_flight
         );
+        self.refusals.render(&mut out);
         out
     }
 }

@@ -13,7 +13,8 @@ def rss_mb():
 
 async def one(started, hold):
     r, w = await asyncio.open_connection(host, int(port))
-    w.write(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+    # A real Host: a gateway without keys answers only loopback names (docs/gateway.md).
+    w.write(f"POST /v1/chat/completions HTTP/1.1\r\nhost: {host}:{port}\r\ncontent-type: application/json\r\n".encode()
             + f"content-length: {len(body)}\r\nconnection: close\r\n\r\n".encode() + body)
     await w.drain()
     await r.readuntil(b"\r\n\r\n")

@@ -1,5 +1,5 @@
 //! `switchyard serve` as a user runs it: the banner, a call through it, a refusal to
-//! listen publicly without keys, and SIGTERM draining a stream in flight.
+//! listen publicly without keys, and SIGTERM and SIGHUP draining a stream in flight.
 
 mod common;
 
@@ -101,6 +101,24 @@ fn serve_refuses_a_public_address_without_keys_unless_told() {
 #[cfg(unix)]
 #[test]
 fn sigterm_drains_a_stream_in_flight_then_exits() {
+    drains_a_stream_in_flight_then_exits_on("TERM");
+}
+
+/// SIGHUP (a closed terminal) used to kill `serve` on the spot; it drains as SIGTERM does.
+#[cfg(unix)]
+#[test]
+fn sighup_drains_a_stream_in_flight_then_exits() {
+    let stderr = drains_a_stream_in_flight_then_exits_on("HUP");
+    assert!(
+        stderr.contains("SIGHUP") && stderr.contains("handled as SIGTERM"),
+        "{stderr}"
+    );
+}
+
+/// Sends `signal` while a stream is in flight: the stream ends whole, `serve` exits 0 and
+/// stops accepting. Returns what it wrote on stderr.
+#[cfg(unix)]
+fn drains_a_stream_in_flight_then_exits_on(signal: &str) -> String {
     let home = tempfile::tempdir().unwrap();
     let mock = mock();
     let (mut child, addr) = serve(home.path(), &["--no-mock", &mock_override(&mock)]);
@@ -110,7 +128,7 @@ fn sigterm_drains_a_stream_in_flight_then_exits() {
     let n = s.read(&mut first).unwrap();
     assert!(n > 0);
     let status = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
+        .args([&format!("-{signal}"), &child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
@@ -124,7 +142,7 @@ fn sigterm_drains_a_stream_in_flight_then_exits() {
         }
         assert!(
             Instant::now() < deadline,
-            "serve did not exit after SIGTERM"
+            "serve did not exit after SIG{signal}"
         );
         std::thread::sleep(Duration::from_millis(20));
     };
@@ -133,4 +151,12 @@ fn sigterm_drains_a_stream_in_flight_then_exits() {
         TcpStream::connect(&addr).is_err(),
         "still accepting after shutdown"
     );
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    stderr
 }

@@ -6,10 +6,8 @@ use crate::meter::Meter;
 use crate::raw::RawBody;
 use crate::server::State;
 use crate::{count_tokens, passthrough, translate};
-use axum::body::Body;
 use axum::extract::Request;
 use axum::response::Response;
-use bytes::Bytes;
 use std::sync::Arc;
 use std::time::Instant;
 use switchyard::Dialect;
@@ -87,7 +85,7 @@ async fn run(
         meter.set_key(&key);
         Some(key)
     };
-    let bytes = read_body(body, &parts.headers, state.max_body_bytes).await?;
+    let bytes = crate::request_body::read(body, &parts.headers, state).await?;
     meter.set_client_body(&bytes);
     let raw = RawBody::parse(&bytes).map_err(|m| ApiError::new(Category::BadRequest, m))?;
     let (requested, stream) = match &inbound.gemini {
@@ -174,38 +172,4 @@ async fn run(
     } else {
         translate::forward(&target, &bytes, stream, dialect, meter).await
     }
-}
-
-/// Reads the body, refusing one over `limit` bytes (by its `Content-Length` before
-/// reading anything, else as soon as the count passes the limit).
-async fn read_body(
-    body: Body,
-    headers: &axum::http::HeaderMap,
-    limit: usize,
-) -> Result<Bytes, ApiError> {
-    let too_large = || {
-        ApiError::new(
-            Category::TooLarge,
-            format!("the request body is larger than the gateway's limit of {limit} bytes"),
-        )
-    };
-    if let Some(len) = headers
-        .get("content-length")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok())
-    {
-        if len > limit as u64 {
-            return Err(too_large());
-        }
-    }
-    axum::body::to_bytes(body, limit).await.map_err(|e| {
-        if format!("{e:?}").contains("LengthLimit") || e.to_string().contains("length limit") {
-            too_large()
-        } else {
-            ApiError::new(
-                Category::BadRequest,
-                format!("could not read the request body: {e}"),
-            )
-        }
-    })
 }

@@ -3,7 +3,9 @@
 //! collected and named.
 //!
 //! ```yaml
-//! listen: 127.0.0.1:8080            # or {address: …, max_body_bytes: …, drain_timeout_secs: …}
+//! listen: 127.0.0.1:8080            # or {address: …, max_body_bytes: …, drain_timeout_secs: …,
+//!                                   #     header_timeout_secs, body_timeout_secs, idle_timeout_secs,
+//!                                   #     max_connections, max_json_depth, allowed_hosts, cors_origins}
 //! models:                           # client-visible name → reference
 //!   claude-sonnet-4-5: vllm/qwen3
 //!   gpt-5.4: mock/echo
@@ -17,6 +19,8 @@
 
 mod keys;
 mod sections;
+
+pub use keys::parse_sha256;
 
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -39,6 +43,25 @@ pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// The loopback address used when nothing says where to listen.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
+/// How long a request's head (request line and headers) may take to arrive, counted from
+/// the connection's start, or on a keep-alive connection from the head's first byte.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a request's whole body may take to arrive once its head is in.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a keep-alive connection may wait, idle, for its next request.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Connections served at once (see docs/gateway.md, *The listener*, for the reasoning).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+
+/// How deep a request body may nest arrays and objects (serde_json's own limit).
+pub const DEFAULT_MAX_JSON_DEPTH: usize = 128;
+
+const LISTEN_FIELDS: &str = "address, max_body_bytes, drain_timeout_secs, header_timeout_secs, \
+     body_timeout_secs, idle_timeout_secs, max_connections, max_json_depth, allowed_hosts, cors_origins";
+
 /// Everything the gateway reads from its config.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GatewayConfig {
@@ -54,6 +77,21 @@ pub struct GatewayConfig {
     pub max_body_bytes: usize,
     /// How long shutdown waits for calls in flight.
     pub drain_timeout: Duration,
+    /// How long a request's head may take (`listen.header_timeout_secs`).
+    pub header_timeout: Duration,
+    /// How long a request's body may take (`listen.body_timeout_secs`).
+    pub body_timeout: Duration,
+    /// How long a keep-alive connection may idle between requests (`listen.idle_timeout_secs`).
+    pub idle_timeout: Duration,
+    /// Connections served at once (`listen.max_connections`).
+    pub max_connections: usize,
+    /// How deep a body may nest arrays and objects (`listen.max_json_depth`).
+    pub max_json_depth: usize,
+    /// Host names a gateway without client keys answers besides loopback ones
+    /// (`listen.allowed_hosts`).
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins whose CORS preflights are answered (`listen.cors_origins`).
+    pub cors_origins: Vec<String>,
     /// Retries of upstream calls (the run config's `retry:`, as everywhere): whole calls,
     /// and streams before their first byte.
     pub retry: RetryPolicy,
@@ -77,6 +115,13 @@ impl Default for GatewayConfig {
             store: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_json_depth: DEFAULT_MAX_JSON_DEPTH,
+            allowed_hosts: Vec::new(),
+            cors_origins: Vec::new(),
             retry: RetryPolicy::default(),
             timeouts: GATEWAY_TIMEOUTS,
             store_options: StoreOptions::default(),
@@ -261,8 +306,35 @@ fn read_listen(value: &Value, config: &mut GatewayConfig, errors: &mut Vec<Strin
                             "listen.drain_timeout_secs: expected seconds (a number ≥ 0), found {v}"
                         )),
                     },
+                    ("header_timeout_secs", v) => {
+                        read_deadline(v, "header_timeout_secs", &mut config.header_timeout, errors)
+                    }
+                    ("body_timeout_secs", v) => {
+                        read_deadline(v, "body_timeout_secs", &mut config.body_timeout, errors)
+                    }
+                    ("idle_timeout_secs", v) => {
+                        read_deadline(v, "idle_timeout_secs", &mut config.idle_timeout, errors)
+                    }
+                    ("max_connections", v) => match v.as_u64() {
+                        Some(n) if n > 0 => config.max_connections = n as usize,
+                        _ => errors.push(format!(
+                            "listen.max_connections: expected a whole number of connections > 0, found {v}"
+                        )),
+                    },
+                    ("max_json_depth", v) => match v.as_u64() {
+                        Some(n) if n > 0 => config.max_json_depth = n as usize,
+                        _ => errors.push(format!(
+                            "listen.max_json_depth: expected a whole number of levels > 0, found {v}"
+                        )),
+                    },
+                    ("allowed_hosts", v) => {
+                        config.allowed_hosts = read_names(v, "allowed_hosts", host_problem, errors)
+                    }
+                    ("cors_origins", v) => {
+                        config.cors_origins = read_names(v, "cors_origins", origin_problem, errors)
+                    }
                     (other, _) => errors.push(format!(
-                        "listen.{other}: unknown field; accepted: address, max_body_bytes, drain_timeout_secs"
+                        "listen.{other}: unknown field; accepted: {LISTEN_FIELDS}"
                     )),
                 }
             }
@@ -271,6 +343,69 @@ fn read_listen(value: &Value, config: &mut GatewayConfig, errors: &mut Vec<Strin
             "listen: expected an address such as {DEFAULT_LISTEN}, found {other}"
         )),
     }
+}
+
+/// A deadline in seconds: a number > 0 (a zero deadline would cut every request).
+fn read_deadline(v: &Value, field: &str, into: &mut Duration, errors: &mut Vec<String>) {
+    match v.as_f64() {
+        Some(s) if s > 0.0 && s.is_finite() => *into = Duration::from_secs_f64(s),
+        _ => errors.push(format!(
+            "listen.{field}: expected seconds (a number > 0, e.g. 5 or 0.5), found {v}"
+        )),
+    }
+}
+
+/// A list of strings, each checked by `problem` (which says what is wrong with one).
+fn read_names(
+    v: &Value,
+    field: &str,
+    problem: fn(&str) -> Option<String>,
+    errors: &mut Vec<String>,
+) -> Vec<String> {
+    let Value::Array(items) = v else {
+        errors.push(format!(
+            "listen.{field}: expected a list of strings, found {v}"
+        ));
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        match item.as_str() {
+            Some(s) => match problem(s) {
+                None => out.push(s.to_ascii_lowercase()),
+                Some(p) => errors.push(format!("listen.{field}[{i}]: {p}")),
+            },
+            None => errors.push(format!(
+                "listen.{field}[{i}]: expected a string, found {item}"
+            )),
+        }
+    }
+    out
+}
+
+/// What is wrong with an `allowed_hosts` entry: a host name or IP address, no scheme,
+/// port or path (every port of a listed name is answered).
+fn host_problem(s: &str) -> Option<String> {
+    let bare = s
+        .strip_prefix('[')
+        .and_then(|r| r.strip_suffix(']'))
+        .unwrap_or(s);
+    (!crate::host::is_host_name(bare)).then(|| {
+        format!(
+            "`{s}` is not a host name; write the name clients put in their URL, without scheme, \
+             port or path (e.g. gw.internal or 10.0.0.5)"
+        )
+    })
+}
+
+/// What is wrong with a `cors_origins` entry: a browser origin, `http(s)://host[:port]`.
+fn origin_problem(s: &str) -> Option<String> {
+    crate::host::origin_host(s).is_none().then(|| {
+        format!(
+            "`{s}` is not an origin; write it as a browser sends it, scheme, host and port only \
+             (e.g. https://app.example.com or http://localhost:5173)"
+        )
+    })
 }
 
 #[cfg(test)]
@@ -298,6 +433,70 @@ mod tests {
         assert_eq!(c.keys[0].secret, KeySecret::Env("ALICE".into()));
         assert_eq!(c.keys[0].budget_period, Some(BudgetPeriod::Day));
         assert_eq!(c.keys[0].rpm, Some(5));
+    }
+
+    #[test]
+    fn the_listener_fields_read() {
+        let c = GatewayConfig::from_sections(&sections(json!({
+            "listen": {"header_timeout_secs": 0.5, "body_timeout_secs": 10, "idle_timeout_secs": 90,
+                       "max_connections": 64, "max_json_depth": 32,
+                       "allowed_hosts": ["GW.internal", "10.0.0.5", "[fd00::1]"],
+                       "cors_origins": ["https://app.example.com", "http://localhost:5173"]}
+        })))
+        .unwrap();
+        assert_eq!(c.header_timeout, Duration::from_millis(500));
+        assert_eq!(c.body_timeout, Duration::from_secs(10));
+        assert_eq!(c.idle_timeout, Duration::from_secs(90));
+        assert_eq!(c.max_connections, 64);
+        assert_eq!(c.max_json_depth, 32);
+        assert_eq!(c.allowed_hosts, ["gw.internal", "10.0.0.5", "[fd00::1]"]);
+        assert_eq!(c.cors_origins[1], "http://localhost:5173");
+        let d = GatewayConfig::default();
+        assert_eq!(
+            (d.header_timeout, d.body_timeout, d.idle_timeout),
+            (
+                DEFAULT_HEADER_TIMEOUT,
+                DEFAULT_BODY_TIMEOUT,
+                DEFAULT_IDLE_TIMEOUT
+            )
+        );
+    }
+
+    #[test]
+    fn every_listener_problem_is_named() {
+        let e = GatewayConfig::from_sections(&sections(json!({
+            "listen": {"header_timeout_secs": 0, "body_timeout_secs": "soon", "idle_timeout_secs": -1,
+                       "max_connections": 0, "max_json_depth": 1.5,
+                       "allowed_hosts": ["http://gw.internal", 3], "cors_origins": "https://a.example",
+                       "backlog": 5}
+        })))
+        .unwrap_err();
+        let all = e.join("\n");
+        for expected in [
+            "listen.header_timeout_secs: expected seconds (a number > 0, e.g. 5 or 0.5), found 0",
+            "listen.body_timeout_secs: expected seconds",
+            "listen.idle_timeout_secs: expected seconds",
+            "listen.max_connections: expected a whole number of connections > 0, found 0",
+            "listen.max_json_depth: expected a whole number of levels > 0, found 1.5",
+            "listen.allowed_hosts[0]: `http://gw.internal` is not a host name",
+            "listen.allowed_hosts[1]: expected a string, found 3",
+            "listen.cors_origins: expected a list of strings",
+            "listen.backlog: unknown field; accepted: address, max_body_bytes",
+        ] {
+            assert!(all.contains(expected), "missing `{expected}` in:\n{all}");
+        }
+        let e = GatewayConfig::from_sections(&sections(json!({
+            "listen": {"cors_origins": ["https://a.example/app", "*"]}
+        })))
+        .unwrap_err();
+        assert!(
+            e[0].contains("listen.cors_origins[0]: `https://a.example/app` is not an origin"),
+            "{e:?}"
+        );
+        assert!(
+            e[1].contains("listen.cors_origins[1]: `*` is not an origin"),
+            "{e:?}"
+        );
     }
 
     #[test]

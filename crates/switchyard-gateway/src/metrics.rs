@@ -136,6 +136,7 @@ pub struct Metrics {
     inner: Mutex<Inner>,
     recorder: Mutex<Option<Arc<dyn CallRecorder>>>,
     max_series: usize,
+    refusals: crate::listener_refusals::Refusals,
 }
 
 impl Default for Metrics {
@@ -151,6 +152,7 @@ impl Metrics {
             inner: Mutex::default(),
             recorder: Mutex::default(),
             max_series: max_series.max(1),
+            refusals: Default::default(),
         }
     }
 
@@ -166,6 +168,11 @@ impl Metrics {
     /// Sets the recorder hook.
     pub fn set_recorder(&self, recorder: Arc<dyn CallRecorder>) {
         *self.recorder.lock().unwrap_or_else(|p| p.into_inner()) = Some(recorder);
+    }
+
+    /// The listener's refusals, by reason.
+    pub(crate) fn refusals(&self) -> &crate::listener_refusals::Refusals {
+        &self.refusals
     }
 
     /// A call started (for the in-flight gauge).
@@ -295,6 +302,7 @@ impl Metrics {
             "# HELP switchyard_gateway_in_flight Calls in progress.\n# TYPE switchyard_gateway_in_flight gauge\nswitchyard_gateway_in_flight {}",
             inner.in_flight
         );
+        self.refusals.render(&mut out);
         out
     }
 }

@@ -1,6 +1,7 @@
 //! The server: shared state, the router, binding (loopback unless keys are configured),
-//! `TCP_NODELAY` on every accepted socket, and a graceful shutdown that lets calls in
-//! flight finish (up to the drain timeout).
+//! and serving through the gateway's own listener (`listener.rs`: deadlines, the
+//! connection cap, the request guard, and a drain that lets calls in flight finish up to
+//! the drain timeout).
 
 use crate::config::GatewayConfig;
 use crate::keys::Keys;
@@ -12,6 +13,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use switchyard::env::EnvSource;
@@ -36,15 +38,20 @@ pub struct State {
     pub store: Option<Store>,
     /// The counts and sampled trace of calls refused before any upstream call.
     pub refusals: crate::refusals::Refusals,
-    /// Set when the drain deadline passed: calls still open are recorded as cancelled.
-    pub drain_expired: std::sync::atomic::AtomicBool,
+    /// How long a request body may take to arrive (`listen.body_timeout_secs`).
+    pub body_timeout: Duration,
+    /// How deep a request body may nest arrays and objects (`listen.max_json_depth`).
+    pub max_json_depth: usize,
+    /// Set once the drain deadline passed, before the calls still in flight are aborted:
+    /// their meters record them as `cancelled` rather than as clients that left.
+    pub drain_expired: AtomicBool,
 }
 
 /// A gateway ready to serve: config checked, keys read.
 #[derive(Clone)]
 pub struct Gateway {
     state: Arc<State>,
-    drain_timeout: Duration,
+    listen: crate::listener::Options,
 }
 
 impl Gateway {
@@ -106,9 +113,11 @@ impl Gateway {
                 started: Instant::now(),
                 refusals: crate::refusals::Refusals::new(store.as_ref().map(Store::dir)),
                 store,
-                drain_expired: Default::default(),
+                body_timeout: config.body_timeout,
+                max_json_depth: config.max_json_depth,
+                drain_expired: AtomicBool::new(false),
             }),
-            drain_timeout: config.drain_timeout,
+            listen: crate::listener::Options::from_config(config),
         })
     }
 
@@ -138,6 +147,12 @@ impl Gateway {
         &self.state.metrics
     }
 
+    /// Why the connection cap is lower than `listen.max_connections` (the process's
+    /// open-file limit), when it is.
+    pub fn connection_cap_warning(&self) -> Option<String> {
+        self.listen.cap.warning()
+    }
+
     /// True when client keys are configured.
     pub fn has_keys(&self) -> bool {
         !self.state.keys.is_empty()
@@ -159,42 +174,31 @@ impl Gateway {
             )
             .route("/v1beta/models/{*rest}", post(routes::gemini::call))
             .route("/v1/models/{*rest}", post(routes::gemini::call))
+            // Both in the path's dialect, naming the routes that exist.
+            .method_not_allowed_fallback(crate::fallback::method_not_allowed)
+            .fallback(crate::fallback::not_found)
             // The body limit is enforced per call, to answer in the client's dialect.
             .layer(axum::extract::DefaultBodyLimit::disable())
             .with_state(self.state.clone())
     }
 
     /// Serves on `listener` until `shutdown` resolves, then waits for calls in flight
-    /// (at most the drain timeout).
+    /// (at most the drain timeout; those still running then are aborted and recorded as
+    /// cancelled).
     pub async fn serve(
         self,
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let drain = self.drain_timeout;
         let state = self.state.clone();
-        let (stop_tx, mut stop_rx) = watch::channel(false);
-        let app = self.router();
-        // TCP_NODELAY: without it a reused connection stalls ~40 ms per small reply.
-        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        let server = axum::serve(listener, app).with_graceful_shutdown(async move {
-            shutdown.await;
-            let _ = stop_tx.send(true);
-        });
-        let deadline = async move {
-            let _ = stop_rx.wait_for(|s| *s).await;
-            tokio::time::sleep(drain).await;
-        };
-        let served = tokio::select! {
-            r = server => r,
-            _ = deadline => {
-                state.drain_expired.store(true, std::sync::atomic::Ordering::Relaxed);
-                tracing::warn!("calls still in flight after the drain timeout; exiting anyway");
-                Ok(())
-            }
-        };
+        let served = crate::listener::serve(
+            listener,
+            self.router(),
+            state.clone(),
+            &self.listen,
+            shutdown,
+        )
+        .await;
         // Every call that ended is written before the gateway says it stopped.
         if let Some(store) = &state.store {
             let closing = tokio::task::spawn_blocking({

@@ -217,6 +217,7 @@ async fn oversized_and_malformed_bodies_are_refused_in_the_dialects_shape() {
     let r = h
         .http
         .post(format!("{}/v1/responses", h.url))
+        .header("content-type", "application/json")
         .body(reqwest::Body::wrap_stream(chunks))
         .send()
         .await
@@ -231,6 +232,7 @@ async fn oversized_and_malformed_bodies_are_refused_in_the_dialects_shape() {
         let r = h
             .http
             .post(format!("{}{path}", h.url))
+            .header("content-type", "application/json")
             .body("{\"model\": \"mock/echo\",")
             .send()
             .await

@@ -14,7 +14,7 @@ use switchyard_mock::{MockConfig, MockServer};
 
 use crate::cli::ServeArgs;
 
-/// Runs `serve` until SIGTERM or ctrl-c, then drains calls in flight.
+/// Runs `serve` until SIGTERM, SIGHUP or ctrl-c, then drains calls in flight.
 pub fn run(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -70,6 +70,9 @@ async fn serve(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), Stri
         })?;
     check_exposure(addr, gateway.has_keys(), args.allow_public_without_keys)
         .map_err(|e| format!("error: {e}"))?;
+    if let Some(warning) = gateway.connection_cap_warning() {
+        let _ = writeln!(std::io::stderr(), "switchyard serve: {warning}");
+    }
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
         format!("error: cannot listen on {addr}: {e}; pick another with --listen IP:PORT (port 0: any free one)")
     })?;
@@ -94,7 +97,7 @@ async fn serve(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), Stri
     let _ = out.flush();
     drop(out);
     gateway
-        .serve(listener, shutdown_signal())
+        .serve(listener, shutdown_signal(gateway_config.drain_timeout))
         .await
         .map_err(|e| format!("error: the gateway stopped: {e}"))?;
     Ok(())
@@ -114,7 +117,7 @@ fn banner(addr: SocketAddr, keys: bool, mock: bool) -> String {
     let base = format!("http://{addr}");
     let mut out = format!(
         "switchyard serve listening on {base} (OpenAI base URL {base}/v1, Anthropic base URL {base}); \
-         SIGTERM or ctrl-c drains and stops it"
+         SIGTERM, SIGHUP or ctrl-c drains and stops it"
     );
     if !keys {
         out.push_str("; no client keys configured");
@@ -128,25 +131,38 @@ fn banner(addr: SocketAddr, keys: bool, mock: bool) -> String {
     out
 }
 
-async fn shutdown_signal() {
+/// Resolves on SIGTERM, SIGHUP (the terminal `serve` ran in was closed) or ctrl-c: each
+/// drains the same way.
+async fn shutdown_signal(drain: std::time::Duration) {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
+    let why = {
+        use tokio::signal::unix::{signal, Signal, SignalKind};
+        async fn recv(signal: &mut Option<Signal>) {
+            match signal {
+                Some(s) => {
+                    s.recv().await;
                 }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
+                None => std::future::pending().await,
             }
         }
-    }
+        let mut term = signal(SignalKind::terminate()).ok();
+        let mut hup = signal(SignalKind::hangup()).ok();
+        tokio::select! {
+            _ = recv(&mut term) => "SIGTERM",
+            _ = recv(&mut hup) => "SIGHUP (its terminal closed?), handled as SIGTERM",
+            _ = tokio::signal::ctrl_c() => "ctrl-c",
+        }
+    };
     #[cfg(not(unix))]
-    {
+    let why = {
         let _ = tokio::signal::ctrl_c().await;
-    }
-    eprintln!("switchyard serve: stopping; waiting for calls in flight");
+        "ctrl-c"
+    };
+    // Written, not `eprintln!`ed: after SIGHUP the terminal may be gone, and a failed
+    // write must not panic in the middle of the drain.
+    let _ = writeln!(
+        std::io::stderr(),
+        "switchyard serve: {why}: draining: no new connections; calls in flight may finish for up to {} s, then those still running are cancelled",
+        drain.as_secs_f64()
+    );
 }

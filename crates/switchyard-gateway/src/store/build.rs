@@ -83,6 +83,7 @@ pub(super) fn build_record(call: Finished) -> CallRecord {
             kind: kind.clone(),
             message: match kind.as_str() {
                 "client_disconnected" => "the client went away before the reply ended; the upstream request was cancelled".to_string(),
+                "cancelled" => "the gateway stopped before the reply ended (drain deadline passed)".to_string(),
                 _ => format!("the call ended with status {}", s.status),
             },
             provider: None,

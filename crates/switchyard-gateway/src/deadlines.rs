@@ -1,0 +1,273 @@
+//! One connection's clock, for its header and idle deadlines.
+//!
+//! hyper's own `header_read_timeout` cannot be used for them: its clock starts whenever
+//! hyper begins to wait for a head, which on a keep-alive connection is the moment the
+//! previous response was written, so it bounds idle time and the next head with one
+//! figure; and behind the HTTP/1-or-h2 sniffing of hyper-util's auto builder a connection
+//! that sends nothing never reaches it (`tests/hyper_header_timeout.rs` shows both). So
+//! the connection's socket and its service report what happens, and the connection's
+//! task judges:
+//!
+//! - **header deadline**: a fresh connection must deliver its first request head within
+//!   it, counted from the accept (a connection that sends nothing included); on a
+//!   keep-alive HTTP/1 connection the next head must arrive within it from its first byte.
+//! - **idle deadline**: a connection with no request in flight may wait that long after
+//!   its last response for the next request's first byte (HTTP/2: for its next request).
+//! - while a request is in flight neither runs: the body has its own deadline
+//!   (`request_body.rs`) and a reply may stream for as long as the model writes.
+
+use bytes::Bytes;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+
+/// No head under way.
+const NONE: u64 = u64::MAX;
+
+/// What a connection has been doing, shared by its socket, its requests and its task
+/// (HTTP/2 requests run on tasks of their own, hence atomics).
+pub struct Activity {
+    accepted: Instant,
+    in_flight: AtomicU32,
+    served: AtomicBool,
+    multiplexed: AtomicBool,
+    /// When the last request in flight ended (nanoseconds since `accepted`).
+    last_done: AtomicU64,
+    /// When the first byte after the last request's end arrived (`NONE`: none yet).
+    head_started: AtomicU64,
+}
+
+/// Which deadline is next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Due {
+    /// The request head is late.
+    Header,
+    /// The connection has idled too long.
+    Idle,
+}
+
+impl Activity {
+    /// A connection accepted now.
+    pub fn new() -> Arc<Activity> {
+        Arc::new(Activity {
+            accepted: Instant::now(),
+            in_flight: AtomicU32::new(0),
+            served: AtomicBool::new(false),
+            multiplexed: AtomicBool::new(false),
+            last_done: AtomicU64::new(0),
+            head_started: AtomicU64::new(NONE),
+        })
+    }
+
+    fn now(&self) -> u64 {
+        self.accepted.elapsed().as_nanos() as u64
+    }
+
+    fn at(&self, nanos: u64) -> Instant {
+        self.accepted + Duration::from_nanos(nanos)
+    }
+
+    /// Bytes arrived on the socket: between requests, the next head has begun.
+    #[inline]
+    fn bytes_read(&self) {
+        if self.in_flight.load(Ordering::Relaxed) == 0
+            && self.head_started.load(Ordering::Relaxed) == NONE
+        {
+            self.head_started.store(self.now(), Ordering::Relaxed);
+        }
+    }
+
+    /// A request's head was read (the service was called); the returned guard ends it
+    /// when dropped, with the response's body (or the request's future, if it never
+    /// answered).
+    pub fn request_started(self: &Arc<Self>, http2: bool) -> InFlight {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        self.served.store(true, Ordering::Relaxed);
+        self.head_started.store(NONE, Ordering::Relaxed);
+        if http2 {
+            self.multiplexed.store(true, Ordering::Relaxed);
+        }
+        InFlight(self.clone())
+    }
+
+    /// The next deadline and which one it is; `None` while a request is in flight.
+    pub fn next_deadline(&self, header: Duration, idle: Duration) -> Option<(Instant, Due)> {
+        if self.in_flight.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        if !self.served.load(Ordering::Relaxed) {
+            return Some((self.accepted + header, Due::Header));
+        }
+        let head = self.head_started.load(Ordering::Relaxed);
+        // HTTP/2 sends frames between requests (pings, settings): only idling counts there.
+        if head != NONE && !self.multiplexed.load(Ordering::Relaxed) {
+            return Some((self.at(head) + header, Due::Header));
+        }
+        Some((
+            self.at(self.last_done.load(Ordering::Relaxed)) + idle,
+            Due::Idle,
+        ))
+    }
+}
+
+/// A request in flight on a connection; dropping it ends the request.
+pub struct InFlight(Arc<Activity>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let a = &self.0;
+        if a.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+            a.last_done.store(a.now(), Ordering::Relaxed);
+        }
+    }
+}
+
+/// The accepted socket, reporting reads to the connection's [`Activity`].
+pub struct Watched {
+    tcp: TcpStream,
+    activity: Arc<Activity>,
+}
+
+impl Watched {
+    /// Watches `tcp` for `activity`.
+    pub fn new(tcp: TcpStream, activity: Arc<Activity>) -> Watched {
+        Watched { tcp, activity }
+    }
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.tcp).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.activity.bytes_read();
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.tcp).poll_write(cx, data)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.tcp).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.tcp.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.tcp).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.tcp).poll_shutdown(cx)
+    }
+}
+
+/// A response body that keeps its request in flight until it is dropped (after its last
+/// byte, or when the client leaves).
+pub struct Tracked {
+    body: axum::body::Body,
+    _in_flight: Option<InFlight>,
+}
+
+impl Tracked {
+    /// `body`, ending `in_flight` when dropped.
+    pub fn new(body: axum::body::Body, in_flight: Option<InFlight>) -> Tracked {
+        Tracked {
+            body,
+            _in_flight: in_flight,
+        }
+    }
+}
+
+impl http_body::Body for Tracked {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    #[inline]
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    #[inline]
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    #[inline]
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const H: Duration = Duration::from_secs(5);
+    const I: Duration = Duration::from_secs(60);
+
+    #[test]
+    fn a_fresh_connection_owes_its_head_from_the_accept() {
+        let a = Activity::new();
+        let (at, due) = a.next_deadline(H, I).unwrap();
+        assert_eq!((at, due), (a.accepted + H, Due::Header));
+        // Its first bytes do not move the deadline.
+        a.bytes_read();
+        assert_eq!(
+            a.next_deadline(H, I).unwrap(),
+            (a.accepted + H, Due::Header)
+        );
+    }
+
+    #[test]
+    fn between_requests_the_idle_clock_runs_until_the_next_head_begins() {
+        let a = Activity::new();
+        let request = a.request_started(false);
+        assert_eq!(a.next_deadline(H, I), None);
+        a.bytes_read(); // the body: not a head
+        drop(request);
+        let (idle_until, due) = a.next_deadline(H, I).unwrap();
+        assert_eq!(due, Due::Idle);
+        assert!(idle_until >= a.accepted + I);
+        a.bytes_read();
+        let (head_until, due) = a.next_deadline(H, I).unwrap();
+        assert_eq!(due, Due::Header);
+        assert!(head_until < idle_until);
+    }
+
+    #[test]
+    fn http2_connections_only_idle_between_requests() {
+        let a = Activity::new();
+        let (one, two) = (a.request_started(true), a.request_started(true));
+        drop(one);
+        assert_eq!(a.next_deadline(H, I), None, "a stream is still open");
+        drop(two);
+        a.bytes_read(); // a ping
+        assert_eq!(a.next_deadline(H, I).unwrap().1, Due::Idle);
+    }
+}

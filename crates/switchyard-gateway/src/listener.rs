@@ -1,0 +1,169 @@
+//! The gateway's accept loop, in place of `axum::serve`: `TCP_NODELAY` on every socket, a
+//! cap on connections, each connection served with its deadlines (`connection.rs`), and a
+//! graceful drain whose deadline aborts what is left and records it as cancelled.
+//!
+//! At the cap (`listen.max_connections`) a new connection is still accepted, so that its
+//! client learns why instead of waiting in the kernel's queue: up to [`OVERFLOW`] such
+//! connections at once have their request read (under the header deadline) and answered
+//! 503 with `retry-after: 1` in the path's dialect, then closed; past that they are
+//! closed at once. Either way they are counted (`reason="connection_cap"`).
+
+use crate::config::GatewayConfig;
+use crate::connection::{self, Mode, Shared};
+use crate::guard::Guard;
+use crate::listener_refusals::Reason;
+use crate::open_files::ConnectionCap;
+use crate::server::State;
+use crate::tasks::{TaskExecutor, Tasks};
+use axum::Router;
+use hyper_util::server::conn::auto;
+use std::future::Future;
+use std::io;
+use std::pin::pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Semaphore};
+
+/// Connections over the cap that are answered 503 at once (more are closed unanswered).
+const OVERFLOW: usize = 64;
+
+/// How long to wait before accepting again after an error that is not one connection's
+/// (the open-file limit reached, typically): long enough not to spin, short enough that
+/// a freed descriptor is soon used.
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+
+/// The listener's settings, from `listen:`.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// `header_timeout_secs`.
+    pub header_timeout: Duration,
+    /// `idle_timeout_secs`.
+    pub idle_timeout: Duration,
+    /// `drain_timeout_secs`.
+    pub drain_timeout: Duration,
+    /// `max_connections`, fitted to the open-file limit.
+    pub cap: ConnectionCap,
+    /// `allowed_hosts`.
+    pub allowed_hosts: Vec<String>,
+    /// `cors_origins`.
+    pub cors_origins: Vec<String>,
+}
+
+impl Options {
+    /// The settings of `config`.
+    pub fn from_config(config: &GatewayConfig) -> Options {
+        Options {
+            header_timeout: config.header_timeout,
+            idle_timeout: config.idle_timeout,
+            drain_timeout: config.drain_timeout,
+            cap: ConnectionCap::for_process(config.max_connections),
+            allowed_hosts: config.allowed_hosts.clone(),
+            cors_origins: config.cors_origins.clone(),
+        }
+    }
+}
+
+/// Serves `router` on `listener` until `shutdown` resolves; then stops accepting, lets
+/// the requests in flight finish for up to the drain timeout, and aborts the rest (their
+/// calls recorded as `cancelled`). Returns once every connection's task is gone.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    state: Arc<State>,
+    options: &Options,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    let local = listener.local_addr()?;
+    let keyless = state.keys.is_empty();
+    let tasks = Tasks::new();
+    let mut builder = auto::Builder::new(TaskExecutor(tasks.clone()));
+    // The connection's task keeps the header deadline (see deadlines.rs for why not hyper).
+    builder.http1().header_read_timeout(None);
+    let shared = Arc::new(Shared {
+        router,
+        state: state.clone(),
+        guard: Guard::new(
+            keyless,
+            keyless && !local.ip().is_loopback(),
+            &options.allowed_hosts,
+            &options.cors_origins,
+        ),
+        header_timeout: options.header_timeout,
+        idle_timeout: options.idle_timeout,
+        max_connections: options.cap.effective,
+        builder,
+    });
+    let served = Arc::new(Semaphore::new(options.cap.effective));
+    let overflow = Arc::new(Semaphore::new(OVERFLOW));
+    let (stop, stopped) = watch::channel(false);
+    let mut shutdown = pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            _ = shutdown.as_mut() => break,
+            accepted = listener.accept() => accepted,
+        };
+        let tcp = match accepted {
+            Ok((tcp, _)) => tcp,
+            Err(e) if concerns_one_connection(&e) => continue,
+            Err(e) => {
+                tracing::error!(
+                    "the gateway cannot accept connections on {local}: {e}; trying again"
+                );
+                tokio::select! {
+                    _ = shutdown.as_mut() => break,
+                    _ = tokio::time::sleep(ACCEPT_PAUSE) => continue,
+                }
+            }
+        };
+        // Without it a reused connection stalls ~40 ms per small reply (Nagle + delayed ACK).
+        let _ = tcp.set_nodelay(true);
+        let (permit, mode) = match served.clone().try_acquire_owned() {
+            Ok(p) => (p, Mode::Serve),
+            Err(_) => match overflow.clone().try_acquire_owned() {
+                Ok(p) => (p, Mode::Refuse),
+                Err(_) => {
+                    state.metrics.refusals().count(Reason::ConnectionCap);
+                    continue;
+                }
+            },
+        };
+        let (shared, stopped) = (shared.clone(), stopped.clone());
+        tasks.spawn(async move {
+            connection::serve(shared, tcp, mode, stopped).await;
+            drop(permit);
+        });
+    }
+    // Stop accepting at once: new connections are refused by the kernel from here on.
+    drop(listener);
+    let _ = stop.send(true);
+    if tokio::time::timeout(options.drain_timeout, tasks.all_done())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "{} connection task(s) still busy after the drain timeout of {:?}; aborting them, their calls are recorded as cancelled",
+            tasks.live(),
+            options.drain_timeout
+        );
+        // Set before the abort, so every meter dropped by it reads it.
+        state.drain_expired.store(true, Ordering::SeqCst);
+        tasks.abort();
+        tasks.all_done().await;
+    }
+    Ok(())
+}
+
+/// An accept error about one connection (it went away before it was accepted), not the
+/// listener.
+fn concerns_one_connection(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::Interrupted
+    )
+}

@@ -1,0 +1,62 @@
+//! Which dialect's error shape a request gets when the listener answers it before any
+//! route has (a refusal, an unknown route, a wrong method): the one its path belongs to.
+
+use axum::http::{HeaderMap, Method};
+use switchyard::Dialect;
+
+/// `/v1/messages…` → Anthropic; `/v1beta/…` or a Gemini method (`models/…:generateContent`)
+/// → Gemini; `/v1/responses…` → Responses; anything else → OpenAI chat, unless the client
+/// announced itself with `anthropic-version` (Claude Code does on every request).
+pub fn dialect_of(path: &str, headers: &HeaderMap) -> Dialect {
+    if path.starts_with("/v1/messages") {
+        Dialect::Messages
+    } else if path.starts_with("/v1beta/")
+        || path.contains(":generateContent")
+        || path.contains(":streamGenerateContent")
+    {
+        Dialect::Gemini
+    } else if path.starts_with("/v1/responses") {
+        Dialect::Responses
+    } else if headers.contains_key("anthropic-version") {
+        Dialect::Messages
+    } else {
+        Dialect::Chat
+    }
+}
+
+/// True for a model call: the routes whose body is a JSON request to forward.
+pub fn is_model_call(method: &Method, path: &str) -> bool {
+    method == Method::POST
+        && (matches!(
+            path,
+            "/v1/chat/completions" | "/v1/responses" | "/v1/messages" | "/v1/messages/count_tokens"
+        ) || path.starts_with("/v1beta/models/")
+            || path.starts_with("/v1/models/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_family_of_paths_has_its_dialect() {
+        let none = HeaderMap::new();
+        assert_eq!(
+            dialect_of("/v1/messages/count_tokens", &none),
+            Dialect::Messages
+        );
+        assert_eq!(dialect_of("/v1beta/models/x", &none), Dialect::Gemini);
+        assert_eq!(
+            dialect_of("/v1/models/m:generateContent", &none),
+            Dialect::Gemini
+        );
+        assert_eq!(dialect_of("/v1/responses/abc", &none), Dialect::Responses);
+        assert_eq!(dialect_of("/nowhere", &none), Dialect::Chat);
+        let mut claude = HeaderMap::new();
+        claude.insert("anthropic-version", "2023-06-01".parse().unwrap());
+        assert_eq!(dialect_of("/nowhere", &claude), Dialect::Messages);
+        assert!(is_model_call(&Method::POST, "/v1/models/m:generateContent"));
+        assert!(!is_model_call(&Method::GET, "/v1/models"));
+        assert!(!is_model_call(&Method::POST, "/v1/unknown"));
+    }
+}

@@ -12,6 +12,7 @@ mod log;
 mod mock;
 mod run_setup;
 mod serve;
+mod serve_log;
 mod table;
 
 use std::path::PathBuf;

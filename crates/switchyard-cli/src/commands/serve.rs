@@ -16,6 +16,8 @@ use crate::cli::ServeArgs;
 
 /// Runs `serve` until SIGTERM, SIGHUP or ctrl-c, then drains calls in flight.
 pub fn run(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), String> {
+    // Kept to the end: dropping it flushes the log.
+    let _log = super::serve_log::init();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -96,11 +98,23 @@ async fn serve(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), Stri
     );
     let _ = out.flush();
     drop(out);
+    let health = gateway.clone();
     gateway
         .serve(listener, shutdown_signal(gateway_config.drain_timeout))
         .await
         .map_err(|e| format!("error: the gateway stopped: {e}"))?;
-    Ok(())
+    match health.store_health() {
+        Some(h) if h.lost > 0 => Err(format!(
+            "error: {} answered call{} could not be recorded in {}: {}",
+            h.lost,
+            if h.lost == 1 { "" } else { "s" },
+            health
+                .store_dir()
+                .map_or_else(String::new, |d| d.display().to_string()),
+            h.error.as_deref().unwrap_or("the store failed")
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// True when the `mock` backend still points where the built-ins say (nobody set

@@ -3,7 +3,7 @@
 
 use crate::server::State;
 use axum::extract::State as S;
-use axum::http::HeaderValue;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -16,17 +16,40 @@ pub async fn root() -> &'static str {
     "switchyard gateway: POST /v1/chat/completions, /v1/responses, /v1/messages, /v1beta/models/{model}:generateContent\n"
 }
 
-/// `GET /healthz`.
+/// `GET /healthz`: 200 `ok`; 200 `degraded` once records were lost but the store writes
+/// again; 503 `failing` while the store cannot write (a full disk), so a load balancer
+/// takes the replica out before more answered calls go unrecorded.
 pub async fn healthz(S(state): S<Arc<State>>) -> Response {
+    let store = state.store.as_ref().map(|s| (s, s.health()));
+    let status = match &store {
+        Some((_, h)) if h.failing => "failing",
+        Some((_, h)) if h.lost > 0 => "degraded",
+        _ => "ok",
+    };
+    let mut body = serde_json::json!({
+        "status": status,
+        "service": SERVICE,
+        "version": env!("CARGO_PKG_VERSION"),
+        "uptime_seconds": state.started.elapsed().as_secs(),
+    });
+    if let Some((s, h)) = &store {
+        body["store"] = serde_json::json!({
+            "dir": s.dir().display().to_string(),
+            "durability": s.options().durability.as_str(),
+            "backlog": s.backlog(),
+            "lost_records": h.lost,
+            "error": h.error,
+        });
+    }
+    let code = if status == "failing" {
+        StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        StatusCode::OK
+    };
     (
+        code,
         [("content-type", "application/json")],
-        serde_json::json!({
-            "status": "ok",
-            "service": SERVICE,
-            "version": env!("CARGO_PKG_VERSION"),
-            "uptime_seconds": state.started.elapsed().as_secs(),
-        })
-        .to_string(),
+        body.to_string(),
     )
         .into_response()
 }
@@ -34,7 +57,9 @@ pub async fn healthz(S(state): S<Arc<State>>) -> Response {
 /// `GET /metrics`, Prometheus text format.
 pub async fn metrics(S(state): S<Arc<State>>) -> Response {
     let mut text = state.metrics.render();
+    state.refusals.render(&mut text);
     if let Some(store) = &state.store {
+        let health = store.health();
         // Finished calls waiting to be written: grows when calls end faster than the
         // store writes them.
         let _ = writeln!(
@@ -42,7 +67,22 @@ pub async fn metrics(S(state): S<Arc<State>>) -> Response {
             "# HELP switchyard_gateway_store_backlog Finished calls not yet written to the store.\n# TYPE switchyard_gateway_store_backlog gauge\nswitchyard_gateway_store_backlog {}",
             store.backlog()
         );
+        let _ = writeln!(
+            text,
+            "# HELP switchyard_gateway_store_lost_records_total Finished calls whose record could not be written.\n# TYPE switchyard_gateway_store_lost_records_total counter\nswitchyard_gateway_store_lost_records_total {}",
+            health.lost
+        );
+        let _ = writeln!(
+            text,
+            "# HELP switchyard_gateway_store_failing 1 while the store cannot write (its last write failed).\n# TYPE switchyard_gateway_store_failing gauge\nswitchyard_gateway_store_failing {}",
+            u8::from(health.failing)
+        );
     }
+    let _ = writeln!(
+        text,
+        "# HELP switchyard_gateway_targets Upstream targets cached (bounded by limits.max_targets).\n# TYPE switchyard_gateway_targets gauge\nswitchyard_gateway_targets {}",
+        state.upstreams.cached()
+    );
     let mut r = text.into_response();
     r.headers_mut().insert(
         "content-type",

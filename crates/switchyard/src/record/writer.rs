@@ -480,9 +480,9 @@ fn writer_loop(
             }
             Err(e) => {
                 let m = format!(
-                    "recording: cannot write calls {}-{} to {}: {e}",
-                    next,
-                    next + pending.len() as u64 - 1,
+                    "recording: cannot write {} call record{} to {}: {e}",
+                    pending.len(),
+                    if pending.len() == 1 { "" } else { "s" },
                     segments.path().display()
                 );
                 failure.get_or_insert_with(|| m.clone());

@@ -1,0 +1,190 @@
+//! `switchyard serve`'s log and store as an operator sees them: one access line per call
+//! on stderr (and `RUST_LOG` obeyed), and a store on a full disk reported — in `/healthz`,
+//! in `/metrics`, in the log, and by a non-zero exit — instead of records lost in silence.
+
+mod common;
+
+use common::switchyard;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Reads the address from `serve`'s banner.
+fn address(child: &mut Child) -> String {
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    line.split("http://")
+        .nth(1)
+        .and_then(|s| s.split([' ', '/']).next())
+        .unwrap_or_else(|| panic!("no address in the banner: {line}"))
+        .to_string()
+}
+
+/// One HTTP/1.1 exchange; gives the status and the body.
+fn exchange(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    let status = reply
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = reply.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
+    (status, body)
+}
+
+fn chat(text: &str) -> String {
+    serde_json::json!({"model": "mock/echo", "messages": [{"role": "user", "content": text}]})
+        .to_string()
+}
+
+/// Stops `child` with SIGTERM and gives its exit code and stderr.
+fn stop(mut child: Child) -> (Option<i32>, String) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "serve did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    (status.code(), err)
+}
+
+#[test]
+fn serve_writes_an_access_line_per_call_and_obeys_rust_log() {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = switchyard(home.path())
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let addr = address(&mut child);
+    let (s, _) = exchange(&addr, "POST", "/v1/chat/completions", &chat("hello"));
+    assert_eq!(s, 200);
+    let (s, _) = exchange(
+        &addr,
+        "POST",
+        "/v1/chat/completions",
+        r#"{"model":"nobody/x","messages":[]}"#,
+    );
+    assert_eq!(s, 404);
+    let (code, err) = stop(child);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("switchyard::access") && err.contains("200 chat→chat mock/echo"),
+        "no access line: {err}"
+    );
+    assert!(err.contains("404 chat→- nobody/x"), "{err}");
+    assert!(err.contains("in=") && err.contains("out="), "{err}");
+
+    // RUST_LOG=warn leaves the access log out.
+    let mut child = switchyard(home.path())
+        .env("RUST_LOG", "warn")
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let addr = address(&mut child);
+    let (s, _) = exchange(&addr, "POST", "/v1/chat/completions", &chat("quiet"));
+    assert_eq!(s, 200);
+    let (code, err) = stop(child);
+    assert_eq!(code, Some(0));
+    assert!(!err.contains("switchyard::access"), "{err}");
+}
+
+/// A real full disk: `serve` runs in a mount namespace of its own over a 256 KiB tmpfs
+/// (`unshare`, which needs no privilege). It answers the calls (the clients are not made
+/// to pay for the disk), and says that their records are lost: `/healthz` answers 503
+/// `failing`, `/metrics` counts the lost records, the log names the error, and the exit
+/// status is not 0.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_store_on_a_full_disk_is_reported_everywhere_and_serve_exits_non_zero() {
+    let home = tempfile::tempdir().unwrap();
+    let disk = tempfile::tempdir().unwrap();
+    let cmd = switchyard(home.path());
+    let program = cmd.get_program().to_owned();
+    let envs: Vec<_> = cmd
+        .get_envs()
+        .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned())))
+        .collect();
+    let mut child = Command::new("unshare")
+        .args(["--user", "--map-root-user", "--mount", "sh", "-c"])
+        .arg(r#"mount -t tmpfs -o size=256k tmpfs "$1" && exec "$2" serve --listen 127.0.0.1:0 --data-dir "$1/gw""#)
+        .arg("sh")
+        .arg(disk.path())
+        .arg(&program)
+        .env_clear()
+        .envs(envs)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("unshare (util-linux) runs serve over a small tmpfs");
+    let addr = address(&mut child);
+    let big = "x".repeat(16 * 1024);
+    for i in 0..24 {
+        let (s, body) = exchange(
+            &addr,
+            "POST",
+            "/v1/chat/completions",
+            &chat(&format!("{i} {big}")),
+        );
+        assert_eq!(s, 200, "{body}");
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let health = loop {
+        let (s, body) = exchange(&addr, "GET", "/healthz", "");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        if v["store"]["lost_records"].as_u64().unwrap_or(0) > 0 {
+            break (s, v);
+        }
+        assert!(Instant::now() < deadline, "no record reported lost: {body}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let (status, v) = health;
+    assert_eq!(status, 503, "{v}");
+    assert_eq!(v["status"], "failing", "{v}");
+    let error = v["store"]["error"].as_str().unwrap_or_default().to_string();
+    assert!(error.contains("No space left on device"), "{v}");
+    let (_, metrics) = exchange(&addr, "GET", "/metrics", "");
+    let lost: u64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("switchyard_gateway_store_lost_records_total "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0);
+    assert!(lost > 0, "{metrics}");
+    assert!(
+        metrics.contains("switchyard_gateway_store_failing 1"),
+        "{metrics}"
+    );
+    let (code, err) = stop(child);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("could not be recorded in") && err.contains("No space left on device"),
+        "{err}"
+    );
+    assert!(err.contains("ERROR"), "the log shows the failure: {err}");
+}

@@ -188,3 +188,57 @@ fn a_store_on_a_full_disk_is_reported_everywhere_and_serve_exits_non_zero() {
     );
     assert!(err.contains("ERROR"), "the log shows the failure: {err}");
 }
+
+/// The config's `timeouts:` reach every path: a whole call passed through, one
+/// translated, and a stream that falls silent, each cut within its timeout.
+#[test]
+fn the_configs_timeouts_cut_a_hanging_upstream_on_every_path() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("gw.yaml");
+    std::fs::write(
+        &config,
+        "timeouts: {first_byte_timeout_seconds: 0.3, idle_timeout_seconds: 0.3}\n\
+         backends: {upm: {from: mock, apis: [messages]}}\n",
+    )
+    .unwrap();
+    let mut child = switchyard(home.path())
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let addr = address(&mut child);
+    for (model, stream) in [
+        ("mock/hang", false),
+        ("upm/hang", false),
+        ("mock/hang", true),
+        ("upm/hang", true),
+    ] {
+        let body = serde_json::json!({
+            "model": model, "stream": stream,
+            "messages": [{"role": "user", "content": "wait"}]
+        })
+        .to_string();
+        let started = Instant::now();
+        let (status, reply) = exchange(&addr, "POST", "/v1/chat/completions", &body);
+        let took = started.elapsed();
+        assert!(
+            took < Duration::from_secs(5),
+            "{model} (stream {stream}): {took:?}"
+        );
+        if stream {
+            assert_eq!(status, 200, "{reply}");
+            assert!(reply.contains("\"code\":\"timeout\""), "{model}: {reply}");
+            assert!(!reply.contains("data: [DONE]"), "{model}: {reply}");
+        } else {
+            assert_eq!(status, 504, "{model}: {reply}");
+            assert!(
+                reply.contains("waiting for the first byte"),
+                "{model}: {reply}"
+            );
+        }
+    }
+    let (code, err) = stop(child);
+    assert_eq!(code, Some(0), "{err}");
+}

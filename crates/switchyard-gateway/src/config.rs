@@ -524,4 +524,64 @@ mod tests {
             "{all}"
         );
     }
+
+    #[test]
+    fn the_store_timeouts_limits_and_key_sections_read_with_every_problem_named() {
+        let c = GatewayConfig::from_sections(&sections(json!({
+            "store": {"path": "data", "durability": "answered", "max_backlog": 64},
+            "timeouts": {"first_byte_timeout_seconds": 0.3, "idle_timeout_seconds": "2s"},
+            "limits": {"max_targets": 10, "max_metric_series": 20},
+            "keys": [{"name": "a", "key_env": "A", "budget_usd": 1, "unknown_cost": "allow", "max_in_flight": 3}]
+        })))
+        .unwrap();
+        assert_eq!(c.store, Some(PathBuf::from("data")));
+        assert_eq!(c.store_options.durability, StoreDurability::Answered);
+        assert_eq!(c.store_options.max_backlog, 64);
+        assert_eq!(c.timeouts.first_byte, Some(Duration::from_millis(300)));
+        assert_eq!(c.timeouts.idle, Some(Duration::from_secs(2)));
+        // What is not given keeps the gateway's default.
+        assert_eq!(c.timeouts.connect, GATEWAY_TIMEOUTS.connect);
+        assert_eq!((c.max_targets, c.max_metric_series), (10, 20));
+        assert!(c.keys[0].unknown_cost_allowed);
+        assert_eq!(c.keys[0].max_in_flight, Some(3));
+        // Without `timeouts:` an upstream that never answers is still cut (10 minutes).
+        assert_eq!(
+            GatewayConfig::default().timeouts.first_byte,
+            Some(Duration::from_secs(600))
+        );
+
+        let e = GatewayConfig::from_sections(&sections(json!({
+            "store": {"path": "d", "durability": "eventually", "max_backlog": 0, "colour": 1},
+            "timeouts": {"first_byte_timeout": 1},
+            "limits": {"max_targets": 0, "max_series": 5},
+            "keys": [{"name": "a", "key_env": "A", "unknown_cost": "maybe"}]
+        })))
+        .unwrap_err()
+        .join("\n");
+        assert!(
+            e.contains("store.durability: expected one of fast, answered, synced"),
+            "{e}"
+        );
+        assert!(
+            e.contains("store.max_backlog: expected a whole number of calls > 0"),
+            "{e}"
+        );
+        assert!(
+            e.contains("store.colour: unknown field; accepted: path, durability, max_backlog"),
+            "{e}"
+        );
+        assert!(
+            e.contains("timeouts: unknown field `first_byte_timeout`"),
+            "{e}"
+        );
+        assert!(
+            e.contains("limits.max_targets: expected a whole number > 0"),
+            "{e}"
+        );
+        assert!(e.contains("limits.max_series: unknown field"), "{e}");
+        assert!(
+            e.contains("keys[0] (a).unknown_cost: expected `allow`"),
+            "{e}"
+        );
+    }
 }

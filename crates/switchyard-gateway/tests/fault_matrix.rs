@@ -64,6 +64,9 @@ fn faults() -> Vec<Fault> {
         // Three retries of the default schedule, then the error.
         same("fault-429", Refused(RateLimited), 4),
         same("fault-429-then-ok", Recovers, 2),
+        // A provider asking for longer than max_wait_seconds (600 s): stop at once, as
+        // the library does, rather than stall the client.
+        same("fault-429-retry-3600", Refused(RateLimited), 1),
         same("fault-500", Refused(Provider), 1),
         same("fault-502", Refused(Provider), 1),
         same("fault-503", Refused(Overloaded), 1),

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# The gateway against the fastest upstream this machine can run: a static nginx
+# (worker_processes 1) answering a fixed chat completion, a fixed Messages reply and a
+# fixed chat SSE stream on loopback. Direct and through the gateway are measured in the
+# same run, alternating, with wrk (one thread, keep-alive); the store is on.
+#   cargo build --release -p switchyard-cli && bench/nginx.sh
+#   BASE_BIN=/path/to/older/switchyard bench/nginx.sh     # also measures an older build
+# Needs nginx and wrk (apt-get install -y nginx wrk). Writes a table to stdout.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${SWITCHYARD_BIN:-${CARGO_TARGET_DIR:-target}/release/switchyard}
+BASE_BIN=${BASE_BIN:-}
+DUR=${DUR:-6s}
+ROUNDS=${ROUNDS:-3}
+NGINX_PORT=${NGINX_PORT:-4420}
+GW_PORT=${GW_PORT:-4421}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/switchyard-nginx.XXXXXX")
+ulimit -n 65536 2>/dev/null || true
+
+CHAT='{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"fixed","choices":[{"index":0,"message":{"role":"assistant","content":"Hello there! I am doing well, thank you for asking."},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":13,"total_tokens":25}}'
+MESSAGES='{"id":"msg_1","type":"message","role":"assistant","model":"fixed","content":[{"type":"text","text":"Hello there! I am doing well, thank you for asking."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":13}}'
+CHUNKS=${CHUNKS:-20}
+SSE=$(python3 - "$CHUNKS" <<'EOF'
+import json, sys
+n = int(sys.argv[1])
+def chunk(delta, finish=None, usage=None):
+    c = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1700000000, "model": "fixed",
+         "choices": [] if usage else [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    if usage:
+        c["usage"] = usage
+    return "data: " + json.dumps(c, separators=(",", ":")) + "\\n\\n"
+out = chunk({"role": "assistant", "content": ""})
+out += "".join(chunk({"content": f"word{i} "}) for i in range(n))
+out += chunk({}, "stop")
+out += chunk(None, usage={"prompt_tokens": 12, "completion_tokens": n, "total_tokens": 12 + n})
+out += "data: [DONE]\\n\\n"
+print(out, end="")
+EOF
+)
+# Events a client reads per stream: the role, the words, the finish, [DONE] (the usage
+# chunk is hidden from a client that did not ask for it).
+EVENTS=$((CHUNKS + 3))
+
+mkdir -p "$WORK/nginx/tmp"
+cat >"$WORK/nginx/nginx.conf" <<EOF
+worker_processes 1;
+daemon off;
+pid $WORK/nginx/nginx.pid;
+error_log $WORK/nginx/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $WORK/nginx/tmp;
+  proxy_temp_path $WORK/nginx/tmp;
+  fastcgi_temp_path $WORK/nginx/tmp;
+  uwsgi_temp_path $WORK/nginx/tmp;
+  scgi_temp_path $WORK/nginx/tmp;
+  keepalive_requests 1000000;
+  server {
+    listen 127.0.0.1:$NGINX_PORT;
+    location = /v1/chat/completions { default_type application/json; return 200 '$CHAT'; }
+    location = /v1/messages { default_type application/json; return 200 '$MESSAGES'; }
+    location = /sse/v1/chat/completions { default_type text/event-stream; return 200 '$SSE'; }
+  }
+}
+EOF
+nginx -c "$WORK/nginx/nginx.conf" &
+NGINX_PID=$!
+cat >"$WORK/gateway.yaml" <<EOF
+backends:
+  ngx: {base_url: "http://127.0.0.1:$NGINX_PORT/v1", apis: [chat], key_required: false, prices: {fixed: {input: 1, output: 2}}}
+  ngxm: {base_url: "http://127.0.0.1:$NGINX_PORT/v1", apis: [messages], key_required: false, auth: none, prices: {fixed: {input: 1, output: 2}}}
+  ngxs: {base_url: "http://127.0.0.1:$NGINX_PORT/sse/v1", apis: [chat], key_required: false, prices: {fixed: {input: 1, output: 2}}}
+EOF
+GW_PID=
+stop_gateway() { [ -n "$GW_PID" ] && kill "$GW_PID" 2>/dev/null && wait "$GW_PID" 2>/dev/null; GW_PID=; true; }
+trap 'stop_gateway; kill $NGINX_PID 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
+start_gateway() { # binary data-dir
+  RUST_LOG=warn "$1" serve --listen "127.0.0.1:$GW_PORT" --no-mock --config "$WORK/gateway.yaml" --data-dir "$2" >/dev/null &
+  GW_PID=$!
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$GW_PORT/healthz" >/dev/null && return; sleep 0.05; done
+  echo "the gateway did not start" >&2; exit 1
+}
+sleep 0.3
+
+BODY_DIRECT='{"model":"fixed","messages":[{"role":"user","content":"hello there, how are you today?"}]}'
+BODY_GW='{"model":"ngx/fixed","messages":[{"role":"user","content":"hello there, how are you today?"}]}'
+BODY_TR='{"model":"ngxm/fixed","messages":[{"role":"user","content":"hello there, how are you today?"}]}'
+BODY_S_DIRECT='{"model":"fixed","stream":true,"messages":[{"role":"user","content":"hello"}]}'
+BODY_S_GW='{"model":"ngxs/fixed","stream":true,"messages":[{"role":"user","content":"hello"}]}'
+D="http://127.0.0.1:$NGINX_PORT"
+G="http://127.0.0.1:$GW_PORT"
+
+# wrk, one thread: "req/s p50 p99" (latencies in µs).
+measure() { # conns body url
+  BODY="$2" wrk -t1 -c"$1" -d"$DUR" --latency -s bench/post.lua "$3" | python3 -c '
+import re, sys
+t = sys.stdin.read()
+def us(v):
+    n, unit = float(v[:-2] if v.endswith(("us", "ms")) else v[:-1]), v[-2:] if v.endswith(("us", "ms")) else v[-1:]
+    return n * {"us": 1, "ms": 1000, "s": 1e6}[unit]
+rps = re.search(r"Requests/sec:\s+([\d.]+)", t).group(1)
+p50 = re.search(r"50%\s+(\S+)", t).group(1)
+p99 = re.search(r"99%\s+(\S+)", t).group(1)
+bad = re.search(r"Non-2xx or 3xx responses: (\d+)", t)
+print(f"{float(rps):.0f} {us(p50):.0f} {us(p99):.0f}" + (f" non2xx={bad.group(1)}" if bad else ""))'
+}
+
+builds=("$BIN")
+[ -n "$BASE_BIN" ] && builds+=("$BASE_BIN")
+for round in $(seq "$ROUNDS"); do
+  for bin in "${builds[@]}"; do
+    name=$([ "$bin" = "$BIN" ] && echo new || echo base)
+    data="$WORK/data-$name-$round"
+    start_gateway "$bin" "$data"
+    echo "round $round $name direct-32        $(measure 32 "$BODY_DIRECT" "$D/v1/chat/completions")"
+    echo "round $round $name gateway-32       $(measure 32 "$BODY_GW" "$G/v1/chat/completions")"
+    echo "round $round $name direct-1         $(measure 1 "$BODY_DIRECT" "$D/v1/chat/completions")"
+    echo "round $round $name gateway-1        $(measure 1 "$BODY_GW" "$G/v1/chat/completions")"
+    echo "round $round $name direct-msg-32    $(measure 32 "$BODY_DIRECT" "$D/v1/messages")"
+    echo "round $round $name translated-32    $(measure 32 "$BODY_TR" "$G/v1/chat/completions")"
+    echo "round $round $name direct-sse-32    $(measure 32 "$BODY_S_DIRECT" "$D/sse/v1/chat/completions") events=$EVENTS"
+    echo "round $round $name gateway-sse-32   $(measure 32 "$BODY_S_GW" "$G/v1/chat/completions") events=$EVENTS"
+    echo "round $round $name backlog          $(curl -s "$G/metrics" | awk '/^switchyard_gateway_store_backlog / {print $2}')"
+    stop_gateway
+    echo "round $round $name recorded         $(cat "$data"/llm_log/segment-*.jsonl | wc -l)"
+    rm -rf "$data"
+  done
+done

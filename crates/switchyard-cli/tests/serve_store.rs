@@ -43,6 +43,24 @@ fn exchange(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
     (status, body)
 }
 
+/// `serve` on a free port with `args`, and its address.
+fn serve(
+    home: &std::path::Path,
+    env: &[(&str, &str)],
+    args: &[&std::ffi::OsStr],
+) -> (Child, String) {
+    let mut child = switchyard(home)
+        .envs(env.iter().copied())
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let addr = address(&mut child);
+    (child, addr)
+}
+
 fn chat(text: &str) -> String {
     serde_json::json!({"model": "mock/echo", "messages": [{"role": "user", "content": text}]})
         .to_string()
@@ -74,13 +92,7 @@ fn stop(mut child: Child) -> (Option<i32>, String) {
 #[test]
 fn serve_writes_an_access_line_per_call_and_obeys_rust_log() {
     let home = tempfile::tempdir().unwrap();
-    let mut child = switchyard(home.path())
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let addr = address(&mut child);
+    let (child, addr) = serve(home.path(), &[], &[]);
     let (s, _) = exchange(&addr, "POST", "/v1/chat/completions", &chat("hello"));
     assert_eq!(s, 200);
     let (s, _) = exchange(
@@ -100,14 +112,7 @@ fn serve_writes_an_access_line_per_call_and_obeys_rust_log() {
     assert!(err.contains("in=") && err.contains("out="), "{err}");
 
     // RUST_LOG=warn leaves the access log out.
-    let mut child = switchyard(home.path())
-        .env("RUST_LOG", "warn")
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let addr = address(&mut child);
+    let (child, addr) = serve(home.path(), &[("RUST_LOG", "warn")], &[]);
     let (s, _) = exchange(&addr, "POST", "/v1/chat/completions", &chat("quiet"));
     assert_eq!(s, 200);
     let (code, err) = stop(child);
@@ -201,14 +206,7 @@ fn the_configs_timeouts_cut_a_hanging_upstream_on_every_path() {
          backends: {upm: {from: mock, apis: [messages]}}\n",
     )
     .unwrap();
-    let mut child = switchyard(home.path())
-        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg(&config)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let addr = address(&mut child);
+    let (child, addr) = serve(home.path(), &[], &["--config".as_ref(), config.as_os_str()]);
     for (model, stream) in [
         ("mock/hang", false),
         ("upm/hang", false),

@@ -117,6 +117,13 @@ impl SseParser {
     }
 }
 
+/// One event's bytes on their own (see [`write_event`]).
+pub fn event_bytes(event: Option<&str>, data: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len() + 16);
+    write_event(&mut out, event, data);
+    out
+}
+
 /// Appends one SSE event to `out`: an optional `event:` line, the data (one `data:` line
 /// per line of it) and the closing blank line.
 pub fn write_event(out: &mut Vec<u8>, event: Option<&str>, data: &str) {

@@ -515,42 +515,10 @@ pub(crate) fn parse_field(
                 }
             }
         }
-        "context_window" => match v {
-            Value::Number(n) => {
-                if let Some(u) = n.as_u64() {
-                    patch.context_window = Some(u);
-                } else if n.as_f64().is_some_and(|f| f < 0.0) {
-                    errors.push(src.err(
-                        &path,
-                        ConfigProblem::Negative {
-                            field: field.into(),
-                            value: n.to_string(),
-                        },
-                    ));
-                } else {
-                    errors.push(wrong(src, &path, "a whole number of tokens", v));
-                }
-            }
-            other => errors.push(wrong(src, &path, "a whole number of tokens", other)),
-        },
-        "max_output_tokens" => match v {
-            Value::Number(n) => {
-                if let Some(u) = n.as_u64() {
-                    patch.max_output_tokens = Some(u);
-                } else if n.as_f64().is_some_and(|f| f < 0.0) {
-                    errors.push(src.err(
-                        &path,
-                        ConfigProblem::Negative {
-                            field: field.into(),
-                            value: n.to_string(),
-                        },
-                    ));
-                } else {
-                    errors.push(wrong(src, &path, "a whole number of tokens", v));
-                }
-            }
-            other => errors.push(wrong(src, &path, "a whole number of tokens", other)),
-        },
+        "context_window" => patch.context_window = token_count(src, &path, field, v, errors),
+        "max_output_tokens" => {
+            patch.max_output_tokens = token_count(src, &path, field, v, errors)
+        }
         "command" => patch.command = command_field(src, &path, v, errors),
         "log" => match v {
             Value::String(s) if !s.trim().is_empty() => patch.log = Some(s.clone()),
@@ -585,6 +553,38 @@ pub(crate) fn parse_field(
 
 /// `command`: a program (a name looked up on `PATH`, or a path), or a list of a program and
 /// the arguments put before Switchyard's own (`[npx, -y, @openai/codex]`).
+/// A whole number of tokens (`context_window`, `max_output_tokens`); a negative or
+/// fractional number, or another type, is the located error.
+fn token_count(
+    src: &LayerSource<'_>,
+    path: &[&str],
+    field: &str,
+    v: &Value,
+    errors: &mut Vec<ConfigError>,
+) -> Option<u64> {
+    let expected = "a whole number of tokens";
+    match v {
+        Value::Number(n) => {
+            if let Some(u) = n.as_u64() {
+                return Some(u);
+            }
+            if n.as_f64().is_some_and(|f| f < 0.0) {
+                errors.push(src.err(
+                    path,
+                    ConfigProblem::Negative {
+                        field: field.into(),
+                        value: n.to_string(),
+                    },
+                ));
+            } else {
+                errors.push(wrong(src, path, expected, v));
+            }
+        }
+        other => errors.push(wrong(src, path, expected, other)),
+    }
+    None
+}
+
 fn command_field(
     src: &LayerSource<'_>,
     path: &[&str],

@@ -126,9 +126,7 @@ impl Codec for ChatCodec {
     }
 
     fn stream_error_event(&self, error: &StreamError, _response_id: Option<&str>) -> Vec<u8> {
-        let mut out = Vec::new();
-        crate::sse::write_event(&mut out, None, &error_to_chat(error).to_string());
-        out
+        crate::sse::event_bytes(None, &error_to_chat(error).to_string())
     }
 }
 

@@ -162,9 +162,6 @@ impl Codec for GeminiCodec {
         error: &crate::StreamError,
         _response_id: Option<&str>,
     ) -> Vec<u8> {
-        let mut out = Vec::new();
-        let data = reply::error_object(error).to_string();
-        crate::sse::write_event(&mut out, None, &data);
-        out
+        crate::sse::event_bytes(None, &reply::error_object(error).to_string())
     }
 }

@@ -138,9 +138,6 @@ impl Codec for MessagesCodec {
         error: &crate::StreamError,
         _response_id: Option<&str>,
     ) -> Vec<u8> {
-        let mut out = Vec::new();
-        let data = common::error_to_wire(error).to_string();
-        crate::sse::write_event(&mut out, Some("error"), &data);
-        out
+        crate::sse::event_bytes(Some("error"), &common::error_to_wire(error).to_string())
     }
 }

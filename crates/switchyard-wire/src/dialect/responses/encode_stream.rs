@@ -255,9 +255,7 @@ pub(super) fn failed_event(error: &StreamError, response_id: Option<&str>) -> Ve
     }
     .to_value();
     let data = json!({"type": "response.failed", "response": response}).to_string();
-    let mut out = Vec::new();
-    write_event(&mut out, Some("response.failed"), &data);
-    out
+    crate::sse::event_bytes(Some("response.failed"), &data)
 }
 
 impl StreamEncoder for ResponsesStreamEncoder {

@@ -106,7 +106,7 @@ pub async fn forward(
             meter.first_byte();
             meter.complete();
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
-            Ok(respond::whole(status, kept(&headers), body, meter))
+            Ok(respond::whole(status, headers, body, meter))
         }
         Ok(Answer::Stream {
             status,
@@ -134,7 +134,7 @@ pub async fn forward(
             });
             let mut response = Response::new(Body::from_stream(body));
             *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
-            *response.headers_mut() = kept(&headers);
+            *response.headers_mut() = headers;
             Ok(response)
         }
         Err(e) => refused_upstream(e, refusal.load(Ordering::Relaxed), meter),
@@ -181,7 +181,9 @@ async fn attempt(
     let mut response = sent?;
     let answered = Instant::now();
     let status = response.status;
-    let headers = response.headers.clone();
+    // Only the headers worth passing back are kept (they hold what an error's details
+    // need too: retry hints, request ids).
+    let headers = kept(&response.headers);
     if !request.stream {
         let body = response.bytes().await?;
         let usage = switchyard_wire::shape::check_reply(dialect, &body).map_err(|e| {

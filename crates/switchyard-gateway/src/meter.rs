@@ -25,8 +25,8 @@ use tokio::sync::oneshot;
 pub struct SeenSoFar {
     /// The latest usage the stream reported (Anthropic's `message_start` has the prompt).
     pub usage: Option<Usage>,
-    /// Characters of output (text, thinking, tool-call arguments) relayed so far.
-    pub output_chars: usize,
+    /// Bytes of output (text, thinking, tool-call arguments) relayed so far.
+    pub output_bytes: usize,
 }
 
 /// A call being metered.
@@ -278,7 +278,7 @@ impl Meter {
                 let (usage, how) = bill_unfinished(
                     s.usage.or(self.seen.usage),
                     sent_bytes,
-                    self.seen.output_chars,
+                    self.seen.output_bytes,
                 );
                 s.usage = Some(usage);
                 self.draft.usage_estimated = Some(how);
@@ -337,13 +337,13 @@ impl Drop for Meter {
 
 /// The usage of a call that ended before its reply did, billing what was generated: the
 /// prompt as the provider reported it, else estimated from the bytes sent (÷ 4, the
-/// estimate the context check uses); the output as reported, or the characters relayed
-/// ÷ 4 when that is more (a stream reports its output count only at its end). Gives the
+/// estimate the context check uses); the output as reported, or the bytes of output
+/// relayed ÷ 4 when that is more (a stream reports its output count only at its end). Gives the
 /// usage and a sentence saying how it was made, for the record.
 pub fn bill_unfinished(
     reported: Option<Usage>,
     sent_bytes: usize,
-    output_chars: usize,
+    output_bytes: usize,
 ) -> (Usage, String) {
     let mut usage = reported.unwrap_or_default();
     let mut how = Vec::new();
@@ -355,11 +355,11 @@ pub fn bill_unfinished(
     } else {
         how.push("prompt as the provider reported it".to_string());
     }
-    let counted = (output_chars as u64).div_ceil(4);
+    let counted = (output_bytes as u64).div_ceil(4);
     if counted > usage.output {
         usage.output = counted;
         how.push(format!(
-            "output estimated from the {output_chars} characters relayed before the client left (÷ 4)"
+            "output estimated from the {output_bytes} bytes of output relayed before the client left (÷ 4)"
         ));
     } else {
         how.push("output as the provider reported it".to_string());

@@ -197,19 +197,19 @@ impl Relay {
     fn note_seen(&mut self) {
         let mut reply = self.upstream.reply();
         let raw = std::mem::take(&mut reply.raw);
-        let output_chars = reply
+        let output_bytes = reply
             .content
             .iter()
             .map(|p| match p {
-                switchyard::Part::Text { text, .. } => text.chars().count(),
-                switchyard::Part::Thinking(t) => t.text.chars().count(),
-                switchyard::Part::ToolCall(c) => c.name.len() + c.arguments.chars().count(),
+                switchyard::Part::Text { text, .. } => text.len(),
+                switchyard::Part::Thinking(t) => t.text.len(),
+                switchyard::Part::ToolCall(c) => c.name.len() + c.arguments.len(),
                 _ => 0,
             })
             .sum();
         self.meter.seen_so_far(SeenSoFar {
             usage: reply.usage,
-            output_chars,
+            output_bytes,
         });
         let draft = self.meter.draft();
         if !raw.is_empty() {

@@ -284,7 +284,7 @@ async fn a_client_that_leaves_a_stream_is_billed_for_what_it_was_sent() {
         );
         let how = r.usage_estimated.as_deref().unwrap_or_default();
         assert!(
-            how.contains("characters relayed before the client left"),
+            how.contains("bytes of output relayed before the client left"),
             "{at}: {how}"
         );
     }

@@ -308,11 +308,22 @@ impl Drop for Relay {
 }
 
 /// Where the last complete SSE event of `bytes` ends: after its blank line (`\n\n`, or
-/// `\r\n\r\n`).
+/// `\r\n\r\n`). Most chunks end at an event's end, which is answered without a scan;
+/// otherwise lines are looked at from the end until a blank one.
 fn last_boundary(bytes: &[u8]) -> Option<usize> {
-    let lf = memchr::memmem::rfind(bytes, b"\n\n").map(|i| i + 2);
-    let crlf = memchr::memmem::rfind(bytes, b"\r\n\r\n").map(|i| i + 4);
-    lf.max(crlf)
+    if bytes.ends_with(b"\n\n") || bytes.ends_with(b"\r\n\r\n") {
+        return Some(bytes.len());
+    }
+    let mut end = bytes.len();
+    while let Some(i) = memchr::memrchr(b'\n', &bytes[..end]) {
+        // A blank line ends at `i` when the line before it ended right before it.
+        let before = &bytes[..i];
+        if before.ends_with(b"\n") || before.ends_with(b"\n\r") {
+            return Some(i + 1);
+        }
+        end = i;
+    }
+    None
 }
 
 /// Complete events with the last one (the end marker) left out.
@@ -347,6 +358,9 @@ mod tests {
         assert_eq!(last_boundary(b"data: a\n\ndata: b"), Some(9));
         assert_eq!(last_boundary(b"data: a\r\n\r\ndata: b\r\n\r\n"), Some(22));
         assert_eq!(last_boundary(b"data: a\n"), None);
+        assert_eq!(last_boundary(b"data: a\n\ndata: b\n"), Some(9));
+        assert_eq!(last_boundary(b"data: a\r\n\r\ndata: b\r\n"), Some(11));
+        assert_eq!(last_boundary(b"data: a\n\n"), Some(9));
     }
 
     #[test]

@@ -15,8 +15,9 @@ pub struct Watch {
     pub began: bool,
     /// An answer was seen: text that is not empty, or a tool call.
     pub answered: bool,
-    /// Characters of text, thinking and tool arguments seen.
-    pub output_chars: usize,
+    /// Bytes of text, thinking and tool arguments seen (what a client that leaves is
+    /// billed on: bytes ÷ 4 is nearer a non-Latin text's tokens than characters ÷ 4).
+    pub output_bytes: usize,
     /// The latest usage reported.
     pub usage: Option<Usage>,
     /// The finish, once reported.
@@ -34,7 +35,7 @@ impl Watch {
             decoder: ByteStreamDecoder::new(codec(dialect)),
             began: false,
             answered: false,
-            output_chars: 0,
+            output_bytes: 0,
             usage: None,
             finish: None,
             response_id: None,
@@ -79,7 +80,7 @@ impl Watch {
     pub fn seen(&self) -> SeenSoFar {
         SeenSoFar {
             usage: self.usage,
-            output_chars: self.output_chars,
+            output_bytes: self.output_bytes,
         }
     }
 
@@ -98,17 +99,17 @@ impl Watch {
                 }
                 Event::TextDelta { text, .. } => {
                     self.answered |= !text.is_empty();
-                    self.output_chars += text.chars().count();
+                    self.output_bytes += text.len();
                 }
                 Event::ThinkingDelta { text, .. } => {
-                    self.output_chars += text.chars().count();
+                    self.output_bytes += text.len();
                 }
                 Event::ToolCallStart { name, .. } => {
                     self.answered = true;
-                    self.output_chars += name.len();
+                    self.output_bytes += name.len();
                 }
                 Event::ToolCallDelta { arguments, .. } => {
-                    self.output_chars += arguments.chars().count();
+                    self.output_bytes += arguments.len();
                 }
                 Event::Usage(u) => self.usage = Some(u),
                 Event::Finish { reason, .. } => self.finish = Some(reason),

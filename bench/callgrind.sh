@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Instructions per call in the gateway, counted by callgrind: steady on a noisy machine,
+# where wall-clock figures are not. The gateway runs under valgrind in front of a static
+# nginx; N calls are made one after another over one keep-alive connection; the count of
+# a run with no call (start-up and shutdown) is subtracted.
+#   cargo build --release -p switchyard-cli && bench/callgrind.sh
+#   BINS="/path/to/old/switchyard target/release/switchyard" N=2000 bench/callgrind.sh
+# Needs valgrind and nginx. Prints instructions per call for each binary and case.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BINS=${BINS:-${CARGO_TARGET_DIR:-target}/release/switchyard}
+N=${N:-2000}
+CASES=${CASES:-"whole stream translated whole+store"}
+NGINX_PORT=${NGINX_PORT:-4460}
+GW_PORT=${GW_PORT:-4461}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/switchyard-callgrind.XXXXXX")
+
+CHAT='{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"fixed","choices":[{"index":0,"message":{"role":"assistant","content":"Hello there! I am doing well, thank you for asking."},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":13,"total_tokens":25}}'
+MESSAGES='{"id":"msg_1","type":"message","role":"assistant","model":"fixed","content":[{"type":"text","text":"Hello there! I am doing well, thank you for asking."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":13}}'
+SSE=$(python3 -c '
+import json
+def chunk(delta, finish=None, usage=None):
+    c = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1700000000, "model": "fixed",
+         "choices": [] if usage else [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    if usage:
+        c["usage"] = usage
+    return "data: " + json.dumps(c, separators=(",", ":")) + "\\n\\n"
+out = chunk({"role": "assistant", "content": ""}) + "".join(chunk({"content": f"word{i} "}) for i in range(20))
+out += chunk({}, "stop") + chunk(None, usage={"prompt_tokens": 12, "completion_tokens": 20, "total_tokens": 32})
+print(out + "data: [DONE]\\n\\n", end="")')
+mkdir -p "$WORK/nginx/tmp"
+cat >"$WORK/nginx/nginx.conf" <<EOF
+worker_processes 1;
+daemon off;
+pid $WORK/nginx/nginx.pid;
+error_log $WORK/nginx/error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path $WORK/nginx/tmp;
+  keepalive_requests 1000000;
+  server {
+    listen 127.0.0.1:$NGINX_PORT;
+    location = /v1/chat/completions { default_type application/json; return 200 '$CHAT'; }
+    location = /v1/messages { default_type application/json; return 200 '$MESSAGES'; }
+    location = /sse/v1/chat/completions { default_type text/event-stream; return 200 '$SSE'; }
+  }
+}
+EOF
+nginx -c "$WORK/nginx/nginx.conf" &
+NGINX_PID=$!
+trap 'kill $NGINX_PID 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
+cat >"$WORK/gateway.yaml" <<EOF
+backends:
+  ngx: {base_url: "http://127.0.0.1:$NGINX_PORT/v1", apis: [chat], key_required: false, prices: {fixed: {input: 1, output: 2}}}
+  ngxm: {base_url: "http://127.0.0.1:$NGINX_PORT/v1", apis: [messages], key_required: false, auth: none, prices: {fixed: {input: 1, output: 2}}}
+  ngxs: {base_url: "http://127.0.0.1:$NGINX_PORT/sse/v1", apis: [chat], key_required: false, prices: {fixed: {input: 1, output: 2}}}
+EOF
+
+# Total instructions of one gateway run making `n` calls of `model` (stream or not).
+count() { # bin n model stream store
+  local out="$WORK/cg.out" extra=()
+  [ "$5" = store ] && extra=(--data-dir "$WORK/data-$RANDOM")
+  RUST_LOG=warn valgrind --tool=callgrind --callgrind-out-file="$out" \
+    "$1" serve --listen "127.0.0.1:$GW_PORT" --no-mock --config "$WORK/gateway.yaml" "${extra[@]}" \
+    >/dev/null 2>"$WORK/valgrind.log" &
+  local pid=$!
+  for _ in $(seq 600); do curl -sf "http://127.0.0.1:$GW_PORT/healthz" >/dev/null && break; sleep 0.1; done
+  python3 - "$GW_PORT" "$2" "$3" "$4" <<'PY'
+import http.client, json, sys
+port, n, model, stream = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4] == "1"
+body = json.dumps({"model": model, "stream": stream,
+                   "messages": [{"role": "user", "content": "hello there, how are you today?"}]})
+c = http.client.HTTPConnection("127.0.0.1", port)
+for _ in range(n):
+    c.request("POST", "/v1/chat/completions", body, {"content-type": "application/json"})
+    r = c.getresponse()
+    r.read()
+    assert r.status == 200, r.status
+PY
+  kill -TERM "$pid"
+  wait "$pid" 2>/dev/null || true
+  awk '/^(summary|totals):/ {print $2; exit}' "$out"
+  if [ -n "${KEEP:-}" ]; then cp "$out" "$KEEP.$2"; fi
+}
+
+for bin in $BINS; do
+  for case in $CASES; do
+    case "$case" in
+      whole) model=ngx/fixed; stream=0; store=none ;;
+      stream) model=ngxs/fixed; stream=1; store=none ;;
+      translated) model=ngxm/fixed; stream=0; store=none ;;
+      whole+store) model=ngx/fixed; stream=0; store=store ;;
+      stream+store) model=ngxs/fixed; stream=1; store=store ;;
+    esac
+    idle=$(count "$bin" 0 "$model" "$stream" "$store")
+    busy=$(count "$bin" "$N" "$model" "$stream" "$store")
+    echo "$bin $case: $(( (busy - idle) / N )) instructions per call ($N calls; $busy - $idle)"
+  done
+done

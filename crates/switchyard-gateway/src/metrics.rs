@@ -119,6 +119,9 @@ struct Series {
     cached_input_tokens: u64,
     output_tokens: u64,
     cost_usd: f64,
+    /// Calls made upstream whose cost is unknown (a model without a price): their cost is
+    /// not counted as 0 in `cost_usd`, it is counted here.
+    unpriced: u64,
     latency: Histogram,
     ttfb: Histogram,
 }
@@ -211,7 +214,11 @@ impl Metrics {
                 s.cached_input_tokens += u.cached_input;
                 s.output_tokens += u.output;
             }
-            s.cost_usd += call.cost_usd.unwrap_or(0.0);
+            match call.cost_usd {
+                Some(c) => s.cost_usd += c,
+                None if call.upstream_called => s.unpriced += 1,
+                None => {}
+            }
             s.latency.observe(call.latency.as_secs_f64());
             if let Some(t) = call.time_to_first_byte {
                 s.ttfb.observe(t.as_secs_f64());
@@ -231,7 +238,7 @@ impl Metrics {
     pub fn render(&self) -> String {
         let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let mut out = String::with_capacity(4096);
-        let counters: [Counter; 6] = [
+        let counters: [Counter; 7] = [
             (
                 "switchyard_gateway_requests_total",
                 "Calls through the gateway.",
@@ -259,8 +266,13 @@ impl Metrics {
             ),
             (
                 "switchyard_gateway_cost_usd_total",
-                "Cost in USD from the backends' prices.",
+                "Cost in USD from the backends' prices, of the calls whose price is known.",
                 |s| format!("{}", s.cost_usd),
+            ),
+            (
+                "switchyard_gateway_unpriced_requests_total",
+                "Calls made upstream whose cost is unknown (the model has no price).",
+                |s| s.unpriced.to_string(),
             ),
         ];
         for (name, help, value) in counters {

@@ -165,6 +165,7 @@ impl Gateway {
             .route("/healthz", get(routes::health::healthz))
             .route("/metrics", get(routes::health::metrics))
             .route("/v1/models", get(routes::models::list))
+            .route("/v1beta/models", get(routes::models::list_gemini))
             .route("/v1/chat/completions", post(routes::chat::completions))
             .route("/v1/responses", post(routes::responses::create))
             .route("/v1/messages", post(routes::messages::create))

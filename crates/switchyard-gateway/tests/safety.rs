@@ -171,15 +171,48 @@ async fn a_key_is_held_to_its_models_and_its_rate() {
         .json()
         .await
         .unwrap();
-    assert_eq!(list["data"].as_array().unwrap().len(), 2, "{list}");
+    let ids: Vec<&str> = list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    // The models: names first, then what the backends know by name.
+    assert_eq!(ids[..2], ["friendly", "other"], "{list}");
+    assert!(
+        ids.contains(&"mock/small") && ids.contains(&"anthropic/sonnet"),
+        "{list}"
+    );
     assert_eq!(
         list["data"][0]["type"], "model",
         "Anthropic's shape: {list}"
     );
+    let gemini: Value = h
+        .http
+        .get(format!("{}/v1beta/models", h.url))
+        .header("x-goog-api-key", "sk-alice")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(gemini["models"][0]["name"], "models/friendly", "{gemini}");
+    assert!(gemini["models"][0]["supportedGenerationMethods"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("generateContent")));
     let metrics = h.metrics().await;
     assert!(
         metrics.contains(
             "switchyard_gateway_requests_total{backend=\"mock\",model=\"say:ok\",key=\"bob\"} 4"
+        ),
+        "{metrics}"
+    );
+    // `say:ok` has no price: its cost is unknown, not 0.
+    assert!(
+        metrics.contains(
+            "switchyard_gateway_unpriced_requests_total{backend=\"mock\",model=\"say:ok\",key=\"bob\"} 2"
         ),
         "{metrics}"
     );

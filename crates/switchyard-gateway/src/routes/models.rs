@@ -1,23 +1,42 @@
-//! `GET /v1/models`: the models the caller may use — the gateway's `models:` names, and
-//! the key's allowed references — in OpenAI's list shape, or Anthropic's when the client
-//! sends `anthropic-version`.
+//! `GET /v1/models` (and Gemini's `GET /v1beta/models`): the models the caller may use —
+//! the gateway's `models:` names, then every model the backends know by name (their
+//! aliases and priced model ids, as references `<backend>/<model>`), less what the key may
+//! not use — in OpenAI's list shape, Anthropic's when the client sends
+//! `anthropic-version`, and Gemini's `models` list on the Gemini route. Any reference
+//! routes whether listed or not: the list is what an SDK's `models.list()` can show.
 
 use crate::errors::{ApiError, Category};
 use crate::server::State;
 use axum::extract::{Request, State as S};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
 use std::sync::Arc;
+use switchyard::registry::Kind;
 use switchyard::Dialect;
 
-/// Lists models.
+/// One listed model: the name a client sends, and the reference it goes to.
+struct Listed {
+    id: String,
+    reference: String,
+}
+
+/// `GET /v1/models`.
 pub async fn list(S(state): S<Arc<State>>, request: Request) -> Response {
-    let anthropic = request.headers().contains_key("anthropic-version");
-    let dialect = if anthropic {
+    let dialect = if request.headers().contains_key("anthropic-version") {
         Dialect::Messages
     } else {
         Dialect::Chat
     };
+    answer(&state, &request, dialect)
+}
+
+/// `GET /v1beta/models` (and `/v1/models` asked in Gemini's way, with `x-goog-api-key`).
+pub async fn list_gemini(S(state): S<Arc<State>>, request: Request) -> Response {
+    answer(&state, &request, Dialect::Gemini)
+}
+
+fn answer(state: &State, request: &Request, dialect: Dialect) -> Response {
     let key = if state.keys.is_empty() {
         None
     } else {
@@ -32,36 +51,94 @@ pub async fn list(S(state): S<Arc<State>>, request: Request) -> Response {
             }
         }
     };
-    let mut ids: Vec<(String, String)> = Vec::new();
-    for (name, reference) in state.upstreams.models() {
-        if key.as_ref().is_none_or(|k| k.allows(name, reference)) {
-            ids.push((name.clone(), reference.clone()));
-        }
-    }
-    if let Some(k) = &key {
-        for m in &k.models {
-            if !m.ends_with('*') && !ids.iter().any(|(n, _)| n == m) {
-                ids.push((m.clone(), m.clone()));
-            }
-        }
-    }
-    let body = if anthropic {
-        let data: Vec<_> = ids
-            .iter()
-            .map(|(id, r)| json!({"type": "model", "id": id, "display_name": r, "created_at": "1970-01-01T00:00:00Z"}))
-            .collect();
-        json!({
-            "data": data,
-            "has_more": false,
-            "first_id": ids.first().map(|(i, _)| i.clone()),
-            "last_id": ids.last().map(|(i, _)| i.clone()),
-        })
-    } else {
-        let data: Vec<_> = ids
-            .iter()
-            .map(|(id, r)| json!({"id": id, "object": "model", "created": 0, "owned_by": r.split('/').next().unwrap_or("")}))
-            .collect();
-        json!({"object": "list", "data": data})
+    let listed: Vec<Listed> = known(state)
+        .into_iter()
+        .filter(|m| key.as_ref().is_none_or(|k| k.allows(&m.id, &m.reference)))
+        .collect();
+    let body = match dialect {
+        Dialect::Messages => anthropic_shape(&listed),
+        Dialect::Gemini => gemini_shape(&listed),
+        Dialect::Chat | Dialect::Responses => openai_shape(&listed),
     };
     ([("content-type", "application/json")], body.to_string()).into_response()
+}
+
+/// The `models:` names first (in the table's order), then each HTTP backend's aliases and
+/// priced ids as references, once each.
+fn known(state: &State) -> Vec<Listed> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    let mut add = |id: String, reference: String| {
+        if seen.insert(id.clone()) {
+            out.push(Listed { id, reference });
+        }
+    };
+    for (name, reference) in state.upstreams.models() {
+        add(name.clone(), reference.clone());
+    }
+    let registry = state.upstreams.registry();
+    for name in registry.names() {
+        let Some(backend) = registry.backend(name) else {
+            continue;
+        };
+        if backend.kind.value != Kind::Http {
+            continue;
+        }
+        for (alias, id) in &backend.models {
+            add(format!("{name}/{alias}"), format!("{name}/{}", id.value));
+        }
+        for id in backend.prices.keys() {
+            add(format!("{name}/{id}"), format!("{name}/{id}"));
+        }
+    }
+    out
+}
+
+fn openai_shape(listed: &[Listed]) -> Value {
+    let data: Vec<_> = listed
+        .iter()
+        .map(|m| {
+            json!({
+                "id": m.id,
+                "object": "model",
+                "created": 0,
+                "owned_by": m.reference.split('/').next().unwrap_or(""),
+            })
+        })
+        .collect();
+    json!({"object": "list", "data": data})
+}
+
+fn anthropic_shape(listed: &[Listed]) -> Value {
+    let data: Vec<_> = listed
+        .iter()
+        .map(|m| {
+            json!({
+                "type": "model",
+                "id": m.id,
+                "display_name": m.reference,
+                "created_at": "1970-01-01T00:00:00Z",
+            })
+        })
+        .collect();
+    json!({
+        "data": data,
+        "has_more": false,
+        "first_id": listed.first().map(|m| m.id.clone()),
+        "last_id": listed.last().map(|m| m.id.clone()),
+    })
+}
+
+fn gemini_shape(listed: &[Listed]) -> Value {
+    let models: Vec<_> = listed
+        .iter()
+        .map(|m| {
+            json!({
+                "name": format!("models/{}", m.id),
+                "displayName": m.reference,
+                "supportedGenerationMethods": ["generateContent", "streamGenerateContent", "countTokens"],
+            })
+        })
+        .collect();
+    json!({"models": models})
 }

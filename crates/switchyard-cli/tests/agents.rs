@@ -95,6 +95,25 @@ fn bind_print_claude_on_a_keyed_hosted_backend_names_the_variable_and_pastes() {
     assert_eq!(rec(dir.path(), "argv"), "-p\nit's ok\n");
 }
 
+/// Printing writes the key as its variable, so it needs no key (running does).
+#[test]
+fn bind_print_needs_no_key_and_says_which_variable_running_will() {
+    let home = tempfile::tempdir().unwrap();
+    let (code, out, err) =
+        run(switchyard(home.path()).args(["bind", "claude", "deepseek/deepseek-chat", "--print"]));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains("ANTHROPIC_AUTH_TOKEN=\"$DEEPSEEK_API_KEY\""),
+        "{out}"
+    );
+    assert!(err.contains("DEEPSEEK_API_KEY is unset here"), "{err}");
+    // Running it still needs the key.
+    let (code, _, err) =
+        run(switchyard(home.path()).args(["bind", "claude", "deepseek/deepseek-chat"]));
+    assert_ne!(code, Some(0));
+    assert!(err.contains("DEEPSEEK_API_KEY"), "{err}");
+}
+
 #[test]
 fn bind_print_codex_on_a_keyed_hosted_backend() {
     let home = tempfile::tempdir().unwrap();

@@ -86,6 +86,32 @@ fn assert_chat_reached_the_mock(mock: &MockServer) {
     assert_eq!(auth, Some(format!("Bearer {FAKE_KEY}").as_str()));
 }
 
+/// The built-in `mock` backend restricted to chat: the gateway `bind` starts answers it
+/// with a mock of its own, as `switchyard serve` does, so this works with nothing running.
+#[test]
+fn claude_on_the_built_in_mock_without_messages_is_answered_by_an_in_process_mock() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = stand_in(dir.path(), "claude", CLAUDE_CALL, 0);
+    let (code, out, err) = run(switchyard(home.path())
+        .args([
+            "bind",
+            "claude",
+            "mock/echo",
+            "backends.mock.apis=[chat]",
+            "--",
+            "-p",
+            "hello from the built-in mock",
+        ])
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display())));
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let reply: serde_json::Value = serde_json::from_str(out.trim()).expect(&out);
+    assert_eq!(
+        reply["content"][0]["text"], "hello from the built-in mock",
+        "{reply}"
+    );
+}
+
 #[test]
 fn claude_on_a_chat_only_backend_goes_through_a_gateway_started_in_process() {
     let mock = mock();

@@ -114,6 +114,30 @@ pub fn bind(
     user_args: &[String],
     env: &dyn EnvSource,
 ) -> Result<Binding> {
+    bind_with(agent, registry, reference, user_args, env, true)
+}
+
+/// [`bind`] for a command that is printed, not run: the key is written as its variable
+/// (`"$DEEPSEEK_API_KEY"`), never read, so an unset key is no error (the shell that runs
+/// the command must have it).
+pub fn bind_to_print(
+    agent: Agent,
+    registry: &Registry,
+    reference: &str,
+    user_args: &[String],
+    env: &dyn EnvSource,
+) -> Result<Binding> {
+    bind_with(agent, registry, reference, user_args, env, false)
+}
+
+fn bind_with(
+    agent: Agent,
+    registry: &Registry,
+    reference: &str,
+    user_args: &[String],
+    env: &dyn EnvSource,
+    needs_key_now: bool,
+) -> Result<Binding> {
     let (backend, model) = http_backend(agent, registry, reference)?;
     let dialect = agent.dialect();
     if !backend.serves(dialect) {
@@ -122,12 +146,16 @@ pub fn bind(
     let url = backend
         .endpoint(dialect, &model, false, env)
         .map_err(|e| Error::Config(e.to_string()))?;
-    let key = backend.api_key(env).map_err(|e| match e {
-        registry::EndpointError::MissingKey { backend, variable } => {
-            Error::MissingKey { backend, variable }
+    let key = match backend.api_key(env) {
+        Ok(key) => key.is_some(),
+        Err(registry::EndpointError::MissingKey { variable, .. }) if !needs_key_now => {
+            !variable.is_empty()
         }
-        other => Error::Config(other.to_string()),
-    })?;
+        Err(registry::EndpointError::MissingKey { backend, variable }) => {
+            return Err(Error::MissingKey { backend, variable })
+        }
+        Err(other) => return Err(Error::Config(other.to_string())),
+    };
     let host = url.host_str().unwrap_or("");
     let url = url.as_str();
     let target = Target {
@@ -136,7 +164,7 @@ pub fn bind(
             Agent::Claude => url.strip_suffix("/v1/messages").unwrap_or(url),
             Agent::Codex => url.strip_suffix("/responses").unwrap_or(url),
         },
-        key_var: key.map(|_| backend.api_key_env.value.clone()),
+        key_var: key.then(|| backend.api_key_env.value.clone()),
         x_api_key: backend.auth.value == Auth::XApiKey,
         vendor_host: match agent {
             Agent::Claude => host == "api.anthropic.com",

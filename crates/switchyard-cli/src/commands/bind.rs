@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::CliEnv;
 use switchyard::backend::cli::{default_program, locate};
-use switchyard::bind::{bind, bind_through_gateway, needs_gateway, Agent, Binding};
+use switchyard::bind::{bind, bind_through_gateway, bind_to_print, needs_gateway, Agent, Binding};
 use switchyard::env::EnvSource;
 use switchyard::registry::{Backend, Config};
 use switchyard_gateway::{probe, start, Gateway, GatewayConfig};
@@ -27,7 +27,7 @@ const DEFAULT_GATEWAY_URL: &str = "http://127.0.0.1:8080";
 const IN_PROCESS_DRAIN: Duration = Duration::from_secs(2);
 
 /// Runs `bind`.
-pub fn run(config: &Config, args: &BindArgs) -> Result<(), String> {
+pub fn run(config: &Config, args: &BindArgs, run_config: Option<PathBuf>) -> Result<(), String> {
     let agent = match args.agent {
         BindAgent::Claude => Agent::Claude,
         BindAgent::Codex => Agent::Codex,
@@ -38,12 +38,23 @@ pub fn run(config: &Config, args: &BindArgs) -> Result<(), String> {
     // kind (`claude-code`, `codex`), else its usual name on PATH.
     let runner = runner_backend(config, agent);
     if !needs_gateway(agent, &config.registry, &args.reference).map_err(err)? {
-        let binding =
-            bind(agent, &config.registry, &args.reference, &args.args, &env).map_err(err)?;
         if args.print {
+            // Printing writes the key as its variable: it needs no key, the shell that
+            // runs the command does.
+            let binding = bind_to_print(agent, &config.registry, &args.reference, &args.args, &env)
+                .map_err(err)?;
             print(runner, agent, &binding);
+            if let Err(switchyard::Error::MissingKey { variable, .. }) =
+                bind(agent, &config.registry, &args.reference, &args.args, &env)
+            {
+                eprintln!(
+                    "note: {variable} is unset here; set it in the shell that runs this command"
+                );
+            }
             return Ok(());
         }
+        let binding =
+            bind(agent, &config.registry, &args.reference, &args.args, &env).map_err(err)?;
         return exec(command(runner, agent, &binding)?);
     }
 
@@ -83,17 +94,27 @@ pub fn run(config: &Config, args: &BindArgs) -> Result<(), String> {
         );
         return exec(command(runner, agent, &bind_at(&wanted)?)?);
     }
-    // No gateway to reuse: serve one here while the CLI runs.
-    let backend = config
-        .registry
-        .require_reference(&args.reference)
-        .ok()
+    // No gateway to reuse: serve one here while the CLI runs — with the built-in mock
+    // answered in process, as `switchyard serve` does.
+    let reference = config.registry.require_reference(&args.reference).ok();
+    let backend = reference
+        .as_ref()
         .and_then(|r| config.registry.backend(&r.backend));
     if let Some(b) = backend {
         // The gateway would fail every call without it; say so before the CLI starts.
         b.api_key(&env).map_err(|e| format!("error: {e}"))?;
     }
-    let gateway = in_process_gateway(config)?;
+    let mut _mock = None;
+    let mut served = None;
+    if reference.as_ref().is_some_and(|r| r.backend == "mock") {
+        if let Some((mock, point)) = runtime.block_on(super::builtin_mock::start(config))? {
+            let mut overrides = args.overrides.clone();
+            overrides.push(point);
+            served = Some(super::load(run_config, overrides)?);
+            _mock = Some(mock);
+        }
+    }
+    let gateway = in_process_gateway(served.as_ref().unwrap_or(config))?;
     let gateway = runtime
         .block_on(start(gateway, ([127, 0, 0, 1], 0).into()))
         .map_err(|e| format!("error: cannot start the gateway on 127.0.0.1: {e}"))?;

@@ -6,6 +6,7 @@ mod backends_list;
 mod backends_shell;
 mod backends_show;
 mod bind;
+mod builtin_mock;
 mod check;
 mod init;
 mod log;
@@ -84,8 +85,8 @@ pub fn run(cli: Cli) -> Result<(), String> {
             backends_shell::run(&config, &args)
         }
         Command::Bind(args) => {
-            let config = load(cli.config, args.overrides.clone())?;
-            bind::run(&config, &args)
+            let config = load(cli.config.clone(), args.overrides.clone())?;
+            bind::run(&config, &args, cli.config)
         }
         Command::Ask(args) => {
             if let Some(path) = &cli.config {

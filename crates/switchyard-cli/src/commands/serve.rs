@@ -8,9 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use switchyard::env::ProcessEnv;
-use switchyard::registry::{Config, Layer};
 use switchyard_gateway::{check_exposure, Gateway, GatewayConfig};
-use switchyard_mock::{MockConfig, MockServer};
 
 use crate::cli::ServeArgs;
 
@@ -40,13 +38,12 @@ async fn serve(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), Stri
         gateway_config.max_body_bytes = n;
     }
     let mut _mock = None;
-    if !args.no_mock && mock_is_builtin(&config) {
-        let mock = MockServer::start_on_with(([127, 0, 0, 1], 0).into(), MockConfig::default())
-            .await
-            .map_err(|e| format!("error: cannot start the built-in mock provider: {e}"))?;
-        overrides.push(format!("backends.mock.base_url={}", mock.base_url()));
-        config = super::load(run_config, overrides)?;
-        _mock = Some(mock);
+    if !args.no_mock {
+        if let Some((mock, point)) = super::builtin_mock::start(&config).await? {
+            overrides.push(point);
+            config = super::load(run_config, overrides)?;
+            _mock = Some(mock);
+        }
     }
     let addr: SocketAddr = match &args.listen {
         Some(text) => text.parse().map_err(|_| {
@@ -115,16 +112,6 @@ async fn serve(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), Stri
         )),
         _ => Ok(()),
     }
-}
-
-/// True when the `mock` backend still points where the built-ins say (nobody set
-/// `MOCK_BASE_URL`, a file or an override).
-fn mock_is_builtin(config: &Config) -> bool {
-    config
-        .registry
-        .backend("mock")
-        .and_then(|b| b.base_url.as_ref())
-        .is_some_and(|u| u.layer == Layer::Builtin)
 }
 
 fn banner(addr: SocketAddr, keys: bool, mock: bool) -> String {

@@ -81,6 +81,10 @@ pub fn http_backend_pooled(
         .api_key(env)
         .map_err(endpoint_error)?
         .map(Secret::new);
+    let unsent_key = (key.is_none()
+        && !backend.api_key_env.value.is_empty()
+        && !matches!(backend.auth_for(dialect), Auth::None | Auth::GoogleAdc))
+    .then(|| backend.api_key_env.value.clone());
     let credential = match (backend.auth_for(dialect), key) {
         (Auth::GoogleAdc, _) => Credential::Token(google_adc()),
         (Auth::None, _) | (_, None) => Credential::None,
@@ -95,6 +99,7 @@ pub fn http_backend_pooled(
             dialect,
             endpoint,
             auth: credential,
+            unsent_key,
             extra_body: backend
                 .extra_body
                 .iter()

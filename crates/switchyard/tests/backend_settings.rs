@@ -252,6 +252,34 @@ async fn the_key_never_appears_in_an_error() {
     }
 }
 
+/// A backend whose key is optional was sent none: its 401 says so, and which variable.
+#[tokio::test]
+async fn a_refusal_without_a_key_sent_says_that_no_key_was_sent() {
+    let mock = MockServer::start().await;
+    let env = MapEnv::default();
+    let keyless = registry(&mock, &[], &env);
+    for d in Dialect::ALL {
+        let e = llm_with(&keyless, d, "fault-401", &env)
+            .complete(Request::user("hi"))
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Auth, "{d}: {e}");
+        assert!(
+            e.to_string()
+                .contains("no key was sent: MOCK_API_KEY is unset"),
+            "{d}: {e}"
+        );
+    }
+    // With a key sent, the provider's words alone.
+    let env = MapEnv::new([("MOCK_API_KEY", KEY)]);
+    let keyed = registry(&mock, &[], &env);
+    let e = llm_with(&keyed, Dialect::Chat, "fault-401", &env)
+        .complete(Request::user("hi"))
+        .await
+        .unwrap_err();
+    assert!(!e.to_string().contains("no key was sent"), "{e}");
+}
+
 #[test]
 fn vertex_urls_come_from_project_and_location() {
     let registry = switchyard::Registry::builtin().unwrap();

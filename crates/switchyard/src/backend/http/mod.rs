@@ -72,6 +72,9 @@ pub struct HttpConfig {
     pub endpoint: Endpoint,
     /// The credential.
     pub auth: Credential,
+    /// The variable that would hold the key, when none was sent because it is unset (a
+    /// backend whose key is optional): a refusal for want of one then says so.
+    pub unsent_key: Option<String>,
     /// Fields merged into every request body (top level; these win).
     pub extra_body: Map<String, Value>,
     /// Send `developer` messages as `system` (for endpoints that refuse the role).

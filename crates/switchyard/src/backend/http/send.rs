@@ -222,7 +222,14 @@ impl HttpBackend {
                 Err(e) => return Err(e),
             }
         }
-        let (details, _) = classify::details(&config.name, status, &pairs, Bytes::from(body));
+        let (mut details, _) = classify::details(&config.name, status, &pairs, Bytes::from(body));
+        if let (Some(variable), 401 | 403) = (&config.unsent_key, status) {
+            // The provider's own words say only "unauthorized": the cause is here.
+            details.message = format!(
+                "{} (no key was sent: {variable} is unset; set it to the backend's key)",
+                details.message
+            );
+        }
         Err(classify::classify(details))
     }
 

@@ -282,3 +282,35 @@ fn help_reads_well() {
         "{out}"
     );
 }
+
+/// A backend's name alone is shown as the backend, with a note that a reference needs a
+/// model; fields a `from:` copied say where from.
+#[test]
+fn show_a_bare_backend_and_fields_copied_by_from() {
+    let home = tempfile::tempdir().unwrap();
+    let (ok, out, err) = run(switchyard(home.path()).args(["backends", "show", "mock"]));
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("`mock` is a backend; a reference is `mock/<model id>`"),
+        "{err}"
+    );
+    assert!(!err.contains("did you mean"), "{err}");
+    assert!(out.contains("models/{model}:generateContent"), "{out}");
+    let (ok, out, err) = run(switchyard(home.path()).args([
+        "backends",
+        "show",
+        "up/echo",
+        "backends.up.from=mock",
+        "backends.up.apis=[chat]",
+    ]));
+    assert!(ok, "{err}");
+    let line = |field: &str| {
+        out.lines()
+            .find(|l| l.starts_with(field))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(line("base_url").ends_with("from mock (builtin)"), "{out}");
+    assert!(line("auth ").ends_with("from mock (default)"), "{out}");
+    assert!(line("apis").ends_with("override"), "{out}");
+}

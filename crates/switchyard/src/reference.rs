@@ -87,6 +87,13 @@ impl Registry {
     pub fn require_reference(&self, text: &str) -> Result<Reference, ReferenceError> {
         match self.parse_reference(text)? {
             Parsed::Reference(r) => Ok(r),
+            // A backend's name alone: the model is what is missing, not the backend.
+            Parsed::NotAReference(_) if !text.contains('/') && self.backend(text).is_some() => {
+                Err(ReferenceError::EmptyModel {
+                    text: text.to_string(),
+                    backend: text.to_string(),
+                })
+            }
             Parsed::NotAReference(_) => {
                 let name = text.split('/').next().unwrap_or(text).to_string();
                 Err(ReferenceError::UnknownBackend {

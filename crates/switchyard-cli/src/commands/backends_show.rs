@@ -8,10 +8,20 @@ use switchyard::Reference;
 use super::{table, to_json};
 use crate::cli::ShowArgs;
 
+/// The model of a backend shown without one (`backends show mock`).
+const MODEL_LEFT_OPEN: &str = "{model}";
+
 /// The URL and auth of one dialect: filled from the environment when its placeholders are
 /// set, else the template and what it needs.
 fn endpoint_text(b: &Backend, d: Dialect, model: &str) -> String {
     let env = CliEnv;
+    if model == MODEL_LEFT_OPEN {
+        // The placeholder goes into a URL path, which escapes its braces.
+        return b
+            .endpoint_template(d, model, false)
+            .unwrap_or_else(|e| e.to_string())
+            .replace("%7Bmodel%7D", MODEL_LEFT_OPEN);
+    }
     match b.endpoint(d, model, false, &env) {
         Ok(u) => u.to_string(),
         Err(_) => b
@@ -130,7 +140,7 @@ fn text(config: &Config, r: &Reference, b: &Backend) -> String {
     let mut out = table::render(&rows);
     if let Some(date) = config.registry.prices_date() {
         if b.price(&r.model)
-            .is_some_and(|p| p.layer == switchyard::Layer::Builtin)
+            .is_some_and(|p| p.layer.origin() == &switchyard::Layer::Builtin)
         {
             out.push_str(&format!("(built-in prices taken {date})\n"));
         }
@@ -181,9 +191,23 @@ fn json_of(r: &Reference, b: &Backend) -> Value {
 
 pub fn run(config: &Config, args: &ShowArgs) -> Result<(), String> {
     let registry = &config.registry;
-    let reference = registry
-        .require_reference(&args.reference)
-        .map_err(|e| format!("error: {e}"))?;
+    let reference = match registry.require_reference(&args.reference) {
+        Ok(r) => r,
+        // A backend's name alone: show the backend, its URLs with the model left open.
+        Err(switchyard::ReferenceError::EmptyModel { backend, .. })
+            if registry.backend(&backend).is_some() =>
+        {
+            eprintln!(
+                "note: `{backend}` is a backend; a reference is `{backend}/<model id>`. The backend itself:"
+            );
+            Reference {
+                backend,
+                model: MODEL_LEFT_OPEN.into(),
+                requested_model: MODEL_LEFT_OPEN.into(),
+            }
+        }
+        Err(e) => return Err(format!("error: {e}")),
+    };
     let backend = registry
         .backend(&reference.backend)
         .ok_or_else(|| format!("error: no backend `{}`", reference.backend))?;

@@ -50,29 +50,59 @@ fn merge<T: Clone>(
     }
 }
 
+/// A value copied by `from:` from the backend `from`.
+fn copied<T: Clone>(r: &Resolved<T>, from: &str) -> Resolved<T> {
+    Resolved::new(
+        r.value.clone(),
+        Layer::Copied {
+            from: from.to_string(),
+            layer: Box::new(r.layer.clone()),
+        },
+    )
+}
+
+fn copied_map<T: Clone>(
+    map: &BTreeMap<String, Resolved<T>>,
+    from: &str,
+) -> BTreeMap<String, Resolved<T>> {
+    map.iter()
+        .map(|(k, v)| (k.clone(), copied(v, from)))
+        .collect()
+}
+
 impl Draft {
-    /// Starts a copy of `source` (a `from`).
+    /// Starts a copy of `source` (a `from`): every field as the source has it, each
+    /// marked as copied from it (`backends show` says `from <source> (<layer>)`).
     fn copy_of(source: &Backend) -> Self {
+        let name = &source.name;
+        let one = |r: &Resolved<_>| copied(r, name);
         Draft {
-            kind: Some(source.kind.clone()),
-            base_url: source.base_url.clone(),
-            api_key_env: Some(source.api_key_env.clone()),
-            key_required: Some(source.key_required.clone()),
-            apis: Some(source.apis.clone()),
-            messages_url: source.messages_url.clone(),
-            gemini_url: source.gemini_url.clone(),
-            auth: Some(source.auth.clone()),
-            prices: source.prices.clone(),
-            extra_body: source.extra_body.clone(),
-            context_window: source.context_window.clone(),
-            max_output_tokens: source.max_output_tokens.clone(),
-            developer_role: Some(source.developer_role.clone()),
-            max_tokens_field: Some(source.max_tokens_field.clone()),
-            models: source.models.clone(),
+            kind: Some(copied(&source.kind, name)),
+            base_url: source.base_url.as_ref().map(|r| copied(r, name)),
+            api_key_env: Some(copied(&source.api_key_env, name)),
+            key_required: Some(copied(&source.key_required, name)),
+            apis: Some(copied(&source.apis, name)),
+            messages_url: source.messages_url.as_ref().map(|r| copied(r, name)),
+            gemini_url: source.gemini_url.as_ref().map(|r| copied(r, name)),
+            auth: Some(copied(&source.auth, name)),
+            prices: copied_map(&source.prices, name),
+            extra_body: copied_map(&source.extra_body, name),
+            context_window: source.context_window.as_ref().map(one),
+            max_output_tokens: source.max_output_tokens.as_ref().map(one),
+            developer_role: Some(copied(&source.developer_role, name)),
+            max_tokens_field: Some(copied(&source.max_tokens_field, name)),
+            models: copied_map(&source.models, name),
             from: None,
-            command: source.command.clone(),
-            log: source.log.clone(),
-            layers: source.layers.clone(),
+            command: source.command.as_ref().map(|r| copied(r, name)),
+            log: source.log.as_ref().map(|r| copied(r, name)),
+            layers: source
+                .layers
+                .iter()
+                .map(|l| Layer::Copied {
+                    from: name.clone(),
+                    layer: Box::new(l.clone()),
+                })
+                .collect(),
         }
     }
 

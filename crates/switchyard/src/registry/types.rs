@@ -132,6 +132,23 @@ pub enum Layer {
     Env(String),
     /// A command-line override `backends.<name>.<field>=<value>`.
     Override,
+    /// Copied by `from: <backend>` from that backend, where it came from `layer`.
+    Copied {
+        /// The backend copied.
+        from: String,
+        /// Where the value came from there.
+        layer: Box<Layer>,
+    },
+}
+
+impl Layer {
+    /// The layer a copied value first came from (itself for any other).
+    pub fn origin(&self) -> &Layer {
+        match self {
+            Layer::Copied { layer, .. } => layer.origin(),
+            other => other,
+        }
+    }
 }
 
 impl fmt::Display for Layer {
@@ -143,6 +160,7 @@ impl fmt::Display for Layer {
             Layer::RunConfig(p) => write!(f, "run config {}", p.display()),
             Layer::Env(name) => write!(f, "env {name}"),
             Layer::Override => f.write_str("override"),
+            Layer::Copied { from, layer } => write!(f, "from {from} ({layer})"),
         }
     }
 }

@@ -194,3 +194,56 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// A gateway's records: `log show` names the client key and dialect; `log stats` puts a
+/// call that never reached a backend (a refusal, as stores written before refusals were
+/// traced hold them) under the model it asked for, not under `/`.
+#[test]
+fn log_reads_a_gateways_records_with_their_client_and_its_old_refusals() {
+    let mock =
+        MockServer::start_in_thread("127.0.0.1:0".parse().unwrap(), MockConfig::default()).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let run_dir = home.path().join("gw");
+    let dir = run_dir.to_str().unwrap();
+    let base = format!("backends.mock.base_url={}", mock.base_url());
+    let (ok, _, err) = run(switchyard(home.path()).args([
+        "ask",
+        "mock/echo",
+        "hi",
+        "--no-stream",
+        "--log",
+        dir,
+        &base,
+    ]));
+    assert!(ok, "{err}");
+    let segment = run_dir.join("llm_log/segment-000001.jsonl");
+    let first: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&segment).unwrap().trim()).unwrap();
+    let mut through_gateway = first.clone();
+    through_gateway["number"] = 2.into();
+    through_gateway["client_key"] = "alice".into();
+    through_gateway["client_dialect"] = "messages".into();
+    let mut refused = first.clone();
+    refused["number"] = 3.into();
+    refused["backend"] = "".into();
+    refused["model"] = "".into();
+    refused["reference"] = "mock/nope".into();
+    refused["error"] = serde_json::json!({
+        "kind": "gateway:NotFound", "message": "no such model", "provider": null, "fields": {}
+    });
+    let mut text = std::fs::read_to_string(&segment).unwrap();
+    for r in [through_gateway, refused] {
+        text.push_str(&format!("{r}\n"));
+    }
+    std::fs::write(&segment, text).unwrap();
+    let (ok, out, err) = run(switchyard(home.path()).args(["log", "show", dir, "2"]));
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("client     key alice · dialect messages"),
+        "{out}"
+    );
+    let (ok, out, err) = run(switchyard(home.path()).args(["log", "stats", dir]));
+    assert!(ok, "{err}");
+    assert!(out.contains("(refused) mock/nope"), "{out}");
+    assert!(!out.lines().any(|l| l.starts_with("/ ")), "{out}");
+}

@@ -108,6 +108,22 @@ fn header(first: &str) -> Vec<String> {
     .collect()
 }
 
+/// The model a call is grouped under: `<backend>/<model>`, or for a call that never
+/// reached a backend (a gateway's refusal in a store written before refusals were traced
+/// instead of recorded) the model the client asked for, marked.
+fn model_of(r: &record::CallRecord) -> String {
+    if r.backend.is_empty() {
+        let asked = if r.reference.is_empty() {
+            "?"
+        } else {
+            &r.reference
+        };
+        format!("(refused) {asked}")
+    } else {
+        format!("{}/{}", r.backend, r.model)
+    }
+}
+
 /// Runs `log stats`.
 pub fn stats(args: &LogStatsArgs) -> Result<(), String> {
     let records = records(&args.run_dir)?;
@@ -126,10 +142,7 @@ pub fn stats(args: &LogStatsArgs) -> Result<(), String> {
             name => name.to_string(),
         };
         by_role.entry(role).or_default().add(r);
-        by_model
-            .entry(format!("{}/{}", r.backend, r.model))
-            .or_default()
-            .add(r);
+        by_model.entry(model_of(r)).or_default().add(r);
     }
     if args.json {
         let mut json = serde_json::json!({
@@ -202,6 +215,20 @@ pub fn show(args: &LogShowArgs) -> Result<(), String> {
         r.role.clone().unwrap_or_else(|| "(none)".into()),
     );
     line(&mut out, "reference", r.reference.clone());
+    if r.client_key.is_some() || r.client_dialect.is_some() {
+        // A call through the gateway: who sent it, in which dialect.
+        line(
+            &mut out,
+            "client",
+            format!(
+                "key {} · dialect {}",
+                r.client_key
+                    .as_deref()
+                    .unwrap_or("(none: the gateway has no keys)"),
+                r.client_dialect.map(|d| d.as_str()).unwrap_or("unknown")
+            ),
+        );
+    }
     line(
         &mut out,
         "backend",

@@ -118,6 +118,9 @@ fn text(config: &Config, r: &Reference, b: &Backend) -> String {
         &b.max_output_tokens,
         "unknown",
     ));
+    if let Some(o) = &b.model_options {
+        rows.push(row("model_options", o));
+    }
     rows.push(row("developer_role", &b.developer_role));
     rows.push(row("max_tokens_field", &b.max_tokens_field));
     for (k, v) in &b.extra_body {
@@ -180,6 +183,7 @@ fn json_of(r: &Reference, b: &Backend) -> Value {
         "price": b.price(&r.model).map(resolved_json).unwrap_or_else(|| json!("unknown")),
         "context_window": b.context_window.as_ref().map(resolved_json).unwrap_or_else(|| json!("unknown")),
         "max_output_tokens": b.max_output_tokens.as_ref().map(resolved_json).unwrap_or_else(|| json!("unknown")),
+        "model_options": b.model_options.as_ref().map(resolved_json),
         "developer_role": resolved_json(&b.developer_role),
         "max_tokens_field": resolved_json(&b.max_tokens_field),
         "extra_body": serde_json::to_value(&b.extra_body).unwrap_or(Value::Null),

@@ -41,6 +41,10 @@ pub struct Backend {
     /// The most tokens one reply may hold, when known (what a budget reserves for a
     /// call that states no output limit).
     pub max_output_tokens: Option<Resolved<u64>>,
+    /// The character after which a model id carries options (the mock's `+`:
+    /// `mock-large+cache` is the model `mock-large` with an option): aliases and prices
+    /// apply to the part before it.
+    pub model_options: Option<Resolved<String>>,
     /// What to do with the `developer` role.
     pub developer_role: Resolved<DeveloperRole>,
     /// The field a chat request's output limit goes in.
@@ -297,17 +301,38 @@ impl Backend {
         }
     }
 
-    /// The model id an alias names on this backend, or `model` itself.
-    pub fn expand_alias<'a>(&'a self, model: &'a str) -> &'a str {
-        self.models
-            .get(model)
-            .map(|r| r.value.as_str())
-            .unwrap_or(model)
+    /// The model id an alias names on this backend, or `model` itself. With
+    /// `model_options`, an alias before the options is expanded too (`large+cache` →
+    /// `mock-large+cache`).
+    pub fn expand_alias(&self, model: &str) -> String {
+        if let Some(r) = self.models.get(model) {
+            return r.value.clone();
+        }
+        match self.split_options(model) {
+            Some((base, options)) => match self.models.get(base) {
+                Some(r) => format!("{}{options}", r.value),
+                None => model.to_string(),
+            },
+            None => model.to_string(),
+        }
     }
 
-    /// The price of `model` (after aliases), if known.
+    /// The price of `model` (after aliases), if known: its own, else — with
+    /// `model_options` — that of the model before its options.
     pub fn price(&self, model: &str) -> Option<&Resolved<Price>> {
-        self.prices.get(self.expand_alias(model))
+        let model = self.expand_alias(model);
+        self.prices.get(&model).or_else(|| {
+            self.split_options(&model)
+                .and_then(|(base, _)| self.prices.get(base))
+        })
+    }
+
+    /// `model` cut before its options (`("mock-large", "+cache")`), when the backend has
+    /// `model_options` and the model carries some.
+    fn split_options<'a>(&self, model: &'a str) -> Option<(&'a str, &'a str)> {
+        let sep = self.model_options.as_ref()?.value.as_str();
+        let at = model.find(sep)?;
+        Some((&model[..at], &model[at..]))
     }
 }
 

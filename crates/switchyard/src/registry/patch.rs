@@ -26,6 +26,7 @@ pub const FIELDS: &[&str] = &[
     "extra_body",
     "context_window",
     "max_output_tokens",
+    "model_options",
     "developer_role",
     "max_tokens_field",
     "models",
@@ -54,6 +55,7 @@ pub struct BackendPatch {
     pub extra_body: BTreeMap<String, serde_json::Value>,
     pub context_window: Option<u64>,
     pub max_output_tokens: Option<u64>,
+    pub model_options: Option<String>,
     pub developer_role: Option<DeveloperRole>,
     pub max_tokens_field: Option<MaxTokensField>,
     pub models: BTreeMap<String, String>,
@@ -80,6 +82,7 @@ impl BackendPatch {
             extra_body: BTreeMap::new(),
             context_window: None,
             max_output_tokens: None,
+            model_options: None,
             developer_role: None,
             max_tokens_field: None,
             models: BTreeMap::new(),
@@ -520,6 +523,17 @@ pub(crate) fn parse_field(
             patch.max_output_tokens = token_count(src, &path, field, v, errors)
         }
         "command" => patch.command = command_field(src, &path, v, errors),
+        "model_options" => match v {
+            Value::String(s) if s.chars().count() == 1 && s != "/" => {
+                patch.model_options = Some(s.clone())
+            }
+            other => errors.push(wrong(
+                src,
+                &path,
+                "one character after which a model id carries options (the mock's `+`), not `/`",
+                other,
+            )),
+        },
         "log" => match v {
             Value::String(s) if !s.trim().is_empty() => patch.log = Some(s.clone()),
             other => errors.push(wrong(

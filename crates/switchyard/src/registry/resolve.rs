@@ -25,6 +25,7 @@ struct Draft {
     extra_body: BTreeMap<String, Resolved<serde_json::Value>>,
     context_window: Option<Resolved<u64>>,
     max_output_tokens: Option<Resolved<u64>>,
+    model_options: Option<Resolved<String>>,
     developer_role: Option<Resolved<DeveloperRole>>,
     max_tokens_field: Option<Resolved<MaxTokensField>>,
     models: BTreeMap<String, Resolved<String>>,
@@ -89,6 +90,7 @@ impl Draft {
             extra_body: copied_map(&source.extra_body, name),
             context_window: source.context_window.as_ref().map(one),
             max_output_tokens: source.max_output_tokens.as_ref().map(one),
+            model_options: source.model_options.as_ref().map(|r| copied(r, name)),
             developer_role: Some(copied(&source.developer_role, name)),
             max_tokens_field: Some(copied(&source.max_tokens_field, name)),
             models: copied_map(&source.models, name),
@@ -131,6 +133,7 @@ impl Draft {
         set(&mut self.auth, &p.auth, layer);
         set(&mut self.context_window, &p.context_window, layer);
         set(&mut self.max_output_tokens, &p.max_output_tokens, layer);
+        set(&mut self.model_options, &p.model_options, layer);
         set(&mut self.developer_role, &p.developer_role, layer);
         set(&mut self.max_tokens_field, &p.max_tokens_field, layer);
         set(&mut self.command, &p.command, layer);
@@ -179,6 +182,7 @@ impl Draft {
             extra_body: self.extra_body,
             context_window: self.context_window,
             max_output_tokens: self.max_output_tokens,
+            model_options: self.model_options,
             developer_role: self
                 .developer_role
                 .unwrap_or_else(|| Resolved::default_value(DeveloperRole::Keep)),

@@ -765,3 +765,23 @@ fn missing_user_file_is_fine_and_path_rules() {
     let env = MapEnv::new([("SWITCHYARD_BACKENDS", "/f.yaml"), ("HOME", "/h")]);
     assert_eq!(user_file_path(&env), Some(PathBuf::from("/f.yaml")));
 }
+
+#[test]
+fn the_mocks_priced_models_keep_their_price_with_options() {
+    let r = Registry::builtin().unwrap();
+    let mock = r.backend("mock").unwrap();
+    let large = mock.price("mock-large").unwrap().value;
+    assert_eq!(mock.price("mock-large+cache").map(|p| p.value), Some(large));
+    assert_eq!(mock.price("large+cache+slow").map(|p| p.value), Some(large));
+    assert_eq!(mock.expand_alias("large+cache"), "mock-large+cache");
+    assert_eq!(
+        mock.price("echo+cache"),
+        None,
+        "an unpriced model stays unpriced"
+    );
+    // Other backends have no options: a `+` is part of the model id.
+    let openai = r.backend("openai").unwrap();
+    assert_eq!(openai.price("gpt-5+x"), None);
+    let reference = r.require_reference("mock/large+cache").unwrap();
+    assert_eq!(reference.model, "mock-large+cache");
+}

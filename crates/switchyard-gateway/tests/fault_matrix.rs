@@ -21,7 +21,7 @@ use switchyard::env::MapEnv;
 use switchyard::record::{read_records, CallRecord};
 use switchyard::{ErrorKind, RecordingSleeper};
 use switchyard_gateway::{start, GatewayConfig};
-use switchyard_mock::MockServer;
+use switchyard_mock::{MockConfig, MockServer};
 use switchyard_wire::{codec, ByteStreamDecoder, Dialect, Event, Request};
 
 /// How a case must end.
@@ -468,7 +468,12 @@ fn cases(faults: &[Fault], first: usize) -> Vec<Case> {
 /// Runs `cases` through one gateway (recording into its own store) with `timeouts`,
 /// and checks every one.
 async fn run_matrix(cases: Vec<Case>, timeouts: Timeouts) -> Vec<String> {
-    let mock = MockServer::start().await;
+    // Every case's requests are counted after the run: keep them all, not the last 1,000.
+    let mock = MockServer::start_with(MockConfig {
+        keep_requests: usize::MAX,
+        ..MockConfig::default()
+    })
+    .await;
     let dir = tempfile::tempdir().unwrap();
     let config = GatewayConfig {
         store: Some(dir.path().to_path_buf()),

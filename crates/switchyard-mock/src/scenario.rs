@@ -40,6 +40,9 @@ pub struct MockConfig {
     pub scenarios: BTreeMap<String, Scenario>,
     /// Unix seconds stamped as `created` on replies.
     pub created: u64,
+    /// How many of the latest requests [`crate::MockServer::requests`] keeps (the
+    /// count of all of them is [`crate::MockServer::received`]).
+    pub keep_requests: usize,
 }
 
 impl Default for MockConfig {
@@ -47,6 +50,7 @@ impl Default for MockConfig {
         MockConfig {
             scenarios: BTreeMap::new(),
             created: DEFAULT_CREATED,
+            keep_requests: crate::recorder::DEFAULT_KEEP_REQUESTS,
         }
     }
 }
@@ -230,6 +234,7 @@ impl MockConfig {
         Ok(MockConfig {
             scenarios,
             created: file.created.unwrap_or(DEFAULT_CREATED),
+            ..MockConfig::default()
         })
     }
 }

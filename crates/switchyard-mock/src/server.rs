@@ -116,9 +116,15 @@ impl MockServer {
         format!("{}/v1", self.url())
     }
 
-    /// Every request received so far, in arrival order.
+    /// The requests received so far, in arrival order: the latest
+    /// [`MockConfig::keep_requests`] of them (1,000 unless configured).
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.recorder.all()
+    }
+
+    /// How many requests were received so far, including those no longer kept.
+    pub fn received(&self) -> u64 {
+        self.shared.recorder.received()
     }
 
     /// Forgets recorded requests and resets every attempt counter (`-then-ok` faults and

@@ -10,6 +10,9 @@ use std::sync::Mutex;
 use switchyard_wire::{Request, Role};
 use tokio::sync::watch;
 
+/// The most attempt counters kept (one per model name and conversation seen).
+pub const MAX_COUNTERS: usize = 100_000;
+
 /// Shared server state.
 #[derive(Debug)]
 pub struct Shared {
@@ -29,8 +32,8 @@ impl Shared {
     /// New state.
     pub fn new(config: MockConfig, shutdown: watch::Receiver<bool>) -> Self {
         Shared {
+            recorder: Recorder::keeping(config.keep_requests),
             config,
-            recorder: Recorder::default(),
             counters: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             shutdown,
@@ -38,8 +41,16 @@ impl Shared {
     }
 
     /// Counts one attempt for `(name, digest)` and returns how many came before it.
+    /// At most [`MAX_COUNTERS`] are kept: a new one past that forgets an arbitrary old one
+    /// (a `-then-ok` conversation that old starts over; a mock flooded with distinct
+    /// prompts stays bounded).
     pub fn bump(&self, name: &str, digest: u64) -> u64 {
         let mut counters = self.counters.lock().unwrap_or_else(|p| p.into_inner());
+        if counters.len() >= MAX_COUNTERS && !counters.contains_key(&(name.to_string(), digest)) {
+            if let Some(old) = counters.keys().next().cloned() {
+                counters.remove(&old);
+            }
+        }
         let n = counters.entry((name.to_string(), digest)).or_insert(0);
         *n += 1;
         *n - 1

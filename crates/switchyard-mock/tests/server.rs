@@ -4,7 +4,7 @@ mod common;
 
 use common::*;
 use serde_json::json;
-use switchyard_mock::MockServer;
+use switchyard_mock::{MockConfig, MockServer};
 use switchyard_wire::Dialect;
 
 #[tokio::test]
@@ -46,6 +46,35 @@ async fn records_method_path_query_headers_and_body() {
     assert_eq!(requests[1].path, "/v1/chat/completions");
     mock.clear();
     assert!(mock.requests().is_empty());
+}
+
+/// Before, the mock kept every request forever (+27 KB per 10 KB request): a `serve` left
+/// running grew without end. It keeps the latest ones and counts them all.
+#[tokio::test]
+async fn the_mock_keeps_a_bounded_ring_of_requests_and_counts_them_all() {
+    let mock = MockServer::start_with(MockConfig {
+        keep_requests: 5,
+        ..MockConfig::default()
+    })
+    .await;
+    let padding = "x".repeat(10_000);
+    for n in 0..40 {
+        let body = json!({"model": "echo", "messages": [{"role": "user", "content": format!("{n} {padding}")}]});
+        let status = client()
+            .post(endpoint(&mock, Dialect::Chat, "echo", false))
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+            .status();
+        assert_eq!(status, 200);
+    }
+    let kept = mock.requests();
+    assert_eq!(kept.len(), 5);
+    assert!(kept[0].body_text().contains("\"35 x"), "oldest kept is the 36th");
+    assert!(kept[4].body_text().contains("\"39 x"), "newest kept is the last");
+    assert_eq!(mock.received(), 40);
+    assert_eq!(MockConfig::default().keep_requests, 1_000);
 }
 
 #[tokio::test]

@@ -22,7 +22,12 @@ pub async fn start(config: &Config) -> Result<Option<(MockServer, String)>, Stri
     if !is_builtin(config) {
         return Ok(None);
     }
-    let mock = MockServer::start_on_with(([127, 0, 0, 1], 0).into(), MockConfig::default())
+    // Nothing reads the requests back: keep none, so a long `serve` stays bounded.
+    let quiet = MockConfig {
+        keep_requests: 0,
+        ..MockConfig::default()
+    };
+    let mock = MockServer::start_on_with(([127, 0, 0, 1], 0).into(), quiet)
         .await
         .map_err(|e| format!("error: cannot start the built-in mock provider: {e}"))?;
     let point = format!("backends.mock.base_url={}", mock.base_url());

@@ -17,6 +17,12 @@ pub fn run(args: &MockArgs) -> Result<(), String> {
         }
         None => MockConfig::default(),
     };
+    // Nothing in this process reads the requests back: keep none, so a mock left running
+    // for days stays the size it started.
+    let config = MockConfig {
+        keep_requests: 0,
+        ..config
+    };
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, args.port));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -241,18 +241,33 @@ pub struct LogExportArgs {
 /// Arguments of `ask`.
 #[derive(Debug, Args)]
 pub struct AskArgs {
-    /// The model, `<backend>/<model id>` (e.g. `mock/echo`, `openai/gpt-5.4`).
-    pub reference: String,
+    /// `[REFERENCE] PROMPT [OVERRIDE]...`. REFERENCE is the model, `<backend>/<model id>`
+    /// (e.g. `mock/echo`, `openai/gpt-5.4`); leave it out when the override `model=…`,
+    /// SWITCHYARD_MODEL or the run config's `model:` names one. PROMPT is the user message.
+    /// Overrides, `<section>.<field>=<value>` read as YAML, come last (`backends.vllm.apis=[chat]`,
+    /// `model=mock/echo`); they win over every file and over <NAME>_BASE_URL.
+    #[arg(value_name = "ARGS", required = true, num_args = 1..)]
+    pub words: Vec<String>,
 
-    /// The prompt (the user message).
+    /// The model, when given (filled from `words`).
+    #[arg(skip)]
+    pub reference: Option<String>,
+
+    /// The prompt (filled from `words`).
+    #[arg(skip)]
     pub prompt: String,
+
+    /// Record the call under this role (a name for the caller in records, budgets and
+    /// replay); a replay answers for the recorded role of this name.
+    #[arg(long, value_name = "NAME")]
+    pub role: Option<String>,
 
     /// A system prompt.
     #[arg(long, value_name = "TEXT")]
     pub system: Option<String>,
 
-    /// The most output tokens.
-    #[arg(long, value_name = "N")]
+    /// The most output tokens (1 or more; leave it out for the backend's default).
+    #[arg(long, value_name = "N", value_parser = output_limit)]
     pub max_tokens: Option<u64>,
 
     /// Stream the reply as it is written (the default when the output is a terminal).
@@ -281,13 +296,68 @@ pub struct AskArgs {
     #[arg(long, value_name = "RUN_DIR")]
     pub replay: Option<PathBuf>,
 
-    /// Fail at the first error instead of waiting out rate limits (30 s, 60 s, 120 s) and
-    /// asking again after a malformed reply (5 s, 30 s).
+    /// Fail at the first error instead of waiting out rate limits (30 s, 60 s, 120 s, or
+    /// the run config's `retry:`) and asking again after a malformed reply (5 s, 30 s).
     #[arg(long)]
     pub no_retry: bool,
 
-    #[arg(value_name = "OVERRIDE", help = OVERRIDES_HELP)]
+    /// The overrides (filled from `words`).
+    #[arg(skip)]
     pub overrides: Vec<String>,
+}
+
+impl AskArgs {
+    /// Splits the positional words into the reference (when given), the prompt and the
+    /// overrides: the overrides are the trailing words that look like one
+    /// (`backends.x.y=…`, `model=…`); before them come one word (the prompt) or two (the
+    /// reference, then the prompt).
+    pub fn split_words(&mut self) -> Result<(), String> {
+        let first_override = self
+            .words
+            .iter()
+            .position(|w| switchyard::registry::looks_like_override(w))
+            .unwrap_or(self.words.len());
+        let (plain, overrides) = self.words.split_at(first_override);
+        if let Some(stray) = overrides
+            .iter()
+            .find(|w| !switchyard::registry::looks_like_override(w))
+        {
+            return Err(format!(
+                "error: `{}` comes after an override; give the reference and the prompt first, then overrides (`switchyard ask [REFERENCE] PROMPT [OVERRIDE]...`)",
+                switchyard::registry::redacted(stray)
+            ));
+        }
+        let (reference, prompt) = match plain {
+            [prompt] => (None, prompt.clone()),
+            [reference, prompt] => (Some(reference.clone()), prompt.clone()),
+            [] => {
+                return Err(
+                    "error: no prompt: `switchyard ask [REFERENCE] PROMPT [OVERRIDE]...` (e.g. `switchyard ask mock/echo \"hello\"`)"
+                        .to_string(),
+                )
+            }
+            more => {
+                return Err(format!(
+                    "error: `ask` takes a reference and one prompt, got {} words before the overrides; quote the prompt (`switchyard ask mock/echo \"{}\"`)",
+                    more.len(),
+                    more[1..].join(" ")
+                ))
+            }
+        };
+        self.reference = reference;
+        self.prompt = prompt;
+        self.overrides = overrides.to_vec();
+        Ok(())
+    }
+}
+
+/// `--max-tokens`: a whole number of 1 or more.
+fn output_limit(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(0) => Err("0 leaves no room for a reply: give 1 or more, or leave --max-tokens out for the backend's default".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("`{text}` is not a whole number: give the most output tokens, 1 or more")),
+    }
 }
 
 /// `switchyard backends ...`

@@ -71,8 +71,14 @@ async fn the_mock_keeps_a_bounded_ring_of_requests_and_counts_them_all() {
     }
     let kept = mock.requests();
     assert_eq!(kept.len(), 5);
-    assert!(kept[0].body_text().contains("\"35 x"), "oldest kept is the 36th");
-    assert!(kept[4].body_text().contains("\"39 x"), "newest kept is the last");
+    assert!(
+        kept[0].body_text().contains("\"35 x"),
+        "oldest kept is the 36th"
+    );
+    assert!(
+        kept[4].body_text().contains("\"39 x"),
+        "newest kept is the last"
+    );
     assert_eq!(mock.received(), 40);
     assert_eq!(MockConfig::default().keep_requests, 1_000);
 }

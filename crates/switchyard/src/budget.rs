@@ -168,6 +168,15 @@ fn count(v: &Value, field: &str) -> Result<u64> {
     })
 }
 
+/// `1 call`, `2 calls`.
+fn plural(n: u64, unit: &str) -> String {
+    if n == 1 {
+        format!("1 {unit}")
+    } else {
+        format!("{n} {unit}s")
+    }
+}
+
 fn bad(message: String) -> Error {
     Error::Config(format!("run config: {message}"))
 }
@@ -225,6 +234,19 @@ impl BudgetTracker {
         }
     }
 
+    /// The tracker of a run: resuming the run recorded in `resumed_dir` starts from what
+    /// its recorded calls spent, so a budget spans the run directory, not one process
+    /// (two `ask --resume` on a run with `max_calls: 1` make one call, not two).
+    pub fn for_run(budget: Budget, resumed_dir: Option<&std::path::Path>) -> Result<Self> {
+        match resumed_dir {
+            None => Ok(BudgetTracker::new(budget)),
+            Some(dir) => {
+                let spent = crate::record::run_spend(dir, &budget.exclude_roles)?;
+                Ok(BudgetTracker::resumed(budget, spent))
+            }
+        }
+    }
+
     /// The limits.
     pub fn budget(&self) -> &Budget {
         &self.budget
@@ -271,8 +293,8 @@ impl BudgetTracker {
             if spend.calls >= max {
                 return Err(Error::BudgetExceeded {
                     limit: "max_calls".into(),
-                    max: format!("{max} calls"),
-                    spent: format!("{} calls", spend.calls),
+                    max: plural(max, "call"),
+                    spent: plural(spend.calls, "call"),
                     in_flight: spend.in_flight,
                 });
             }
@@ -430,7 +452,7 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::BudgetExceeded);
         assert_eq!(
             e.to_string(),
-            "budget exceeded: max_calls is 2 calls and 2 calls is spent (2 calls in flight); the call was not made"
+            "budget exceeded: max_calls is 2 calls, and spent so far: 2 calls (2 calls in flight); the call was not made"
         );
         a.settle(Some(&usage(1, 1)), None);
         drop(b);
@@ -453,7 +475,10 @@ mod tests {
             .unwrap()
             .settle(Some(&usage(10, 10)), Some(0.006));
         let e = t.reserve("a").unwrap_err().to_string();
-        assert!(e.contains("max_usd is $0.01 and $0.012 is spent"), "{e}");
+        assert!(
+            e.contains("max_usd is $0.01, and spent so far: $0.012"),
+            "{e}"
+        );
         // Excluded roles go through and are not counted.
         t.reserve("judge")
             .unwrap()
@@ -466,7 +491,7 @@ mod tests {
         t.reserve("a").unwrap().settle(Some(&usage(90, 20)), None);
         let e = t.reserve("a").unwrap_err().to_string();
         assert!(
-            e.contains("max_tokens is 100 tokens and 110 tokens is spent"),
+            e.contains("max_tokens is 100 tokens, and spent so far: 110 tokens"),
             "{e}"
         );
     }

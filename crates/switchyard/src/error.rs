@@ -252,7 +252,7 @@ pub enum Error {
     #[error("{0}")]
     Unsupported(String),
     /// The run's budget is spent: the call was not made.
-    #[error("budget exceeded: {limit} is {max} and {spent} is spent{}; the call was not made", in_flight_hint(*.in_flight))]
+    #[error("budget exceeded: {limit} is {max}, and spent so far: {spent}{}; the call was not made", in_flight_hint(*.in_flight))]
     BudgetExceeded {
         /// The limit reached (`max_usd`, `max_calls`, `max_tokens`).
         limit: String,

@@ -435,7 +435,8 @@ impl Llm {
     ) -> Result<Llm> {
         let backend = crate::backend::replay::ReplayBackend::new(log.clone(), role)?;
         let recorded = log
-            .role(role.unwrap_or(""))
+            .answering_role(role.unwrap_or(""))
+            .and_then(|r| log.role(r))
             .cloned()
             .ok_or_else(|| Error::Config("the replayed role vanished".into()))?;
         // One replayed call is one recorded call, its retries included: it is never

@@ -391,7 +391,7 @@ async fn a_budget_stops_concurrent_calls_at_its_limit() {
     assert!(
         refused
             .to_string()
-            .starts_with("budget exceeded: max_calls is 10 calls and 10 calls is spent"),
+            .starts_with("budget exceeded: max_calls is 10 calls, and spent so far: 10 calls"),
         "{refused}"
     );
     assert_eq!(mock.requests().len(), 10, "refused calls were not sent");

@@ -115,6 +115,50 @@ async fn the_budget_is_shared_by_every_role() {
     assert_eq!(mock.requests().len(), 2, "the refused call was never sent");
 }
 
+/// A budget spans the run directory, not one process: a resumed run starts from what the
+/// calls already recorded there spent, the calls of excluded roles left out.
+#[tokio::test]
+async fn a_resumed_run_starts_its_budget_from_what_its_directory_spent() {
+    let mock = MockServer::start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("run");
+    let config = write_config(
+        tmp.path(),
+        &format!(
+            "llm:\n  a: mock/echo\n  free: mock/echo\nbudget: {{max_calls: 2, exclude_roles: [free]}}\nlog: {}\n",
+            log.display()
+        ),
+    );
+    let env = MapEnv::new([("MOCK_BASE_URL", mock.base_url())]);
+    let first = open(&config, &[], &env).unwrap();
+    first
+        .llm("a")
+        .unwrap()
+        .complete(Request::user("one"))
+        .await
+        .unwrap();
+    first
+        .llm("free")
+        .unwrap()
+        .complete(Request::user("x"))
+        .await
+        .unwrap();
+    first.recorder().unwrap().close().unwrap();
+    drop(first);
+    let resumed = Run::builder(&config)
+        .env(&env)
+        .user_file(false)
+        .resume(true)
+        .open()
+        .unwrap();
+    let a = resumed.llm("a").unwrap();
+    a.complete(Request::user("two")).await.unwrap();
+    let err = a.complete(Request::user("three")).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::BudgetExceeded, "{err}");
+    assert!(err.to_string().contains("spent so far: 2 calls"), "{err}");
+    resumed.recorder().unwrap().close().unwrap();
+}
+
 #[test]
 fn a_dollar_budget_over_an_unpriced_role_is_refused_at_start() {
     let tmp = tempfile::tempdir().unwrap();

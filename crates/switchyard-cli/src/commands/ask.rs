@@ -5,7 +5,9 @@ use std::time::Instant;
 
 use super::CliEnv;
 use futures::StreamExt;
+use switchyard::env::EnvSource;
 use switchyard::registry::Config;
+use switchyard::run::{choose, Candidates, MODEL_VAR};
 use switchyard::wire::{Event, Request};
 use switchyard::{FinishReason, Llm, Reply, RetryPolicy};
 
@@ -22,11 +24,22 @@ pub fn run(config: &Config, args: &AskArgs) -> Result<(), String> {
         .without_time()
         .with_target(false)
         .try_init();
+    // The run config's `retry:` and `timeouts:` apply here as they do to its roles.
+    let policy = switchyard::run::call_policy(config).map_err(|e| format!("error: {e}"))?;
     let mut llm = match &args.replay {
-        Some(run_dir) => Llm::replaying(run_dir, None),
-        None => Llm::resolve(&config.registry, &args.reference, &CliEnv),
+        Some(run_dir) => Llm::replaying(run_dir, args.role.as_deref()),
+        None => {
+            let reference = reference(config, args)?;
+            Llm::resolve_with(&config.registry, &reference, &CliEnv, policy.clone())
+        }
     }
     .map_err(|e| format!("error: {e}"))?;
+    if args.replay.is_some() {
+        llm = llm.with_policy(policy);
+    }
+    if let Some(role) = &args.role {
+        llm = llm.with_role(role.clone());
+    }
     if args.no_retry {
         llm = llm.with_retry(RetryPolicy::never());
     }
@@ -81,20 +94,53 @@ pub fn run(config: &Config, args: &AskArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// Prints text as it arrives (thinking to standard error) and returns the whole reply.
+/// The model to ask: the reference given, else (as a role naming none would get) the
+/// override `model=…`, `SWITCHYARD_MODEL`, the run config's `model:`.
+fn reference(config: &Config, args: &AskArgs) -> Result<String, String> {
+    if let Some(r) = &args.reference {
+        return Ok(r.clone());
+    }
+    let model_override = config
+        .overrides
+        .iter()
+        .rev()
+        .find(|o| o.path == ["model"])
+        .and_then(|o| o.value.as_str());
+    let env_var = CliEnv.var(MODEL_VAR);
+    let candidates = Candidates {
+        model_override,
+        env_var: env_var.as_deref(),
+        top_level: config.sections.get("model").and_then(|m| m.as_str()),
+        ..Candidates::default()
+    };
+    match choose(&candidates) {
+        Some((reference, _)) => Ok(reference.to_string()),
+        None => Err(format!(
+            "error: no model: give a reference first (`switchyard ask mock/echo \"{}\"`), or name one with the override `model=…`, the environment variable {MODEL_VAR} or `model:` in the run config",
+            args.prompt
+        )),
+    }
+}
+
+/// Prints text as it arrives (thinking to standard error, under a `[thinking]` label and
+/// ended by a newline) and returns the whole reply.
 async fn print_stream(llm: &Llm, request: Request) -> Result<Reply, String> {
     let mut stream = llm
         .stream(request)
         .await
         .map_err(|e| format!("error: {e}"))?;
     let mut out = std::io::stdout().lock();
+    let mut thinking = Thinking::default();
     while let Some(event) = stream.next().await {
+        if !matches!(event, Ok(Event::ThinkingDelta { .. })) {
+            thinking.end();
+        }
         match event {
             Ok(Event::TextDelta { text, .. }) => {
                 let _ = out.write_all(text.as_bytes());
                 let _ = out.flush();
             }
-            Ok(Event::ThinkingDelta { text, .. }) => eprint!("{text}"),
+            Ok(Event::ThinkingDelta { text, .. }) => thinking.write(&text),
             Ok(Event::ToolCallEnd { part }) => {
                 if let Some(switchyard::Part::ToolCall(call)) = stream.reply().content.get(part) {
                     let _ = writeln!(
@@ -117,9 +163,36 @@ async fn print_stream(llm: &Llm, request: Request) -> Result<Reply, String> {
             }
         }
     }
+    thinking.end();
     let _ = writeln!(out);
     // The stream itself ends with `ProviderReplyMalformed` when its reply is not one.
     Ok(stream.reply())
+}
+
+/// Thinking streamed to standard error: `[thinking] ` before the first piece of each
+/// run of it, a newline after it, so the text and the usage line start on lines of their
+/// own.
+#[derive(Default)]
+struct Thinking {
+    open: bool,
+}
+
+impl Thinking {
+    fn write(&mut self, text: &str) {
+        let mut err = std::io::stderr().lock();
+        if !self.open {
+            let _ = err.write_all(b"[thinking] ");
+            self.open = true;
+        }
+        let _ = err.write_all(text.as_bytes());
+        let _ = err.flush();
+    }
+
+    fn end(&mut self) {
+        if std::mem::take(&mut self.open) {
+            eprintln!();
+        }
+    }
 }
 
 fn usage_line(llm: &Llm, reply: &Reply, elapsed: std::time::Duration) -> String {

@@ -88,7 +88,8 @@ pub fn run(cli: Cli) -> Result<(), String> {
             let config = load(cli.config.clone(), args.overrides.clone())?;
             bind::run(&config, &args, cli.config)
         }
-        Command::Ask(args) => {
+        Command::Ask(mut args) => {
+            args.split_words()?;
             if let Some(path) = &cli.config {
                 check::preflight(path, &args.overrides)?;
             }

@@ -37,31 +37,36 @@ pub fn attach(
     args: &AskArgs,
 ) -> Result<(Llm, Option<Arc<Recorder>>), String> {
     let err = |e: switchyard::Error| format!("error: {e}");
+    let dir = log_dir(config, args.log.as_ref())?;
     if let Some(budget) = Budget::from_sections(&config.sections).map_err(err)? {
         budget
             .check_prices([("", llm.label(), llm.price())])
             .map_err(err)?;
-        llm = llm.with_budget(Arc::new(BudgetTracker::new(budget)));
+        // Resuming a run, the budget starts from what its recorded calls spent.
+        let resumed = dir.as_deref().filter(|_| args.resume);
+        let tracker = BudgetTracker::for_run(budget, resumed).map_err(err)?;
+        llm = llm.with_budget(Arc::new(tracker));
     }
-    let Some(dir) = log_dir(config, args.log.as_ref())? else {
+    let Some(dir) = dir else {
         return Ok((llm, None));
     };
+    let role = args.role.as_deref().unwrap_or("");
     let mut info = RunInfo::new().settings(&config.sections);
     match &args.replay {
         Some(replayed) => {
             // The replayed run's description of its calls, whatever the current config says.
             info = info.replay_of(replayed);
             if let Ok(log) = switchyard::ReplayLog::open(replayed) {
-                if let Some(role) = log.role("") {
+                if let Some(recorded) = log.role(role).or_else(|| log.role("")) {
                     let backend = log
                         .run_file()
                         .get("backends")
-                        .and_then(|b| b.get(&role.backend));
+                        .and_then(|b| b.get(&recorded.backend));
                     info = info.recorded_role(
-                        "",
-                        &role.reference,
-                        &role.backend,
-                        &role.model,
+                        role,
+                        &recorded.reference,
+                        &recorded.backend,
+                        &recorded.model,
                         backend,
                     );
                 }
@@ -69,7 +74,7 @@ pub fn attach(
         }
         None => {
             info = info.role(
-                "",
+                role,
                 llm.label(),
                 llm.backend().name(),
                 llm.model(),

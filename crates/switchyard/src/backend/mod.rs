@@ -32,6 +32,20 @@ pub(crate) struct Sent {
     /// The error a replayed call ended with when it was recorded (its counts of
     /// attempts and waits are the recorded run's, not the replay's single attempt).
     pub replayed_error: Option<crate::error::Error>,
+    /// What a replayed call was when it was recorded.
+    pub replayed_call: Option<ReplayedCall>,
+}
+
+/// A recorded call's own description, kept by its replay's record whatever handle made
+/// the replayed call.
+#[derive(Debug, Clone)]
+pub(crate) struct ReplayedCall {
+    pub reference: String,
+    pub backend: String,
+    pub model: String,
+    pub dialect: Option<Dialect>,
+    /// The recorded cost (`None`: unknown then, unknown now).
+    pub cost_usd: Option<f64>,
 }
 
 /// Notes the request body a backend sends for the call being made, exactly as sent, for
@@ -50,6 +64,12 @@ pub(crate) fn note_replayed_attempts(attempts: Vec<crate::record::AttemptRecord>
 /// Notes the error a replayed call ended with when it was recorded.
 pub(crate) fn note_replayed_error(error: crate::error::Error) {
     let _ = SENT.try_with(|s| s.borrow_mut().replayed_error = Some(error));
+}
+
+/// Notes what a replayed call was when recorded (reference, backend, model, dialect,
+/// cost), for the replay's record.
+pub(crate) fn note_replayed_call(call: ReplayedCall) {
+    let _ = SENT.try_with(|s| s.borrow_mut().replayed_call = Some(call));
 }
 
 /// Runs a backend call, catching the body it notes as sent (the last one, if it sent

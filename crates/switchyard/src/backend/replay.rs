@@ -152,12 +152,29 @@ impl ReplayLog {
         self.roles.iter().find(|(n, _)| n == role).map(|(_, r)| r)
     }
 
+    /// The recorded role whose calls answer `role`: itself when the run has it; in a run
+    /// recorded with no roles at all (`ask`), the calls made without one, matched on their
+    /// prompt alone.
+    pub fn answering_role<'a>(&'a self, role: &'a str) -> Option<&'a str> {
+        if self.role(role).is_some() {
+            return Some(role);
+        }
+        match self.roles.as_slice() {
+            [(only, _)] if only.is_empty() => Some(""),
+            _ => None,
+        }
+    }
+
     /// The price the recorded run used for `model` on `backend` (from its `run.yaml`).
     /// Aliases and `model_options` apply as they did in the run (`Backend::price`).
     pub fn price(&self, backend: &str, model: &str) -> Option<Price> {
         let backend = self.run.get("backends")?.get(backend)?;
         let value = |field: &str, key: &str| backend.get(field)?.get(key)?.get("value");
-        let alias = |m: &str| value("models", m).and_then(Value::as_str).map(str::to_string);
+        let alias = |m: &str| {
+            value("models", m)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
         let sep = backend
             .get("model_options")
             .and_then(|o| o.get("value"))
@@ -169,8 +186,7 @@ impl ReplayLog {
         let model = alias(model)
             .or_else(|| split(model).and_then(|(base, opts)| Some(alias(&base)? + &opts)))
             .unwrap_or_else(|| model.to_string());
-        let p = value("prices", &model)
-            .or_else(|| value("prices", &split(&model)?.0))?;
+        let p = value("prices", &model).or_else(|| value("prices", &split(&model)?.0))?;
         Some(Price {
             input: p.get("input")?.as_f64()?,
             cached_input: p.get("cached_input").and_then(Value::as_f64),
@@ -312,6 +328,15 @@ impl ReplayLog {
         if let Some(e) = &record.error {
             super::note_replayed_error(e.to_error());
         }
+        // Each replayed call's record is its recorded call's: one role may have called
+        // several models through several dialects.
+        super::note_replayed_call(super::ReplayedCall {
+            reference: record.reference.clone(),
+            backend: record.backend.clone(),
+            model: record.model.clone(),
+            dialect: record.dialect,
+            cost_usd: record.cost_usd,
+        });
         Ok(record)
     }
 }
@@ -415,8 +440,13 @@ impl ReplayBackend {
     /// the backend the role called, so that records of a replayed run read like the
     /// original's.
     pub fn new(log: Arc<ReplayLog>, role: Option<&str>) -> Result<ReplayBackend> {
-        let role = role.unwrap_or("").to_string();
-        let recorded = log.role(&role).cloned().ok_or_else(|| {
+        let asked = role.unwrap_or("").to_string();
+        let recorded = log
+            .answering_role(&asked)
+            .and_then(|r| log.role(r))
+            .cloned();
+        let recorded = recorded.ok_or_else(|| {
+            let role = &asked;
             let known: Vec<String> = log
                 .roles()
                 .map(|(n, _)| {
@@ -433,6 +463,13 @@ impl ReplayBackend {
                 known.join(", ")
             ))
         })?;
+        let role = log.answering_role(&asked).unwrap_or("").to_string();
+        if role != asked {
+            tracing::info!(
+                "the run in {} was recorded with no roles: role `{asked}` replays its calls matched on their prompt alone",
+                log.dir().display()
+            );
+        }
         Ok(ReplayBackend {
             name: recorded.backend,
             dialect: recorded.dialect,
@@ -463,7 +500,10 @@ impl ReplayBackend {
     fn role_for_call(&self) -> String {
         if self.from_handle {
             if let Some(Some(role)) = super::handle_role() {
-                return role.to_string();
+                return match self.log.answering_role(&role) {
+                    Some(answering) => answering.to_string(),
+                    None => role.to_string(),
+                };
             }
         }
         self.role.clone()

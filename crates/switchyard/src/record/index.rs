@@ -172,6 +172,50 @@ pub fn spend_by_client_key(
     Ok(out)
 }
 
+/// What the calls recorded in a run directory's index spent, as a run's budget counts it
+/// (every call let through, failed ones included, but not those the budget itself refused;
+/// dollars of priced calls; tokens in and out), leaving out the calls of `exclude_roles`.
+/// Nothing when the directory has no index yet. A resumed run starts its budget from this,
+/// so a budget spans the run directory, not one process.
+pub fn run_spend(
+    dir: &Path,
+    exclude_roles: &std::collections::BTreeSet<String>,
+) -> Result<crate::budget::Spend> {
+    let path = dir.join(INDEX_FILE);
+    let mut spend = crate::budget::Spend::default();
+    if !path.exists() {
+        return Ok(spend);
+    }
+    let conn = open(&path)?;
+    let mut stmt = conn
+        .prepare(
+            "SELECT role, COUNT(*), COALESCE(SUM(cost_usd), 0),
+                    COALESCE(SUM(COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)), 0)
+             FROM llm_calls WHERE error_kind IS NOT 'BudgetExceeded' GROUP BY role",
+        )
+        .map_err(|e| db_error(&path, e))?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, Option<String>>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, f64>(2)?,
+                r.get::<_, i64>(3)?,
+            ))
+        })
+        .map_err(|e| db_error(&path, e))?;
+    for row in rows {
+        let (role, calls, usd, tokens) = row.map_err(|e| db_error(&path, e))?;
+        if exclude_roles.contains(role.as_deref().unwrap_or("")) {
+            continue;
+        }
+        spend.calls += calls.max(0) as u64;
+        spend.usd += usd;
+        spend.tokens += tokens.max(0) as u64;
+    }
+    Ok(spend)
+}
+
 fn insert(conn: &Connection, rows: &[IndexRow], courtesy: &Courtesy) -> rusqlite::Result<()> {
     let tx = conn.unchecked_transaction()?;
     {

@@ -15,7 +15,7 @@ mod writer;
 pub use digest::{likeness as digest_likeness, prompt_digest, prompt_lines, short_diff};
 pub use error_record::{ErrorRecord, ProviderRecord};
 pub use index::{
-    rebuild as rebuild_index, spend_by_client_key, IndexRow, INDEX_FILE, INDEX_SCHEMA,
+    rebuild as rebuild_index, run_spend, spend_by_client_key, IndexRow, INDEX_FILE, INDEX_SCHEMA,
     INDEX_VERSION,
 };
 pub(crate) use observe::{Handle, Observed, Outcome};

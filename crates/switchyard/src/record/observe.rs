@@ -88,7 +88,7 @@ impl Observed {
     pub(crate) fn end(
         self,
         call: Call,
-        sent: Option<crate::backend::Sent>,
+        mut sent: Option<crate::backend::Sent>,
         outcome: Outcome<'_>,
         first_byte: Option<Instant>,
         attempts: &[Attempt],
@@ -97,13 +97,24 @@ impl Observed {
             Outcome::Reply(r) | Outcome::Failed(_, Some(r)) | Outcome::Dropped(r) => r.usage,
             Outcome::Failed(_, None) => None,
         };
-        let cost = crate::cost::call_cost(self.price.as_ref(), usage.as_ref());
+        let replayed = sent.as_mut().and_then(|s| s.replayed_call.take());
+        // A replayed call costs what it cost when recorded, at the prices of then.
+        let cost = match &replayed {
+            Some(r) => r.cost_usd,
+            None => crate::cost::call_cost(self.price.as_ref(), usage.as_ref()),
+        };
         if let Some(r) = self.reservation {
             r.settle(usage.as_ref(), cost);
         }
-        let Some(rec) = self.recording else {
+        let Some(mut rec) = self.recording else {
             return Box::pin(async {});
         };
+        if let Some(r) = replayed {
+            rec.reference = r.reference;
+            rec.backend = r.backend;
+            rec.model = r.model;
+            rec.dialect = r.dialect;
+        }
         let ended = Instant::now();
         let duration_ms = ms(ended - rec.started);
         let (reply, error) = match outcome {

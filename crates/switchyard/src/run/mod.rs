@@ -30,8 +30,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use check::{CheckReport, Problem, RoleCheck};
-pub use precedence::{ModelSource, MODEL_VAR};
-pub use resolve::RoleInfo;
+pub use precedence::{choose, Candidates, ModelSource, MODEL_VAR};
+pub use resolve::{call_policy, RoleInfo};
 pub use role_backend::RoleBackend;
 pub use roles::{InlineKind, RoleForm, INLINE_KEYS, MAPPING_KEYS};
 pub use settings::{accepted as accepted_settings, SettingSpec, Settings, ValueShape, SETTINGS};
@@ -140,21 +140,25 @@ impl Run {
 
     /// Gives every role's handle the run's budget and, with `log:`, the recorder.
     fn attach_budget_and_log(&mut self, resume: bool) -> Result<()> {
-        if let Some(budget) = Budget::from_sections(&self.config.sections)? {
-            let tracker = Arc::new(BudgetTracker::new(budget));
-            for llm in self.llms.values_mut() {
-                *llm = llm.clone().with_budget(tracker.clone());
-            }
-        }
         let dir = match resolve::effective_section(&self.config, "log") {
-            None | Some(serde_json::Value::Null) => return Ok(()),
-            Some(serde_json::Value::String(dir)) => PathBuf::from(dir),
+            None | Some(serde_json::Value::Null) => None,
+            Some(serde_json::Value::String(dir)) => Some(PathBuf::from(dir)),
             Some(other) => {
                 return Err(Error::Config(format!(
                     "{}: `log` must be a directory path (e.g. `log: runs/today`), not {other}",
                     self.report.config
                 )))
             }
+        };
+        if let Some(budget) = Budget::from_sections(&self.config.sections)? {
+            let resumed = dir.as_deref().filter(|_| resume);
+            let tracker = Arc::new(BudgetTracker::for_run(budget, resumed)?);
+            for llm in self.llms.values_mut() {
+                *llm = llm.clone().with_budget(tracker.clone());
+            }
+        }
+        let Some(dir) = dir else {
+            return Ok(());
         };
         let mut info = RunInfo::new().settings(&self.config.sections);
         for role in &self.roles {

@@ -626,6 +626,27 @@ fn build_llm(
     )
 }
 
+/// The call policy the run config gives a call made outside any role (`ask --config`):
+/// its `retry:` and `timeouts:` sections with their overrides, read as the roles' are.
+pub fn call_policy(config: &Config) -> crate::error::Result<CallPolicy> {
+    let (label, spans) = match &config.run_config {
+        Some(path) => (
+            path.display().to_string(),
+            std::fs::read_to_string(path)
+                .map(|t| SpanIndex::build(&t))
+                .unwrap_or_default(),
+        ),
+        None => ("the overrides".to_string(), SpanIndex::default()),
+    };
+    let mut problems = Vec::new();
+    let fields = run_policy(config, &label, &spans, &mut problems);
+    if let Some(found) = problems.into_iter().next() {
+        return Err(crate::error::Error::Config(found.error.to_string()));
+    }
+    role_policy(&fields, &serde_json::Map::new())
+        .map_err(|e| crate::error::Error::Config(format!("{label}: retry/timeouts: {e}")))
+}
+
 /// The run's policy fields: `retry:` as the retry schedules, and the fields of `timeouts:`
 /// (`timeout_seconds`, `connect_timeout_seconds`, `first_byte_timeout_seconds`,
 /// `idle_timeout_seconds`, `context_check`). Checked once here, so a mistake is reported

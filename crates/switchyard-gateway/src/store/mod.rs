@@ -56,9 +56,6 @@ const LINGER: Duration = Duration::from_millis(4);
 /// A backlog from which the recording threads stop yielding to calls and catch up.
 const BEHIND: usize = WINDOW;
 
-/// A backlog under which they yield again.
-const CAUGHT_UP: usize = FULL / 4;
-
 /// Records handed to the recorder and not yet written, at most.
 const WINDOW: usize = 2 * FULL;
 
@@ -281,6 +278,7 @@ impl Store {
                 courtesy,
                 outcome: outcome.clone(),
                 linger: options.durability == StoreDurability::Fast,
+                behind: behind(options.max_backlog),
             };
             std::thread::Builder::new()
                 .name("switchyard-gateway-store".into())
@@ -487,6 +485,11 @@ fn store_loop(intake: &Intake, recorder: &Arc<Recorder>, pace: &Pace) {
 
 /// The store's backlog, how courteous the recording threads are with it, and what became
 /// of the records.
+/// Where the recording threads stop yielding for a fast mode bounded at `max_backlog`.
+fn behind(max_backlog: usize) -> usize {
+    BEHIND.min(max_backlog / 2).max(1)
+}
+
 struct Pace {
     /// Finished calls handed over and not yet written.
     pending: Arc<AtomicUsize>,
@@ -497,6 +500,11 @@ struct Pace {
     outcome: Arc<Outcome>,
     /// Whether a batch may gather for [`LINGER`] (the fast mode).
     linger: bool,
+    /// The backlog from which the recording threads stop yielding: [`BEHIND`], or half
+    /// the fast mode's `max_backlog` when that is lower, so that they catch up before calls
+    /// start waiting for their records (yielding to calls that wait for them only slows
+    /// both).
+    behind: usize,
 }
 
 impl Pace {
@@ -521,16 +529,16 @@ impl Pace {
         }
     }
 
-    /// Turns courtesy off when the backlog passes [`BEHIND`] and on again once it is
-    /// back under [`CAUGHT_UP`] (the fast mode only: the other modes never yield).
+    /// Turns courtesy off when the backlog passes `behind` and on again once it is back
+    /// under a quarter of that (the fast mode only: the other modes never yield).
     fn adjust(&self) {
         if !self.linger {
             return;
         }
         let backlog = self.pending.load(Ordering::Relaxed);
-        if backlog >= BEHIND && self.courtesy.is_on() {
+        if backlog >= self.behind && self.courtesy.is_on() {
             self.courtesy.set(false);
-        } else if backlog <= CAUGHT_UP && !self.courtesy.is_on() {
+        } else if backlog <= self.behind / 4 && !self.courtesy.is_on() {
             self.courtesy.set(true);
         }
     }
@@ -629,21 +637,25 @@ mod tests {
 
     #[test]
     fn recording_stops_yielding_to_calls_when_behind_and_resumes_once_caught_up() {
-        let pace = Pace {
-            pending: Arc::new(AtomicUsize::new(0)),
-            courtesy: Courtesy::on(),
-            outcome: Arc::default(),
-            linger: true,
-        };
-        let at = |n: usize| {
-            pace.pending.store(n, Ordering::Relaxed);
-            pace.adjust();
-            pace.courtesy.is_on()
-        };
-        assert!(at(10));
-        assert!(at(BEHIND - 1));
-        assert!(!at(BEHIND), "behind: catch up at full share");
-        assert!(!at(CAUGHT_UP + 1), "still catching up");
-        assert!(at(CAUGHT_UP), "caught up: yield again");
+        for (max_backlog, behind) in [(DEFAULT_MAX_BACKLOG, 512), (64, 32), (100_000, BEHIND)] {
+            let pace = Pace {
+                pending: Arc::new(AtomicUsize::new(0)),
+                courtesy: Courtesy::on(),
+                outcome: Arc::default(),
+                linger: true,
+                behind: super::behind(max_backlog),
+            };
+            assert_eq!(pace.behind, behind, "max_backlog {max_backlog}");
+            let at = |n: usize| {
+                pace.pending.store(n, Ordering::Relaxed);
+                pace.adjust();
+                pace.courtesy.is_on()
+            };
+            assert!(at(1));
+            assert!(at(behind - 1));
+            assert!(!at(behind), "behind: catch up at full share");
+            assert!(!at(behind / 4 + 1), "still catching up");
+            assert!(at(behind / 4), "caught up: yield again");
+        }
     }
 }

@@ -68,11 +68,14 @@ fn summary(report: &CheckReport) -> String {
     if file > 0 {
         parts.push(format!("{file} in the file as a whole"));
     }
-    parts.push(format!(
-        "{} of {} cannot work",
-        plural(failing, "role", "roles"),
-        report.roles.len()
-    ));
+    let total = report.roles.len();
+    parts.push(match total {
+        0 => "no roles".to_string(),
+        _ => format!(
+            "{failing} of {} cannot work",
+            plural(total, "role", "roles")
+        ),
+    });
     format!("{problems} ({})", parts.join("; "))
 }
 

@@ -62,7 +62,11 @@ llm:
         "run.yaml:3:44: the value of `llm.planner.extra_body.auth` looks like an API key",
         "run.yaml:5:3: role `lost`: `openia/gpt-5` is not a model reference",
     ] {
-        assert!(r.out.contains(expected), "missing {expected:?} in\n{}", r.out);
+        assert!(
+            r.out.contains(expected),
+            "missing {expected:?} in\n{}",
+            r.out
+        );
     }
     assert!(!r.out.contains("no problems"), "{}", r.out);
     assert!(
@@ -122,7 +126,8 @@ fn a_file_that_cannot_be_read_says_its_roles_are_not_checked() {
         let r = run(&mut c);
         assert_eq!(r.code, Some(1), "{case}: {}{}", r.out, r.err);
         assert!(
-            r.out.contains("roles not checked: the run config cannot be read"),
+            r.out
+                .contains("roles not checked: the run config cannot be read"),
             "{case}: {}",
             r.out
         );
@@ -167,7 +172,8 @@ llm:
         assert!(r.out.contains(expected), "missing {expected:?} in\n{}", r.out);
     }
     assert!(
-        r.err.contains("error: 2 problems (2 of 3 roles cannot work)"),
+        r.err
+            .contains("error: 2 problems (2 of 3 roles cannot work)"),
         "{}",
         r.err
     );
@@ -210,7 +216,11 @@ budget: {max_usd: -1, max_calls: x, max_tokns: 3}
         .args(["--config", "run.yaml", "ask", "mock/echo", "hi"]);
     let ask = run(&mut c);
     assert_eq!(ask.code, Some(1), "{}{}", ask.out, ask.err);
-    assert!(ask.err.contains("`budget.max_tokns` is not a budget field"), "{}", ask.err);
+    assert!(
+        ask.err.contains("`budget.max_tokns` is not a budget field"),
+        "{}",
+        ask.err
+    );
 
     // A sound budget passes.
     let r = check(
@@ -219,7 +229,11 @@ budget: {max_usd: -1, max_calls: x, max_tokns: 3}
         &[],
     );
     assert_eq!(r.code, Some(0), "{}{}", r.out, r.err);
-    assert!(r.out.contains("no problems: every role can work"), "{}", r.out);
+    assert!(
+        r.out.contains("no problems: every role can work"),
+        "{}",
+        r.out
+    );
 }
 
 #[test]

@@ -209,7 +209,10 @@ fn count(v: &Value, path: &[&str], problems: &mut Vec<BudgetProblem>) -> Option<
     if v.as_u64().is_none() {
         problems.push(BudgetProblem::new(
             path,
-            format!("`{}` must be a whole number, 0 or more, not {v}", path.join(".")),
+            format!(
+                "`{}` must be a whole number, 0 or more, not {v}",
+                path.join(".")
+            ),
         ));
     }
     v.as_u64()

@@ -123,10 +123,8 @@ pub fn redact_words(text: &str) -> String {
 /// `value` with every string that looks like a key (or holds such a word) redacted.
 pub fn redact_json(value: &mut serde_json::Value) {
     match value {
-        serde_json::Value::String(s) => {
-            if s.split(|c: char| !token_char(c)).any(looks_like_key) {
-                *s = redact_words(s);
-            }
+        serde_json::Value::String(s) if s.split(|c: char| !token_char(c)).any(looks_like_key) => {
+            *s = redact_words(s);
         }
         serde_json::Value::Array(items) => items.iter_mut().for_each(redact_json),
         serde_json::Value::Object(m) => m.values_mut().for_each(redact_json),
@@ -165,7 +163,8 @@ mod tests {
             "unknown backend `<redacted>` in `role:x/<redacted>`"
         );
         assert_eq!(redact_words("mock/echo, gpt-5.4"), "mock/echo, gpt-5.4");
-        let mut v = serde_json::json!({"auth": key, "n": 1, "list": ["ok", format!("Bearer {key}")]});
+        let mut v =
+            serde_json::json!({"auth": key, "n": 1, "list": ["ok", format!("Bearer {key}")]});
         redact_json(&mut v);
         assert_eq!(
             v,

@@ -129,7 +129,10 @@ const REVIEWER_PROMPT: &str = "Review this plan: the Colosseum, the Vatican, the
 fn replay_overrides() -> Vec<String> {
     let log = example("runs/mock_campaign/llm_log");
     let text = std::fs::read_to_string(example("replay.yaml")).unwrap();
-    assert!(text.contains(&format!("log: {REPLAY_RUN}/llm_log")), "{text}");
+    assert!(
+        text.contains(&format!("log: {REPLAY_RUN}/llm_log")),
+        "{text}"
+    );
     ["planner", "reviewer"]
         .iter()
         .map(|role| format!("llm.{role}.log={}", log.display()))
@@ -183,10 +186,15 @@ async fn record_the_replay_example() {
     let dir = example("runs/mock_campaign");
     let _ = std::fs::remove_dir_all(&dir);
     record_mock_campaign(&dir, Vec::new()).await;
-    // The index is rebuilt from the records when needed; the repository keeps text only.
+    // Replay reads the records themselves without the index; the repository keeps text.
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
-        if path.file_name().unwrap().to_string_lossy().starts_with("calls.sqlite") {
+        if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("calls.sqlite")
+        {
             std::fs::remove_file(path).unwrap();
         }
     }
@@ -200,8 +208,11 @@ async fn a_run_records_each_role_in_its_dialect_and_replays_it() {
     let mock = MockServer::start().await;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
-    record_mock_campaign(&dir, vec![format!("backends.mock.base_url={}", mock.base_url())])
-        .await;
+    record_mock_campaign(
+        &dir,
+        vec![format!("backends.mock.base_url={}", mock.base_url())],
+    )
+    .await;
     let log = std::fs::read_to_string(dir.join("llm_log/segment-000001.jsonl")).unwrap();
     let dialects: Vec<serde_json::Value> = log
         .lines()
@@ -322,8 +333,7 @@ async fn replay_answers_from_a_recorded_run_without_calling_a_provider() {
     assert!(text.contains(&shipped));
     let log = recorded.join("llm_log");
     let config_path = tmp.path().join("replay.yaml");
-    std::fs::write(&config_path, text.replace(&shipped, log.to_str().unwrap()))
-    .unwrap();
+    std::fs::write(&config_path, text.replace(&shipped, log.to_str().unwrap())).unwrap();
     let run = match Run::builder(&config_path)
         .env(&env)
         .user_file(false)

@@ -120,14 +120,23 @@ pub fn redact_words(text: &str) -> String {
     out
 }
 
-/// `value` with every string that looks like a key (or holds such a word) redacted.
+/// `value` with every string that looks like a key (or holds such a word), and every value
+/// of a field named like a key (`api_key`, `token`…), redacted.
 pub fn redact_json(value: &mut serde_json::Value) {
     match value {
         serde_json::Value::String(s) if s.split(|c: char| !token_char(c)).any(looks_like_key) => {
             *s = redact_words(s);
         }
         serde_json::Value::Array(items) => items.iter_mut().for_each(redact_json),
-        serde_json::Value::Object(m) => m.values_mut().for_each(redact_json),
+        serde_json::Value::Object(m) => {
+            for (k, v) in m.iter_mut() {
+                if is_key_field(k) && !v.is_null() {
+                    *v = serde_json::Value::String(REDACTED.into());
+                } else {
+                    redact_json(v);
+                }
+            }
+        }
         _ => {}
     }
 }
@@ -163,12 +172,16 @@ mod tests {
             "unknown backend `<redacted>` in `role:x/<redacted>`"
         );
         assert_eq!(redact_words("mock/echo, gpt-5.4"), "mock/echo, gpt-5.4");
-        let mut v =
-            serde_json::json!({"auth": key, "n": 1, "list": ["ok", format!("Bearer {key}")]});
+        let mut v = serde_json::json!({
+            "auth": key, "n": 1, "list": ["ok", format!("Bearer {key}")], "api_key": "hunter2"
+        });
         redact_json(&mut v);
         assert_eq!(
             v,
-            serde_json::json!({"auth": "<redacted>", "n": 1, "list": ["ok", "Bearer <redacted>"]})
+            serde_json::json!({
+                "auth": "<redacted>", "n": 1, "list": ["ok", "Bearer <redacted>"],
+                "api_key": "<redacted>"
+            })
         );
     }
 

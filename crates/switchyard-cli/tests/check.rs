@@ -299,3 +299,47 @@ fn every_example_passes_check_from_the_repository_root() {
         );
     }
 }
+
+#[test]
+fn the_replay_example_replays_its_shipped_run_from_the_repository_root() {
+    let home = tempfile::tempdir().unwrap();
+    let run_dir = repo_root().join("examples/runs/mock_campaign");
+    let files = |dir: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = files(&run_dir);
+    for (role, prompt) in [
+        ("planner", "Plan a three-day trip to Rome."),
+        (
+            "reviewer",
+            "Review this plan: the Colosseum, the Vatican, then Trastevere.",
+        ),
+    ] {
+        let mut c = switchyard(home.path());
+        c.current_dir(repo_root()).args([
+            "--config",
+            "examples/replay.yaml",
+            "ask",
+            "--role",
+            role,
+            prompt,
+            "--replay",
+            "examples/runs/mock_campaign",
+            "--no-stream",
+        ]);
+        let r = run(&mut c);
+        assert_eq!(r.code, Some(0), "{role}: {}{}", r.out, r.err);
+        // The mock echoed the prompt when the run was recorded.
+        assert_eq!(r.out.trim(), prompt, "{role}");
+    }
+    assert_eq!(
+        files(&run_dir),
+        before,
+        "replaying writes nothing beside the run"
+    );
+}

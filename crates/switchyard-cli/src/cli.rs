@@ -51,7 +51,8 @@ pub enum Command {
     /// Check a run config: per role the reference, backend, dialect, whether it is served,
     /// the key variable, the price and the context window, and every problem at once.
     ///
-    /// Exits non-zero when a role cannot work. Every command that runs a config runs this
+    /// Exits non-zero on any problem (a role that cannot work, or the file's own: a key
+    /// written in it, an unknown key, `budget:`). Every command that runs a config runs this
     /// check first. Example: `switchyard check --config run.yaml llm.planner.model=mock/echo`.
     Check(RunCheckArgs),
     /// Write a backend's key into an env file (created 0600) and print the variable's name.

@@ -114,7 +114,7 @@ llm:
         assert!(out.contains(expected), "missing {expected:?} in\n{out}");
     }
     assert!(
-        err.contains("error: 7 problems (5 roles cannot work)"),
+        err.contains("error: 7 problems (5 of 5 roles cannot work)"),
         "{err}"
     );
 

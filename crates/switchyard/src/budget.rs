@@ -29,7 +29,8 @@ pub struct Budget {
     pub allow_unknown_cost: bool,
 }
 
-const FIELDS: &[&str] = &[
+/// The fields of `budget:`.
+pub const FIELDS: &[&str] = &[
     "max_usd",
     "max_calls",
     "max_tokens",
@@ -37,74 +38,67 @@ const FIELDS: &[&str] = &[
     "unknown_cost",
 ];
 
+/// One problem of a run config's budget: the key path at fault (`["budget", "max_usd"]`,
+/// or `["unknown_cost"]` for the top-level key) and what is wrong and accepted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BudgetProblem {
+    /// The key path in the run config.
+    pub path: Vec<String>,
+    /// What is wrong and what is accepted.
+    pub message: String,
+}
+
+impl BudgetProblem {
+    fn new(path: &[&str], message: String) -> Self {
+        BudgetProblem {
+            path: path.iter().map(|s| s.to_string()).collect(),
+            message,
+        }
+    }
+}
+
 impl Budget {
     /// Reads the `budget:` section (and a top-level `unknown_cost: allow`) of a run
     /// config, as held unvalidated in [`crate::Config::sections`]. `None` when there is no
-    /// budget section.
+    /// budget section. The error lists every problem ([`Budget::read`]).
     pub fn from_sections(
         sections: &std::collections::BTreeMap<String, Value>,
     ) -> Result<Option<Budget>> {
-        let Some(section) = sections.get("budget") else {
-            return Ok(None);
-        };
-        let mut budget = Budget::from_value(section)?;
-        if let Some(top) = sections.get("unknown_cost") {
-            budget.allow_unknown_cost |= parse_unknown_cost(top, "unknown_cost")?;
+        let (budget, problems) = Budget::read(sections);
+        if problems.is_empty() {
+            Ok(budget)
+        } else {
+            Err(bad(&problems))
         }
-        Ok(Some(budget))
     }
 
-    /// Reads a `budget:` mapping.
-    pub fn from_value(value: &Value) -> Result<Budget> {
-        let map = match value {
-            Value::Object(m) => m,
-            Value::Null => return Ok(Budget::default()),
-            other => {
-                return Err(bad(format!(
-                    "`budget` must be a mapping of {}, not {}",
-                    FIELDS.join(", "),
-                    switchyard_wire::codec::json_type(other)
-                )))
-            }
+    /// Reads the budget as far as it can, with every problem found: the one reading the
+    /// run check and every command use, so both refuse the same files.
+    pub fn read(
+        sections: &std::collections::BTreeMap<String, Value>,
+    ) -> (Option<Budget>, Vec<BudgetProblem>) {
+        let mut problems = Vec::new();
+        let allow_top = match sections.get("unknown_cost") {
+            None => false,
+            Some(v) => parse_unknown_cost(v, &["unknown_cost"], &mut problems),
         };
-        let mut budget = Budget::default();
-        for (key, v) in map {
-            match key.as_str() {
-                "max_usd" => budget.max_usd = Some(non_negative_number(v, "budget.max_usd")?),
-                "max_calls" => budget.max_calls = Some(count(v, "budget.max_calls")?),
-                "max_tokens" => budget.max_tokens = Some(count(v, "budget.max_tokens")?),
-                "exclude_roles" => {
-                    let Value::Array(items) = v else {
-                        return Err(bad(
-                            "`budget.exclude_roles` must be a list of role names".to_string()
-                        ));
-                    };
-                    for item in items {
-                        match item {
-                            Value::String(s) => {
-                                budget.exclude_roles.insert(s.clone());
-                            }
-                            other => {
-                                return Err(bad(format!(
-                                    "`budget.exclude_roles` holds a {}; it accepts role names (strings)",
-                                    switchyard_wire::codec::json_type(other)
-                                )))
-                            }
-                        }
-                    }
-                }
-                "unknown_cost" => {
-                    budget.allow_unknown_cost = parse_unknown_cost(v, "budget.unknown_cost")?
-                }
-                other => {
-                    return Err(bad(format!(
-                        "`budget.{other}` is not a budget field; accepted: {}",
-                        FIELDS.join(", ")
-                    )))
-                }
-            }
+        let Some(section) = sections.get("budget") else {
+            return (None, problems);
+        };
+        let mut budget = read_section(section, &mut problems);
+        budget.allow_unknown_cost |= allow_top;
+        (Some(budget), problems)
+    }
+
+    /// Reads a `budget:` mapping; the error lists every problem.
+    pub fn from_value(value: &Value) -> Result<Budget> {
+        let mut problems = Vec::new();
+        let budget = read_section(value, &mut problems);
+        if problems.is_empty() {
+            Ok(budget)
+        } else {
+            Err(bad(&problems))
         }
-        Ok(budget)
     }
 
     /// Refuses, before the run starts, a dollar budget over a role whose model has no
@@ -141,31 +135,87 @@ impl Budget {
     }
 }
 
-fn parse_unknown_cost(v: &Value, field: &str) -> Result<bool> {
+fn read_section(value: &Value, problems: &mut Vec<BudgetProblem>) -> Budget {
+    let mut budget = Budget::default();
+    let map = match value {
+        Value::Object(m) => m,
+        Value::Null => return budget,
+        other => {
+            problems.push(BudgetProblem::new(
+                &["budget"],
+                format!(
+                    "`budget` must be a mapping of {}, not {}",
+                    FIELDS.join(", "),
+                    switchyard_wire::codec::json_type(other)
+                ),
+            ));
+            return budget;
+        }
+    };
+    for (key, v) in map {
+        let path = ["budget", key.as_str()];
+        match key.as_str() {
+            "max_usd" => budget.max_usd = non_negative_number(v, &path, problems),
+            "max_calls" => budget.max_calls = count(v, &path, problems),
+            "max_tokens" => budget.max_tokens = count(v, &path, problems),
+            "exclude_roles" => budget.exclude_roles = role_names(v, &path, problems),
+            "unknown_cost" => budget.allow_unknown_cost = parse_unknown_cost(v, &path, problems),
+            other => problems.push(BudgetProblem::new(
+                &path,
+                format!(
+                    "`budget.{other}` is not a budget field{}; accepted: {}",
+                    crate::suggest::nearest(other, FIELDS.iter().copied())
+                        .map(|n| format!(" (did you mean `{n}`?)"))
+                        .unwrap_or_default(),
+                    FIELDS.join(", ")
+                ),
+            )),
+        }
+    }
+    budget
+}
+
+fn parse_unknown_cost(v: &Value, path: &[&str], problems: &mut Vec<BudgetProblem>) -> bool {
     match v.as_str() {
-        Some("allow") => Ok(true),
-        Some("refuse") => Ok(false),
-        _ => Err(bad(format!(
-            "`{field}` must be `allow` or `refuse`, not {v}"
-        ))),
+        Some("allow") => true,
+        Some("refuse") => false,
+        _ => {
+            problems.push(BudgetProblem::new(
+                path,
+                format!("`{}` must be `allow` or `refuse`, not {v}", path.join(".")),
+            ));
+            false
+        }
     }
 }
 
-fn non_negative_number(v: &Value, field: &str) -> Result<f64> {
+fn non_negative_number(v: &Value, path: &[&str], problems: &mut Vec<BudgetProblem>) -> Option<f64> {
     match v.as_f64() {
-        Some(n) if n >= 0.0 && n.is_finite() => Ok(n),
-        _ => Err(bad(format!(
-            "`{field}` must be a number of dollars, 0 or more (e.g. 2.50), not {v}"
-        ))),
+        Some(n) if n >= 0.0 && n.is_finite() => Some(n),
+        _ => {
+            problems.push(BudgetProblem::new(
+                path,
+                format!(
+                    "`{}` must be a number of dollars, 0 or more (e.g. 2.50), not {v}",
+                    path.join(".")
+                ),
+            ));
+            None
+        }
     }
 }
 
-fn count(v: &Value, field: &str) -> Result<u64> {
-    v.as_u64().ok_or_else(|| {
-        bad(format!(
-            "`{field}` must be a whole number, 0 or more, not {v}"
-        ))
-    })
+fn count(v: &Value, path: &[&str], problems: &mut Vec<BudgetProblem>) -> Option<u64> {
+    if v.as_u64().is_none() {
+        problems.push(BudgetProblem::new(
+            path,
+            format!(
+                "`{}` must be a whole number, 0 or more, not {v}",
+                path.join(".")
+            ),
+        ));
+    }
+    v.as_u64()
 }
 
 /// `1 call`, `2 calls`.
@@ -177,8 +227,36 @@ fn plural(n: u64, unit: &str) -> String {
     }
 }
 
-fn bad(message: String) -> Error {
-    Error::Config(format!("run config: {message}"))
+fn role_names(v: &Value, path: &[&str], problems: &mut Vec<BudgetProblem>) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let Value::Array(items) = v else {
+        problems.push(BudgetProblem::new(
+            path,
+            format!("`{}` must be a list of role names", path.join(".")),
+        ));
+        return names;
+    };
+    for item in items {
+        match item {
+            Value::String(s) => {
+                names.insert(s.clone());
+            }
+            other => problems.push(BudgetProblem::new(
+                path,
+                format!(
+                    "`{}` holds a {}; it accepts role names (strings)",
+                    path.join("."),
+                    switchyard_wire::codec::json_type(other)
+                ),
+            )),
+        }
+    }
+    names
+}
+
+fn bad(problems: &[BudgetProblem]) -> Error {
+    let messages: Vec<&str> = problems.iter().map(|p| p.message.as_str()).collect();
+    Error::Config(format!("run config: {}", messages.join("; ")))
 }
 
 /// What a budget has seen so far.

@@ -206,6 +206,15 @@ pub enum ConfigProblem {
         /// What is wrong and what is accepted.
         message: String,
     },
+    /// A value refused by the section that reads it (a `budget:` field…); the message
+    /// names the field and says what is accepted.
+    #[error("{message}")]
+    Invalid {
+        /// The key path (`budget.max_usd`).
+        field: String,
+        /// What is wrong and what is accepted.
+        message: String,
+    },
     /// A malformed command-line override.
     #[error("invalid override `{text}`: {reason}; expected `backends.<name>.<field>=<value>` or `<section>...=<value>` with a section among: {}", .accepted.join(", "))]
     BadOverride {

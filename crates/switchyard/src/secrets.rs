@@ -96,6 +96,51 @@ pub fn looks_like_key(value: &str) -> bool {
         && entropy(v) >= 4.0
 }
 
+/// What a problem shows in place of a key.
+pub const REDACTED: &str = "<redacted>";
+
+/// `text` with every word that looks like a key replaced by [`REDACTED`]: what a message
+/// quoting a config value shows, so that a key written in a config is never printed back.
+pub fn redact_words(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        out.push_str(if looks_like_key(word) { REDACTED } else { word });
+        word.clear();
+    };
+    for c in text.chars() {
+        if token_char(c) {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
+/// `value` with every string that looks like a key (or holds such a word), and every value
+/// of a field named like a key (`api_key`, `token`…), redacted.
+pub fn redact_json(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::String(s) if s.split(|c: char| !token_char(c)).any(looks_like_key) => {
+            *s = redact_words(s);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(redact_json),
+        serde_json::Value::Object(m) => {
+            for (k, v) in m.iter_mut() {
+                if is_key_field(k) && !v.is_null() {
+                    *v = serde_json::Value::String(REDACTED.into());
+                } else {
+                    redact_json(v);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,6 +162,27 @@ mod tests {
         for f in ["api_key_env", "base_url", "models", "keys", "key_required"] {
             assert!(!is_key_field(f), "{f}");
         }
+    }
+
+    #[test]
+    fn redaction_keeps_the_words_around_a_key() {
+        let key = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123";
+        assert_eq!(
+            redact_words(&format!("unknown backend `{key}` in `role:x/{key}`")),
+            "unknown backend `<redacted>` in `role:x/<redacted>`"
+        );
+        assert_eq!(redact_words("mock/echo, gpt-5.4"), "mock/echo, gpt-5.4");
+        let mut v = serde_json::json!({
+            "auth": key, "n": 1, "list": ["ok", format!("Bearer {key}")], "api_key": "hunter2"
+        });
+        redact_json(&mut v);
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "auth": "<redacted>", "n": 1, "list": ["ok", "Bearer <redacted>"],
+                "api_key": "<redacted>"
+            })
+        );
     }
 
     #[test]

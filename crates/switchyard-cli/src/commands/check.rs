@@ -8,7 +8,8 @@ use switchyard::run::{self, CheckReport, RoleCheck};
 use super::{table, to_json, CliEnv};
 use crate::cli::RunCheckArgs;
 
-/// Runs `check`: prints the report; fails (exit 1) when a role cannot work.
+/// Runs `check`: prints the report; fails (exit 1) when there is any problem, the file's
+/// own included.
 pub fn run(config: Option<&Path>, args: &RunCheckArgs) -> Result<(), String> {
     let Some(path) = config else {
         return Err(
@@ -45,14 +46,37 @@ pub fn preflight(path: &Path, overrides: &[String]) -> Result<(), String> {
     }
 }
 
+/// The last line of a failed check: how many problems, and where they are.
 fn failure(report: &CheckReport) -> String {
-    let failing = report.roles.iter().filter(|r| !r.ok).count();
-    let n = report.problems.len();
-    format!(
-        "error: {n} problem{} ({failing} role{} cannot work)",
-        if n == 1 { "" } else { "s" },
-        if failing == 1 { "" } else { "s" }
-    )
+    format!("error: {}", summary(report))
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The counts of a failed check, each true: a file-level problem is not a role's, and a
+/// role is counted when any problem is its own.
+fn summary(report: &CheckReport) -> String {
+    let problems = plural(report.problems.len(), "problem", "problems");
+    if !report.config_read {
+        return format!("{problems}: the run config cannot be read, so its roles are not checked");
+    }
+    let file = report.file_problems().count();
+    let failing = report.failing_roles();
+    let mut parts = Vec::new();
+    if file > 0 {
+        parts.push(format!("{file} in the file as a whole"));
+    }
+    let total = report.roles.len();
+    parts.push(match total {
+        0 => "no roles".to_string(),
+        _ => format!(
+            "{failing} of {} cannot work",
+            plural(total, "role", "roles")
+        ),
+    });
+    format!("{problems} ({})", parts.join("; "))
 }
 
 fn yes_no(b: Option<bool>) -> String {
@@ -95,8 +119,14 @@ fn row(r: &RoleCheck) -> Vec<String> {
 /// The report as text: a table of roles, then every problem.
 pub fn text(report: &CheckReport) -> String {
     let mut out = format!("run config {}\n\n", report.config);
-    if report.roles.is_empty() {
-        out.push_str("no roles (the config has no `llm:` section)\n");
+    if !report.config_read {
+        out.push_str("roles not checked: the run config cannot be read (see the problems below)\n");
+    } else if report.roles.is_empty() {
+        out.push_str(if report.problems.is_empty() {
+            "no roles (the config has no `llm:` section)\n"
+        } else {
+            "no roles (no `llm:` section, or none that could be read: see the problems below)\n"
+        });
     } else {
         let mut rows = vec![[
             "ROLE",
@@ -121,8 +151,7 @@ pub fn text(report: &CheckReport) -> String {
     if report.problems.is_empty() {
         out.push_str("no problems: every role can work\n");
     } else {
-        let n = report.problems.len();
-        out.push_str(&format!("{n} problem{}:\n", if n == 1 { "" } else { "s" }));
+        out.push_str(&format!("{}:\n", summary(report)));
         for p in &report.problems {
             out.push_str(&format!("  {p}\n"));
         }

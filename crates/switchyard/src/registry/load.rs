@@ -153,6 +153,8 @@ pub(crate) fn parse_backends_file(
 pub(crate) struct RunConfigFile {
     pub patches: Vec<BackendPatch>,
     pub sections: BTreeMap<String, serde_json::Value>,
+    /// False when the text is not YAML or not a mapping: nothing in it could be read.
+    pub parsed: bool,
 }
 
 pub(crate) fn parse_run_config(
@@ -164,10 +166,12 @@ pub(crate) fn parse_run_config(
     let mut out = RunConfigFile {
         patches: Vec::new(),
         sections: BTreeMap::new(),
+        parsed: false,
     };
     let Some(file) = parse_file(text, &label, errors) else {
         return out;
     };
+    out.parsed = true;
     for (k, v) in &file.top {
         if k == "backends" {
             let src = LayerSource {

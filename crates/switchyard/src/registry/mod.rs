@@ -89,12 +89,38 @@ pub struct Config {
     pub overrides: Vec<Override>,
 }
 
+/// What [`Config::load_all`] could read, and every problem found on the way.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The config as far as it could be read: every backend that resolved, the run
+    /// config's sections that were read.
+    pub config: Config,
+    /// Every problem, in the order found (empty when the config is sound).
+    pub problems: Vec<ConfigError>,
+    /// True when the run config (if one was given) was read and parsed as a mapping;
+    /// false when it is missing, unreadable, not YAML or not a mapping, so that nothing
+    /// in it (roles included) could be checked.
+    pub run_config_read: bool,
+}
+
 impl Config {
     /// Loads every layer and resolves the backends, reporting every problem found.
     ///
     /// Precedence, lowest first: built-ins, the user's file, the run config's `backends:`,
     /// `<NAME>_BASE_URL` in the environment, command-line overrides.
     pub fn load(opts: &LoadOptions<'_>) -> Result<Config, ConfigErrors> {
+        let loaded = Config::load_all(opts);
+        if loaded.problems.is_empty() {
+            Ok(loaded.config)
+        } else {
+            Err(ConfigErrors(loaded.problems))
+        }
+    }
+
+    /// Like [`load`](Self::load), but goes on past problems: the config is what could be
+    /// read, beside every problem. This is what the run check builds on, so that one
+    /// mistake in a file (an unknown key, a key written in it) does not hide the others.
+    pub fn load_all(opts: &LoadOptions<'_>) -> Loaded {
         let mut errors: Vec<ConfigError> = Vec::new();
         let builtins = builtin::builtin_file(&mut errors);
         let mut patches = builtins.patches;
@@ -121,19 +147,24 @@ impl Config {
         }
 
         let mut sections = BTreeMap::new();
+        let mut run_config_read = true;
         if let Some(path) = &opts.run_config {
             match std::fs::read_to_string(path) {
                 Ok(text) => {
                     let rc = load::parse_run_config(&text, path, &mut errors);
                     patches.extend(rc.patches);
                     sections = rc.sections;
+                    run_config_read = rc.parsed;
                 }
-                Err(e) => errors.push(ConfigError::new(
-                    crate::config_error::Location::source(path.display().to_string()),
-                    crate::config_error::ConfigProblem::Io {
-                        message: e.to_string(),
-                    },
-                )),
+                Err(e) => {
+                    run_config_read = false;
+                    errors.push(ConfigError::new(
+                        crate::config_error::Location::source(path.display().to_string()),
+                        crate::config_error::ConfigProblem::Io {
+                            message: e.to_string(),
+                        },
+                    ))
+                }
             }
         }
 
@@ -158,20 +189,28 @@ impl Config {
         patches.extend(env_patches);
         patches.extend(override_patches);
 
-        if !errors.is_empty() {
-            return Err(ConfigErrors(errors));
+        // The backends resolve from the patches that could be read. Resolving problems
+        // are reported only when the layers read cleanly: a field refused above leaves
+        // its backend short of it, and "no base_url" after "invalid base_url" would say
+        // the same thing twice.
+        let (backends, resolve_errors) = resolve::resolve_partial(&patches);
+        if errors.is_empty() {
+            errors = resolve_errors;
         }
-        let backends = resolve::resolve_all(&patches).map_err(ConfigErrors)?;
-        Ok(Config {
-            registry: Registry {
-                backends,
-                prices_date: builtins.prices_date,
+        Loaded {
+            config: Config {
+                registry: Registry {
+                    backends,
+                    prices_date: builtins.prices_date,
+                },
+                user_file,
+                run_config: opts.run_config.clone(),
+                sections,
+                overrides: other_overrides,
             },
-            user_file,
-            run_config: opts.run_config.clone(),
-            sections,
-            overrides: other_overrides,
-        })
+            problems: errors,
+            run_config_read,
+        }
     }
 }
 

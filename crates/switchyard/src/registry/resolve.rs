@@ -303,10 +303,9 @@ impl<'a> Resolver<'a> {
     }
 }
 
-/// Resolves every backend named by `patches` (given lowest layer first).
-pub fn resolve_all(
-    patches: &[BackendPatch],
-) -> Result<BTreeMap<String, Backend>, Vec<ConfigError>> {
+/// Resolves every backend named by `patches` (given lowest layer first) that can be:
+/// those that resolved, and the problems of the others.
+pub fn resolve_partial(patches: &[BackendPatch]) -> (BTreeMap<String, Backend>, Vec<ConfigError>) {
     let mut by_name: BTreeMap<&str, Vec<&BackendPatch>> = BTreeMap::new();
     for p in patches {
         by_name.entry(p.name.as_str()).or_default().push(p);
@@ -321,11 +320,7 @@ pub fn resolve_all(
     for name in names {
         r.resolve(&name, &mut Vec::new());
     }
-    if r.errors.is_empty() {
-        Ok(r.done)
-    } else {
-        Err(r.errors)
-    }
+    (r.done, r.errors)
 }
 
 /// One backend outside the registry (a run's inline endpoint): `patches` (lowest first)

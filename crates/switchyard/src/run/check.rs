@@ -13,17 +13,24 @@ use super::roles::RoleForm;
 use super::settings::Settings;
 use crate::env::EnvSource;
 use crate::registry::{Dialect, KeyStatus, Kind};
+use crate::secrets;
 
 /// What a check found.
+///
+/// Nothing in it echoes a key written in the config: values that look like keys are shown
+/// as `<redacted>`.
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckReport {
     /// The run config checked.
     pub config: String,
-    /// True when every role can work.
+    /// True when there is no problem at all: every role can work and the file is sound.
     pub ok: bool,
+    /// False when the run config could not be read (missing, unreadable, not YAML, not a
+    /// mapping): its roles are then unknown, and none is listed.
+    pub config_read: bool,
     /// Every role, sorted by name.
     pub roles: Vec<RoleCheck>,
-    /// Every problem, in the order found.
+    /// Every problem, in the order found: those of the file as a whole first.
     pub problems: Vec<Problem>,
 }
 
@@ -67,7 +74,8 @@ pub struct RoleCheck {
 /// One problem.
 #[derive(Debug, Clone, Serialize)]
 pub struct Problem {
-    /// The role it belongs to, when it belongs to one.
+    /// The role it belongs to, when it belongs to one (`None`: the file as a whole, such
+    /// as an unknown top-level key, a YAML error or a `budget:` field).
     pub role: Option<String>,
     /// Where: `file:line:col`, an override, an environment variable, or `role \`x\``.
     pub location: String,
@@ -82,6 +90,21 @@ impl std::fmt::Display for Problem {
 }
 
 impl CheckReport {
+    /// The roles that cannot work.
+    pub fn failing_roles(&self) -> usize {
+        self.roles.iter().filter(|r| !r.ok).count()
+    }
+
+    /// The problems that belong to no role listed: the file as a whole (a YAML error, an
+    /// unknown top-level key, `budget:`), or an override or custom backend naming a role
+    /// the config lacks.
+    pub fn file_problems(&self) -> impl Iterator<Item = &Problem> {
+        self.problems.iter().filter(|p| match &p.role {
+            None => true,
+            Some(role) => !self.roles.iter().any(|r| &r.role == role),
+        })
+    }
+
     /// The problems as lines, for an error message.
     pub fn problems_text(&self) -> String {
         let n = self.problems.len();
@@ -133,11 +156,11 @@ impl CheckReport {
             roles.push(RoleCheck {
                 role: name.clone(),
                 form: info.form,
-                reference: Some(info.reference.clone()),
+                reference: Some(secrets::redact_words(&info.reference)),
                 model_from: Some(info.model_from),
                 backend: Some(b.name.clone()),
                 kind: Some(b.kind.value),
-                model: Some(info.model.clone()),
+                model: Some(secrets::redact_words(&info.model)),
                 dialect: info.dialect,
                 served: match (b.kind.value, info.dialect) {
                     (Kind::Http, Some(d)) => Some(b.serves(d)),
@@ -149,23 +172,38 @@ impl CheckReport {
                 price_known: Some(b.price(&info.model).is_some()),
                 context_window: b.context_window.as_ref().map(|c| c.value),
                 custom_backend: custom(name),
-                settings: info.settings.clone(),
+                settings: redacted_settings(&info.settings),
                 ok: !failing(name),
             });
         }
         CheckReport {
             config,
             ok: problems.is_empty(),
+            config_read: p.file_read,
             roles,
             problems,
         }
     }
 }
 
+/// A problem as shown: a message may quote a value as written (an unknown dialect, a
+/// budget that is not a number), and a key written in the config must not come back.
 fn problem(f: &Found) -> Problem {
     Problem {
         role: f.role.clone(),
-        location: f.error.location.to_string(),
-        message: f.error.problem.to_string(),
+        location: secrets::redact_words(&f.error.location.to_string()),
+        message: secrets::redact_words(&f.error.problem.to_string()),
     }
+}
+
+/// The settings as shown: a key written in `extra_body` (refused, and reported) is not
+/// printed back by `check --json`.
+fn redacted_settings(settings: &Settings) -> Settings {
+    let mut s = settings.clone();
+    for stop in &mut s.stop {
+        *stop = secrets::redact_words(stop);
+    }
+    s.extra_body.values_mut().for_each(secrets::redact_json);
+    s.policy.values_mut().for_each(secrets::redact_json);
+    s
 }

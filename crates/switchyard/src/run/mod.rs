@@ -38,7 +38,6 @@ pub use settings::{accepted as accepted_settings, SettingSpec, Settings, ValueSh
 
 use crate::backend::Backend;
 use crate::budget::{Budget, BudgetTracker};
-use crate::config_error::ConfigErrors;
 use crate::env::{EnvSource, ProcessEnv};
 use crate::error::{Error, Result};
 use crate::llm::Llm;
@@ -238,19 +237,18 @@ impl<'a> RunBuilder<'a> {
         opts.run_config = Some(self.path.clone());
         opts.overrides = self.overrides.clone();
         opts.user_file = self.user_file;
-        match Config::load(&opts) {
-            Ok(config) => resolve::prepare(config, &self.path, env, &self.custom),
-            Err(ConfigErrors(errors)) => resolve::Prepared {
-                config: None,
-                roles: Vec::new(),
-                role_names: Vec::new(),
-                llms: BTreeMap::new(),
-                problems: errors
-                    .into_iter()
-                    .map(|error| resolve::Found { role: None, error })
-                    .collect(),
-            },
-        }
+        // Past the loader's problems: the roles are checked with what could be read, so
+        // one mistake in the file does not hide the others.
+        let loaded = Config::load_all(&opts);
+        let mut p = resolve::prepare(
+            loaded.config,
+            loaded.problems,
+            &self.path,
+            env,
+            &self.custom,
+        );
+        p.file_read = loaded.run_config_read;
+        p
     }
 
     fn report(&self, p: &resolve::Prepared) -> CheckReport {
@@ -275,6 +273,7 @@ impl<'a> RunBuilder<'a> {
         let p = self.prepare();
         let report = self.report(&p);
         match p.config {
+            // `ok` is false whenever any problem was found, the loader's included.
             Some(config) if report.ok => Ok(Run {
                 config,
                 roles: p.roles,

@@ -14,6 +14,7 @@ use super::role_backend::RoleBackend;
 use super::roles::{self, InlineKind, Located, RoleEntry, RoleForm};
 use super::settings::{self, Settings};
 use crate::backend::Backend as CallableBackend;
+use crate::budget::Budget;
 use crate::config_error::{ConfigError, ConfigProblem, Location};
 use crate::connect::ClientPool;
 use crate::env::EnvSource;
@@ -67,6 +68,8 @@ pub(crate) struct Prepared {
     pub role_names: Vec<String>,
     pub llms: BTreeMap<String, Llm>,
     pub problems: Vec<Found>,
+    /// False when the run config could not be read or parsed (its roles are unknown).
+    pub file_read: bool,
 }
 
 /// The top-level `model:` of the file and where it is.
@@ -143,13 +146,16 @@ fn set_path(slot: &mut serde_json::Value, path: &[String], v: serde_json::Value)
 
 /// Resolves every role of `config` (read from `path`), reading keys and
 /// `SWITCHYARD_MODEL` from `env`. Roles in `custom` are called through the given backend.
+///
+/// `file_problems` are those the loader found (a key written in the file, an unknown
+/// top-level key…): they come first, and the roles are checked all the same.
 pub(crate) fn prepare(
     config: Config,
+    file_problems: Vec<ConfigError>,
     path: &Path,
     env: &dyn EnvSource,
     custom: &BTreeMap<String, Arc<dyn CallableBackend>>,
 ) -> Prepared {
-    let mut problems = Vec::new();
     let label = path.display().to_string();
     // The file is read again for positions only: `Config` keeps the sections as values.
     let spans = std::fs::read_to_string(path)
@@ -165,13 +171,18 @@ pub(crate) fn prepare(
         .sections
         .get("llm")
         .and_then(|j| serde_yaml_ng::to_value(j).ok());
-    let mut errors = Vec::new();
-    let mut entries = roles::parse_section(llm_yaml.as_ref(), &src, &mut errors);
-    roles::apply_overrides(&mut entries, &config.overrides, &mut errors);
-    problems.extend(errors.into_iter().map(|e| Found {
-        role: role_of(&e),
-        error: e,
-    }));
+    let mut role_problems = Vec::new();
+    let mut entries = roles::parse_section(llm_yaml.as_ref(), &src, &mut role_problems);
+    roles::apply_overrides(&mut entries, &config.overrides, &mut role_problems);
+    let mut problems: Vec<Found> = file_problems
+        .into_iter()
+        .map(|error| Found {
+            role: role_of(&error).filter(|r| entries.contains_key(r)),
+            error,
+        })
+        .collect();
+    problems.extend(role_problems);
+    let budget = read_budget(&config, &label, &spans, &mut problems);
 
     for name in custom.keys() {
         if !entries.contains_key(name) {
@@ -203,15 +214,16 @@ pub(crate) fn prepare(
         }),
         top_level: top_level_model(&config, &label, &spans, &mut problems),
     };
-    let budget = effective_section(&config, "budget");
+    // A dollar budget needs every role it counts priced (as `Budget::check_prices` says).
     let max_usd = budget
         .as_ref()
-        .and_then(|b| b.get("max_usd"))
-        .and_then(serde_json::Value::as_f64);
-    let allow_unknown_cost = effective_section(&config, "unknown_cost")
-        .as_ref()
-        .and_then(serde_json::Value::as_str)
-        == Some("allow");
+        .filter(|b| !b.allow_unknown_cost)
+        .and_then(|b| b.max_usd);
+    let counted = |role: &str| {
+        budget
+            .as_ref()
+            .is_some_and(|b| !b.exclude_roles.contains(role))
+    };
 
     let run_policy = run_policy(&config, &label, &spans, &mut problems);
     // One connection pool for the run: roles on the same backend share connections.
@@ -226,7 +238,7 @@ pub(crate) fn prepare(
             if custom_backend.is_none() {
                 connection_problems(&info, &entry.loc, env, &mut found);
             }
-            if let (Some(limit), false) = (max_usd, allow_unknown_cost) {
+            if let Some(limit) = max_usd.filter(|_| counted(&info.name)) {
                 if info.backend.price(&info.model).is_none() {
                     found.push(role_problem(
                         entry.loc.clone(),
@@ -263,16 +275,58 @@ pub(crate) fn prepare(
         roles: roles_out,
         llms,
         problems,
+        file_read: true,
     }
 }
 
+/// The role a problem the loader found belongs to: a key-looking value written under
+/// `llm.<role>` (in its `extra_body`, say) breaks that role.
 fn role_of(e: &ConfigError) -> Option<String> {
     match e.problem.as_ref() {
-        ConfigProblem::Role { role, .. } | ConfigProblem::SettingNotTaken { role, .. } => {
-            Some(role.clone())
-        }
+        ConfigProblem::KeyValue { field } | ConfigProblem::KeyField { field } => field
+            .strip_prefix("llm.")
+            .and_then(|rest| rest.split('.').next())
+            .map(str::to_string),
         _ => None,
     }
+}
+
+/// The run's `budget:` (and top-level `unknown_cost`), with its overrides, read by the
+/// reader every command uses ([`Budget::read`]), each problem placed at its key. A field
+/// refused is left out of the budget returned, so no other problem follows from it.
+fn read_budget(
+    config: &Config,
+    label: &str,
+    spans: &SpanIndex,
+    problems: &mut Vec<Found>,
+) -> Option<Budget> {
+    let mut sections = BTreeMap::new();
+    for name in ["budget", "unknown_cost"] {
+        if let Some(v) = effective_section(config, name) {
+            sections.insert(name.to_string(), v);
+        }
+    }
+    let (budget, found) = Budget::read(&sections);
+    for p in found {
+        let path: Vec<&str> = p.path.iter().map(String::as_str).collect();
+        // The key itself, else the section (an override may name a key the file lacks).
+        let loc = spans
+            .find(&path)
+            .or_else(|| spans.find(&path[..1]))
+            .map(|(l, c)| Location::at(label, l, c))
+            .unwrap_or_else(|| Location::source(label));
+        problems.push(Found {
+            role: None,
+            error: ConfigError::new(
+                loc,
+                ConfigProblem::Invalid {
+                    field: p.path.join("."),
+                    message: p.message,
+                },
+            ),
+        });
+    }
+    budget
 }
 
 struct Defaults {

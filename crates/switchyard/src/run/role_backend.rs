@@ -61,6 +61,12 @@ impl Backend for RoleBackend {
         self.inner.name()
     }
 
+    // A record names the dialect the call was made in: without it a role's recorded
+    // replies could not be decoded again (replay reads the raw bytes in that dialect).
+    fn dialect(&self) -> Option<switchyard_wire::Dialect> {
+        self.inner.dialect()
+    }
+
     fn reported_cost(&self, raw: &[u8]) -> Option<f64> {
         self.inner.reported_cost(raw)
     }

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_yaml_ng::Value;
 
+use super::resolve::Found;
 use super::settings;
 use crate::config_error::{ConfigError, ConfigProblem, Location};
 use crate::registry::patch::{self, key_text, type_name, BackendPatch, LayerSource};
@@ -196,40 +197,56 @@ fn accepted_keys(inline: bool) -> Vec<String> {
         .collect()
 }
 
+/// Each problem with the role it belongs to, so that the check counts that role as
+/// broken: a role with an unknown key or a written `api_key` cannot work as written.
+fn for_role(role: &str, errors: Vec<ConfigError>, out: &mut Vec<Found>) {
+    out.extend(errors.into_iter().map(|error| Found {
+        role: Some(role.to_string()),
+        error,
+    }));
+}
+
+fn not_for_role(error: ConfigError) -> Found {
+    Found { role: None, error }
+}
+
 /// Reads the `llm:` section of the run config.
 pub(crate) fn parse_section(
     llm: Option<&Value>,
     src: &LayerSource<'_>,
-    errors: &mut Vec<ConfigError>,
+    errors: &mut Vec<Found>,
 ) -> BTreeMap<String, RoleEntry> {
     let mut roles = BTreeMap::new();
     let map = match llm {
         None | Some(Value::Null) => return roles,
         Some(Value::Mapping(m)) => m,
         Some(other) => {
-            errors.push(ConfigError::new(
+            errors.push(not_for_role(ConfigError::new(
                 src.loc(&[]),
                 ConfigProblem::WrongType {
                     field: "llm".into(),
                     expected: "a mapping of role names to their models".into(),
                     found: type_name(other).into(),
                 },
-            ));
+            )));
             return roles;
         }
     };
     for (k, v) in map {
         let name = key_text(k);
+        let mut found = Vec::new();
         if !patch::is_backend_name(&name) {
-            errors.push(role_error(
+            found.push(role_error(
                 src.loc(&[&name]),
                 &name,
                 "a role name is letters, digits, `-` and `_`, starting with a letter",
             ));
+            for_role(&name, found, errors);
             continue;
         }
         let mut entry = RoleEntry::new(&name, RoleForm::Mapping, src.loc(&[&name]));
-        parse_role(&mut entry, v, src, false, errors);
+        parse_role(&mut entry, v, src, false, &mut found);
+        for_role(&name, found, errors);
         roles.insert(name, entry);
     }
     roles
@@ -498,7 +515,7 @@ pub(crate) fn model_override(overrides: &[Override]) -> Option<Located<String>> 
 pub(crate) fn apply_overrides(
     roles: &mut BTreeMap<String, RoleEntry>,
     overrides: &[Override],
-    errors: &mut Vec<ConfigError>,
+    errors: &mut Vec<Found>,
 ) {
     for o in overrides.iter().filter(|o| o.path[0] == "llm") {
         let label = format!("override `{}`", crate::registry::redacted(&o.text));
@@ -509,16 +526,17 @@ pub(crate) fn apply_overrides(
             prefix: Vec::new(),
         };
         let Some(role) = o.path.get(1) else {
-            errors.push(ConfigError::new(
+            errors.push(not_for_role(ConfigError::new(
                 Location::source(label),
                 ConfigProblem::WrongType {
                     field: "llm".into(),
                     expected: "`llm.<role>=<reference>` or `llm.<role>.<key>=<value>`".into(),
                     found: "no role".into(),
                 },
-            ));
+            )));
             continue;
         };
+        let mut found = Vec::new();
         let value: Value = match serde_yaml_ng::to_value(&o.value) {
             Ok(v) => v,
             Err(_) => continue, // parsed from YAML in the first place
@@ -526,15 +544,17 @@ pub(crate) fn apply_overrides(
         if o.path.len() == 2 {
             // `llm.<role>=…` replaces the whole role (and may add one).
             if !patch::is_backend_name(role) {
-                errors.push(role_error(
+                found.push(role_error(
                     Location::source(label),
                     role,
                     "a role name is letters, digits, `-` and `_`, starting with a letter",
                 ));
+                for_role(role, found, errors);
                 continue;
             }
             let mut entry = RoleEntry::new(role, RoleForm::Mapping, Location::source(label));
-            parse_role(&mut entry, &value, &src, true, errors);
+            parse_role(&mut entry, &value, &src, true, &mut found);
+            for_role(role, found, errors);
             roles.insert(role.clone(), entry);
             continue;
         }
@@ -543,7 +563,7 @@ pub(crate) fn apply_overrides(
             let hint = nearest(role, known.iter().copied())
                 .map(|n| format!(" (did you mean `{n}`?)"))
                 .unwrap_or_default();
-            errors.push(role_error(
+            found.push(role_error(
                 Location::source(label),
                 role,
                 format!(
@@ -551,6 +571,7 @@ pub(crate) fn apply_overrides(
                     if known.is_empty() { "none".to_string() } else { known.join(", ") }
                 ),
             ));
+            for_role(role, found, errors);
             continue;
         };
         // `llm.<role>.<key>[.<sub>…]=v` is the mapping `{key: {sub: … v}}` over the role.
@@ -562,6 +583,7 @@ pub(crate) fn apply_overrides(
         }
         let mut m = serde_yaml_ng::Mapping::new();
         m.insert(Value::String(o.path[2].clone()), nested);
-        parse_role(entry, &Value::Mapping(m), &src, true, errors);
+        parse_role(entry, &Value::Mapping(m), &src, true, &mut found);
+        for_role(role, found, errors);
     }
 }

@@ -270,45 +270,86 @@ pub fn check_value(spec: &SettingSpec, v: &Value) -> Result<(), String> {
 }
 
 /// A role's settings, resolved: what every request of the role gets unless it sets its own.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+///
+/// As JSON (what `switchyard check --json` prints) each setting is under the name it was
+/// written with: `reasoning_effort: medium` stays `reasoning_effort`, `max_completion_tokens`
+/// stays `max_completion_tokens`, and the call policy fields are at the top like the others.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Settings {
     /// The most output tokens (from `max_tokens`, `max_completion_tokens` or
     /// `max_output_tokens`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
     /// Sampling temperature.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
     /// Nucleus sampling.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub top_p: Option<f64>,
     /// Stop sequences.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stop: Vec<String>,
     /// Effort level (`reasoning_effort`, or `effort` for the CLI agents).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub effort: Option<String>,
     /// Thinking budget in tokens.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub thinking_budget: Option<u64>,
     /// Responses reasoning summary.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning_summary: Option<String>,
     /// Call policy fields (`retry`, `timeout_seconds`, … `context_check`), as written;
     /// laid over the run's `retry:` and `timeouts:`.
-    #[serde(skip_serializing_if = "Map::is_empty")]
     pub policy: Map<String, Value>,
     /// Fields added to every request body.
-    #[serde(skip_serializing_if = "Map::is_empty")]
     pub extra_body: Map<String, Value>,
+    /// The names the fields were set under, where several names set one field.
+    written: WrittenNames,
+}
+
+/// The setting each shared field was last set by (`None`: its own name).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct WrittenNames {
+    max_tokens: Option<&'static str>,
+    effort: Option<&'static str>,
+}
+
+impl Serialize for Settings {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        if let Some(v) = self.max_tokens {
+            map.serialize_entry(self.written.max_tokens.unwrap_or("max_tokens"), &v)?;
+        }
+        if let Some(v) = self.temperature {
+            map.serialize_entry("temperature", &v)?;
+        }
+        if let Some(v) = self.top_p {
+            map.serialize_entry("top_p", &v)?;
+        }
+        if !self.stop.is_empty() {
+            map.serialize_entry("stop", &self.stop)?;
+        }
+        if let Some(v) = &self.effort {
+            map.serialize_entry(self.written.effort.unwrap_or("effort"), v)?;
+        }
+        if let Some(v) = self.thinking_budget {
+            map.serialize_entry("thinking_budget", &v)?;
+        }
+        if let Some(v) = &self.reasoning_summary {
+            map.serialize_entry("reasoning_summary", v)?;
+        }
+        for (k, v) in &self.policy {
+            map.serialize_entry(k, v)?;
+        }
+        if !self.extra_body.is_empty() {
+            map.serialize_entry("extra_body", &self.extra_body)?;
+        }
+        map.end()
+    }
 }
 
 impl Settings {
     /// Sets one setting from a value already checked with [`check_value`].
     pub fn set(&mut self, name: &str, v: &Value) {
+        let own_name = spec(name).map(|s| s.name);
         match name {
             "max_tokens" | "max_completion_tokens" | "max_output_tokens" => {
-                self.max_tokens = v.as_u64()
+                self.max_tokens = v.as_u64();
+                self.written.max_tokens = own_name;
             }
             "temperature" => self.temperature = v.as_f64(),
             "top_p" => self.top_p = v.as_f64(),
@@ -322,7 +363,10 @@ impl Settings {
                     _ => Vec::new(),
                 }
             }
-            "reasoning_effort" | "effort" => self.effort = v.as_str().map(str::to_string),
+            "reasoning_effort" | "effort" => {
+                self.effort = v.as_str().map(str::to_string);
+                self.written.effort = own_name;
+            }
             "reasoning_summary" => self.reasoning_summary = v.as_str().map(str::to_string),
             "thinking_budget" => self.thinking_budget = v.as_u64(),
             "retry" => {

@@ -24,18 +24,68 @@ const RUN_OVERRIDES_HELP: &str =
 #[derive(Debug, Parser)]
 #[command(name = "switchyard", version, propagate_version = true)]
 pub struct Cli {
-    /// A run config (YAML): its `backends:` section applies above your backends file.
-    #[arg(long, global = true, value_name = "FILE")]
+    /// A run config (YAML) for the command that follows (also accepted after it, by the
+    /// commands that read one).
+    #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
-    /// An env file (`KEY=VALUE` lines, `#` comments, quotes) whose variables are used,
-    /// over the process environment, for keys, `<NAME>_BASE_URL` and `SWITCHYARD_MODEL`.
-    /// For `init`, the file written.
-    #[arg(long, global = true, value_name = "FILE")]
+    /// An env file for the command that follows (also accepted after it, by the commands
+    /// that read keys).
+    #[arg(long, value_name = "FILE")]
     pub env_file: Option<PathBuf>,
 
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// The files a command that resolves backends reads: `--config` and `--env-file`, given
+/// after the command (they are not global: `mock` and `log` take neither).
+#[derive(Debug, Clone, Default, Args)]
+pub struct ConfigArgs {
+    /// A run config (YAML): its `backends:` section applies above your backends file.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// An env file (`KEY=VALUE` lines, `#` comments, quotes) whose variables are used,
+    /// over the process environment, for keys, `<NAME>_BASE_URL` and `SWITCHYARD_MODEL`.
+    #[arg(long, value_name = "FILE")]
+    pub env_file: Option<PathBuf>,
+}
+
+impl Command {
+    /// The `--config` and `--env-file` given after the command, for the commands that
+    /// take them (`None`: `mock` and `log`, which read neither).
+    pub fn config_args(&self) -> Option<ConfigArgs> {
+        match self {
+            Command::Backends(BackendsCommand::List(a)) => Some(a.files.clone()),
+            Command::Backends(BackendsCommand::Show(a)) => Some(a.files.clone()),
+            Command::Backends(BackendsCommand::Check(a)) => Some(a.files.clone()),
+            Command::Backends(BackendsCommand::Shell(a)) => Some(a.files.clone()),
+            Command::Ask(a) => Some(a.files.clone()),
+            Command::Check(a) => Some(a.files.clone()),
+            Command::Bind(a) => Some(a.files.clone()),
+            Command::Serve(a) => Some(a.files.clone()),
+            Command::Init(a) => Some(ConfigArgs {
+                config: a.config.clone(),
+                env_file: a.env_file.clone(),
+            }),
+            Command::Log(_) | Command::Mock(_) => None,
+        }
+    }
+
+    /// The command's name as typed, for messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Backends(_) => "backends",
+            Command::Ask(_) => "ask",
+            Command::Check(_) => "check",
+            Command::Init(_) => "init",
+            Command::Log(_) => "log",
+            Command::Bind(_) => "bind",
+            Command::Mock(_) => "mock",
+            Command::Serve(_) => "serve",
+        }
+    }
 }
 
 /// The commands.
@@ -58,7 +108,7 @@ pub enum Command {
     /// Write a backend's key into an env file (created 0600) and print the variable's name.
     ///
     /// Example: `switchyard init --backend openai --api-key-stdin --env-file .env.switchyard`,
-    /// then `switchyard --env-file .env.switchyard ...`. For a Google ADC backend (vertex),
+    /// then `switchyard ask --env-file .env.switchyard ...`. For a Google ADC backend (vertex),
     /// checks the credentials and GOOGLE_CLOUD_PROJECT instead.
     Init(InitArgs),
     /// Read a recorded run: stats, one call, or every call exported.
@@ -107,6 +157,9 @@ pub struct ServeArgs {
     #[arg(long)]
     pub no_mock: bool,
 
+    #[command(flatten)]
+    pub files: ConfigArgs,
+
     #[arg(value_name = "OVERRIDE", help = OVERRIDES_HELP)]
     pub overrides: Vec<String>,
 }
@@ -117,6 +170,9 @@ pub struct RunCheckArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+
+    #[command(flatten)]
+    pub files: ConfigArgs,
 
     #[arg(value_name = "OVERRIDE", help = RUN_OVERRIDES_HELP)]
     pub overrides: Vec<String>,
@@ -136,6 +192,15 @@ pub struct InitArgs {
     /// Read the key from standard input (one line).
     #[arg(long)]
     pub api_key_stdin: bool,
+
+    /// The env file the key is written to (created 0600 when missing; the variable's
+    /// line replaced when present).
+    #[arg(long, value_name = "FILE")]
+    pub env_file: Option<PathBuf>,
+
+    /// A run config (YAML) whose `backends:` section declares the backend.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 
     #[arg(value_name = "OVERRIDE", help = OVERRIDES_HELP)]
     pub overrides: Vec<String>,
@@ -164,6 +229,9 @@ pub struct BindArgs {
     /// written as `"$VARIABLE"`), instead of running the CLI.
     #[arg(long)]
     pub print: bool,
+
+    #[command(flatten)]
+    pub files: ConfigArgs,
 
     #[arg(value_name = "OVERRIDE", help = OVERRIDES_HELP)]
     pub overrides: Vec<String>,
@@ -302,6 +370,9 @@ pub struct AskArgs {
     #[arg(long)]
     pub no_retry: bool,
 
+    #[command(flatten)]
+    pub files: ConfigArgs,
+
     /// The overrides (filled from `words`).
     #[arg(skip)]
     pub overrides: Vec<String>,
@@ -391,6 +462,9 @@ pub struct CheckArgs {
     #[arg(long)]
     pub all: bool,
 
+    #[command(flatten)]
+    pub files: ConfigArgs,
+
     #[arg(value_name = "OVERRIDE", help = OVERRIDES_HELP)]
     pub overrides: Vec<String>,
 }
@@ -400,6 +474,9 @@ pub struct CheckArgs {
 pub struct ShellArgs {
     /// The backend, or a reference `<backend>/<model id>`.
     pub reference: String,
+
+    #[command(flatten)]
+    pub files: ConfigArgs,
 
     #[arg(value_name = "OVERRIDE", help = OVERRIDES_HELP)]
     pub overrides: Vec<String>,
@@ -411,6 +488,9 @@ pub struct ListArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+
+    #[command(flatten)]
+    pub files: ConfigArgs,
 
     #[arg(value_name = "OVERRIDE", help = OVERRIDES_HELP)]
     pub overrides: Vec<String>,
@@ -425,6 +505,9 @@ pub struct ShowArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+
+    #[command(flatten)]
+    pub files: ConfigArgs,
 
     #[arg(value_name = "OVERRIDE", help = OVERRIDES_HELP)]
     pub overrides: Vec<String>,

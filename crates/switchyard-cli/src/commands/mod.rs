@@ -23,7 +23,7 @@ use switchyard::env::{EnvSource, ProcessEnv};
 use switchyard::env_file::EnvFile;
 use switchyard::registry::{Config, LoadOptions};
 
-use crate::cli::{BackendsCommand, Cli, Command, LogCommand};
+use crate::cli::{BackendsCommand, Cli, Command, ConfigArgs, LogCommand};
 
 /// The variables of `--env-file`, loaded once before any command runs.
 static ENV_FILE: OnceLock<EnvFile> = OnceLock::new();
@@ -46,23 +46,25 @@ impl EnvSource for CliEnv {
 
 /// Runs the command; the error is the text to print.
 pub fn run(cli: Cli) -> Result<(), String> {
+    let files = files(&cli)?;
     if let Command::Init(args) = &cli.command {
         // For `init` the env file is the one written, and may not exist yet.
-        return init::run(cli.config.clone(), cli.env_file.as_deref(), args);
+        return init::run(files.config, files.env_file.as_deref(), args);
     }
-    if let Some(path) = &cli.env_file {
+    if let Some(path) = &files.env_file {
         let file = EnvFile::load(path).map_err(|e| format!("error: {e}"))?;
         let _ = ENV_FILE.set(file);
     }
+    let config = files.config;
     match cli.command {
-        Command::Check(args) => check::run(cli.config.as_deref(), &args),
+        Command::Check(args) => check::run(config.as_deref(), &args),
         Command::Init(_) => Ok(()),
         Command::Backends(BackendsCommand::List(args)) => {
-            let config = load(cli.config, args.overrides.clone())?;
+            let config = load(config, args.overrides.clone())?;
             backends_list::run(&config, &args)
         }
         Command::Backends(BackendsCommand::Show(args)) => {
-            let config = load(cli.config, args.overrides.clone())?;
+            let config = load(config, args.overrides.clone())?;
             backends_show::run(&config, &args)
         }
         Command::Backends(BackendsCommand::Check(mut args)) => {
@@ -77,30 +79,53 @@ pub fn run(cli: Cli) -> Result<(), String> {
                     args.overrides.insert(0, first);
                 }
             }
-            let config = load(cli.config, args.overrides.clone())?;
+            let config = load(config, args.overrides.clone())?;
             backends_check::run(&config, &args)
         }
         Command::Backends(BackendsCommand::Shell(args)) => {
-            let config = load(cli.config, args.overrides.clone())?;
+            let config = load(config, args.overrides.clone())?;
             backends_shell::run(&config, &args)
         }
         Command::Bind(args) => {
-            let config = load(cli.config.clone(), args.overrides.clone())?;
-            bind::run(&config, &args, cli.config)
+            let loaded = load(config.clone(), args.overrides.clone())?;
+            bind::run(&loaded, &args, config)
         }
         Command::Ask(mut args) => {
             args.split_words()?;
-            if let Some(path) = &cli.config {
+            if let Some(path) = &config {
                 check::preflight(path, &args.overrides)?;
             }
-            let config = load(cli.config, args.overrides.clone())?;
+            let config = load(config, args.overrides.clone())?;
             ask::run(&config, &args)
         }
         Command::Log(LogCommand::Stats(args)) => log::stats(&args),
         Command::Log(LogCommand::Show(args)) => log::show(&args),
         Command::Log(LogCommand::Export(args)) => log::export(&args),
         Command::Mock(args) => mock::run(&args),
-        Command::Serve(args) => serve::run(cli.config, &args),
+        Command::Serve(args) => serve::run(config, &args),
+    }
+}
+
+/// The `--config` and `--env-file` of the command: given after it, else before it (the
+/// older spelling, still accepted); refused before a command that reads neither.
+fn files(cli: &Cli) -> Result<ConfigArgs, String> {
+    let given_before = ConfigArgs {
+        config: cli.config.clone(),
+        env_file: cli.env_file.clone(),
+    };
+    match cli.command.config_args() {
+        Some(after) => Ok(ConfigArgs {
+            config: after.config.or(given_before.config),
+            env_file: after.env_file.or(given_before.env_file),
+        }),
+        None => match (&given_before.config, &given_before.env_file) {
+            (None, None) => Ok(given_before),
+            (config, _) => Err(format!(
+                "error: `switchyard {}` reads no {}: it is the flag of the commands that resolve backends (ask, check, backends, bind, serve, init)",
+                cli.command.name(),
+                if config.is_some() { "run config (--config)" } else { "env file (--env-file)" }
+            )),
+        },
     }
 }
 

@@ -23,7 +23,7 @@ const RUN_OVERRIDES_HELP: &str =
 /// `<NAME>_BASE_URL` in the environment, and overrides on the command line.
 #[derive(Debug, Parser)]
 #[command(name = "switchyard", version, propagate_version = true)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// A run config (YAML) for the command that follows (also accepted after it, by the
     /// commands that read one).
     #[arg(long, value_name = "FILE")]
@@ -41,7 +41,7 @@ pub struct Cli {
 /// The files a command that resolves backends reads: `--config` and `--env-file`, given
 /// after the command (they are not global: `mock` and `log` take neither).
 #[derive(Debug, Clone, Default, Args)]
-pub struct ConfigArgs {
+pub(crate) struct ConfigArgs {
     /// A run config (YAML): its `backends:` section applies above your backends file.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -55,7 +55,7 @@ pub struct ConfigArgs {
 impl Command {
     /// The `--config` and `--env-file` given after the command, for the commands that
     /// take them (`None`: `mock` and `log`, which read neither).
-    pub fn config_args(&self) -> Option<ConfigArgs> {
+    pub(crate) fn config_args(&self) -> Option<ConfigArgs> {
         match self {
             Command::Backends(BackendsCommand::List(a)) => Some(a.files.clone()),
             Command::Backends(BackendsCommand::Show(a)) => Some(a.files.clone()),
@@ -74,7 +74,7 @@ impl Command {
     }
 
     /// The command's name as typed, for messages.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Command::Backends(_) => "backends",
             Command::Ask(_) => "ask",
@@ -90,7 +90,7 @@ impl Command {
 
 /// The commands.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Inspect the backends: where each model reference goes, with which key variable.
     #[command(subcommand)]
     Backends(BackendsCommand),
@@ -134,7 +134,7 @@ pub enum Command {
 
 /// Arguments of `serve`.
 #[derive(Debug, Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// The address to listen on (default: the config's `listen`, else 127.0.0.1:8080).
     /// An address beyond loopback needs `keys:` in the config, or
     /// --allow-public-without-keys.
@@ -166,7 +166,7 @@ pub struct ServeArgs {
 
 /// Arguments of `check` (a run config).
 #[derive(Debug, Args)]
-pub struct RunCheckArgs {
+pub(crate) struct RunCheckArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -180,7 +180,7 @@ pub struct RunCheckArgs {
 
 /// Arguments of `init`.
 #[derive(Debug, Args)]
-pub struct InitArgs {
+pub(crate) struct InitArgs {
     /// The backend whose key to write (e.g. `openai`, `deepseek`, `vertex`).
     #[arg(long, value_name = "NAME")]
     pub backend: String,
@@ -208,7 +208,7 @@ pub struct InitArgs {
 
 /// The CLI agents `bind` can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum BindAgent {
+pub(crate) enum BindAgent {
     /// Claude Code (`claude`), bound through the backend's `messages` dialect.
     Claude,
     /// Codex (`codex`), bound through the backend's `responses` dialect.
@@ -217,7 +217,7 @@ pub enum BindAgent {
 
 /// Arguments of `bind`.
 #[derive(Debug, Args)]
-pub struct BindArgs {
+pub(crate) struct BindArgs {
     /// The CLI to run.
     #[arg(value_enum)]
     pub agent: BindAgent,
@@ -243,7 +243,7 @@ pub struct BindArgs {
 
 /// Arguments of `mock`.
 #[derive(Debug, Args)]
-pub struct MockArgs {
+pub(crate) struct MockArgs {
     /// The port on 127.0.0.1 (0: any free port, printed at start). 4010 is where the
     /// built-in `mock` backend points.
     #[arg(long, default_value_t = 4010, value_name = "N")]
@@ -256,7 +256,7 @@ pub struct MockArgs {
 
 /// `switchyard log ...`
 #[derive(Debug, Subcommand)]
-pub enum LogCommand {
+pub(crate) enum LogCommand {
     /// Calls, errors, tokens and cost by role and by model (an unknown cost is shown as
     /// `unknown`, and a total with unknowns is marked as a lower bound).
     Stats(LogStatsArgs),
@@ -268,7 +268,7 @@ pub enum LogCommand {
 
 /// Arguments of `log stats`.
 #[derive(Debug, Args)]
-pub struct LogStatsArgs {
+pub(crate) struct LogStatsArgs {
     /// The run directory (holding run.yaml and llm_log/).
     pub run_dir: PathBuf,
     /// Print JSON instead of tables.
@@ -278,7 +278,7 @@ pub struct LogStatsArgs {
 
 /// Arguments of `log show`.
 #[derive(Debug, Args)]
-pub struct LogShowArgs {
+pub(crate) struct LogShowArgs {
     /// The run directory.
     pub run_dir: PathBuf,
     /// The call's number.
@@ -290,7 +290,7 @@ pub struct LogShowArgs {
 
 /// The formats of `log export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ExportFormat {
+pub(crate) enum ExportFormat {
     /// One whole record per line.
     Jsonl,
     /// One row per call with the calls index's columns.
@@ -299,7 +299,7 @@ pub enum ExportFormat {
 
 /// Arguments of `log export`.
 #[derive(Debug, Args)]
-pub struct LogExportArgs {
+pub(crate) struct LogExportArgs {
     /// The run directory.
     pub run_dir: PathBuf,
     /// The format.
@@ -309,7 +309,7 @@ pub struct LogExportArgs {
 
 /// Arguments of `ask`.
 #[derive(Debug, Args)]
-pub struct AskArgs {
+pub(crate) struct AskArgs {
     /// `[REFERENCE] PROMPT [OVERRIDE]...`. REFERENCE is the model, `<backend>/<model id>`
     /// (e.g. `mock/echo`, `openai/gpt-5.4`); leave it out when the override `model=…`,
     /// SWITCHYARD_MODEL or the run config's `model:` names one. PROMPT is the user message.
@@ -383,7 +383,7 @@ impl AskArgs {
     /// overrides: the overrides are the trailing words that look like one
     /// (`backends.x.y=…`, `model=…`); before them come one word (the prompt) or two (the
     /// reference, then the prompt).
-    pub fn split_words(&mut self) -> Result<(), String> {
+    pub(crate) fn split_words(&mut self) -> Result<(), String> {
         let first_override = self
             .words
             .iter()
@@ -434,7 +434,7 @@ fn output_limit(text: &str) -> Result<u64, String> {
 
 /// `switchyard backends ...`
 #[derive(Debug, Subcommand)]
-pub enum BackendsCommand {
+pub(crate) enum BackendsCommand {
     /// List every backend: name, kind, base URL, dialects, key variable (set or not) and
     /// the layers it comes from.
     List(ListArgs),
@@ -452,7 +452,7 @@ pub enum BackendsCommand {
 
 /// Arguments of `backends check`.
 #[derive(Debug, Args)]
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     /// The reference to check, `<backend>/<model id>`.
     #[arg(required_unless_present = "all")]
     pub reference: Option<String>,
@@ -471,7 +471,7 @@ pub struct CheckArgs {
 
 /// Arguments of `backends shell`.
 #[derive(Debug, Args)]
-pub struct ShellArgs {
+pub(crate) struct ShellArgs {
     /// The backend, or a reference `<backend>/<model id>`.
     pub reference: String,
 
@@ -484,7 +484,7 @@ pub struct ShellArgs {
 
 /// Arguments of `backends list`.
 #[derive(Debug, Args)]
-pub struct ListArgs {
+pub(crate) struct ListArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -498,7 +498,7 @@ pub struct ListArgs {
 
 /// Arguments of `backends show`.
 #[derive(Debug, Args)]
-pub struct ShowArgs {
+pub(crate) struct ShowArgs {
     /// The reference, `<backend>/<model id or alias>` (e.g. `vllm/qwen`).
     pub reference: String,
 

@@ -6,7 +6,7 @@
 use crate::metrics::CallSummary;
 
 /// Logs a finished call.
-pub fn call(s: &CallSummary) {
+pub(crate) fn call(s: &CallSummary) {
     tracing::info!(
         target: "switchyard::access",
         "{} {}→{} {} {:.1}ms{} in={} out={} {}{}{}",

@@ -28,7 +28,7 @@ use switchyard::Dialect;
 
 /// The output a call that states no limit is reserved for when its backend declares
 /// neither `max_output_tokens` nor a context window.
-pub const DEFAULT_OUTPUT_BOUND: u64 = 32_768;
+pub(crate) const DEFAULT_OUTPUT_BOUND: u64 = 32_768;
 
 /// The most a call can cost, and how that was reckoned (for a refusal's message).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -71,7 +71,7 @@ impl CallBound {
 /// The output limit a client's body states, in its own dialect: `max_tokens` (Messages;
 /// chat's older field), `max_completion_tokens` (chat), `max_output_tokens` (Responses),
 /// `generationConfig.maxOutputTokens` (Gemini).
-pub fn stated_output_limit(dialect: Dialect, raw: &crate::raw::RawBody<'_>) -> Option<u64> {
+pub(crate) fn stated_output_limit(dialect: Dialect, raw: &crate::raw::RawBody<'_>) -> Option<u64> {
     let number = |key: &str| raw.raw(key).and_then(|v| v.trim().parse::<u64>().ok());
     match dialect {
         Dialect::Chat => number("max_completion_tokens").or_else(|| number("max_tokens")),
@@ -242,7 +242,7 @@ fn midnight(d: NaiveDate) -> Option<DateTime<Utc>> {
 }
 
 /// Where the period holding `now` starts (`None` for `total`).
-pub fn period_start(p: BudgetPeriod, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+pub(crate) fn period_start(p: BudgetPeriod, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
     let today = now.date_naive();
     match p {
         BudgetPeriod::Day => midnight(today),
@@ -255,7 +255,7 @@ pub fn period_start(p: BudgetPeriod, now: DateTime<Utc>) -> Option<DateTime<Utc>
 }
 
 /// Where the period holding `now` ends (`None` for `total`).
-pub fn period_end(p: BudgetPeriod, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+pub(crate) fn period_end(p: BudgetPeriod, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
     let start = period_start(p, now)?;
     match p {
         BudgetPeriod::Day => Some(start + Days::days(1)),

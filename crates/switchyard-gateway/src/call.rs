@@ -14,7 +14,7 @@ use switchyard::Dialect;
 
 /// What the route knows about a call before reading its body.
 #[derive(Debug, Clone)]
-pub struct Inbound {
+pub(crate) struct Inbound {
     /// The client's dialect.
     pub dialect: Dialect,
     /// For Gemini, the model and the streaming choice come from the URL.
@@ -25,7 +25,7 @@ pub struct Inbound {
 
 impl Inbound {
     /// A call in `dialect` whose model and stream flag are in the body.
-    pub fn body(dialect: Dialect) -> Self {
+    pub(crate) fn body(dialect: Dialect) -> Self {
         Inbound {
             dialect,
             gemini: None,
@@ -35,7 +35,7 @@ impl Inbound {
 }
 
 /// Serves one call; every failure is answered in the client's dialect.
-pub async fn handle(state: Arc<State>, inbound: Inbound, request: Request) -> Response {
+pub(crate) async fn handle(state: Arc<State>, inbound: Inbound, request: Request) -> Response {
     let arrived = Instant::now();
     let dialect = inbound.dialect;
     let mut meter = Meter::new(state.clone(), dialect, arrived);

@@ -27,7 +27,7 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 /// What every connection of one listener shares.
-pub struct Shared {
+pub(crate) struct Shared {
     /// The routes.
     pub router: Router,
     /// The gateway's state (for the refusal counters).
@@ -46,7 +46,7 @@ pub struct Shared {
 
 /// What a connection is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Served.
     Serve,
     /// Over the connection cap: each request is answered 503, then the connection closes.
@@ -55,7 +55,7 @@ pub enum Mode {
 
 /// Serves `tcp` until it closes, misses a deadline, or the gateway stops (`stop`: finish
 /// the request in flight, then close).
-pub async fn serve(
+pub(crate) async fn serve(
     shared: Arc<Shared>,
     tcp: TcpStream,
     mode: Mode,

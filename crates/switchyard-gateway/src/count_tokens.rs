@@ -16,7 +16,7 @@ use switchyard::Dialect;
 use switchyard_wire::{codec, Part, Request};
 
 /// Answers a count.
-pub async fn answer(
+pub(crate) async fn answer(
     target: &Target,
     raw: &RawBody<'_>,
     bytes: &Bytes,
@@ -65,7 +65,7 @@ async fn ask(
 }
 
 /// Characters ÷ 4, rounded up, over every text, argument, result and tool declaration.
-pub fn estimate(request: &Request) -> u64 {
+pub(crate) fn estimate(request: &Request) -> u64 {
     let mut chars = 0usize;
     for m in &request.messages {
         for p in &m.content {

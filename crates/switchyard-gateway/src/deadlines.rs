@@ -30,7 +30,7 @@ const NONE: u64 = u64::MAX;
 
 /// What a connection has been doing, shared by its socket, its requests and its task
 /// (HTTP/2 requests run on tasks of their own, hence atomics).
-pub struct Activity {
+pub(crate) struct Activity {
     accepted: Instant,
     in_flight: AtomicU32,
     served: AtomicBool,
@@ -43,7 +43,7 @@ pub struct Activity {
 
 /// Which deadline is next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Due {
+pub(crate) enum Due {
     /// The request head is late.
     Header,
     /// The connection has idled too long.
@@ -52,7 +52,7 @@ pub enum Due {
 
 impl Activity {
     /// A connection accepted now.
-    pub fn new() -> Arc<Activity> {
+    pub(crate) fn new() -> Arc<Activity> {
         Arc::new(Activity {
             accepted: Instant::now(),
             in_flight: AtomicU32::new(0),
@@ -84,7 +84,7 @@ impl Activity {
     /// A request's head was read (the service was called); the returned guard ends it
     /// when dropped, with the response's body (or the request's future, if it never
     /// answered).
-    pub fn request_started(self: &Arc<Self>, http2: bool) -> InFlight {
+    pub(crate) fn request_started(self: &Arc<Self>, http2: bool) -> InFlight {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
         self.served.store(true, Ordering::Relaxed);
         self.head_started.store(NONE, Ordering::Relaxed);
@@ -95,7 +95,7 @@ impl Activity {
     }
 
     /// The next deadline and which one it is; `None` while a request is in flight.
-    pub fn next_deadline(&self, header: Duration, idle: Duration) -> Option<(Instant, Due)> {
+    pub(crate) fn next_deadline(&self, header: Duration, idle: Duration) -> Option<(Instant, Due)> {
         if self.in_flight.load(Ordering::Acquire) > 0 {
             return None;
         }
@@ -115,7 +115,7 @@ impl Activity {
 }
 
 /// A request in flight on a connection; dropping it ends the request.
-pub struct InFlight(Arc<Activity>);
+pub(crate) struct InFlight(Arc<Activity>);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
@@ -127,14 +127,14 @@ impl Drop for InFlight {
 }
 
 /// The accepted socket, reporting reads to the connection's [`Activity`].
-pub struct Watched {
+pub(crate) struct Watched {
     tcp: TcpStream,
     activity: Arc<Activity>,
 }
 
 impl Watched {
     /// Watches `tcp` for `activity`.
-    pub fn new(tcp: TcpStream, activity: Arc<Activity>) -> Watched {
+    pub(crate) fn new(tcp: TcpStream, activity: Arc<Activity>) -> Watched {
         Watched { tcp, activity }
     }
 }
@@ -186,14 +186,14 @@ impl AsyncWrite for Watched {
 
 /// A response body that keeps its request in flight until it is dropped (after its last
 /// byte, or when the client leaves).
-pub struct Tracked {
+pub(crate) struct Tracked {
     body: axum::body::Body,
     _in_flight: Option<InFlight>,
 }
 
 impl Tracked {
     /// `body`, ending `in_flight` when dropped.
-    pub fn new(body: axum::body::Body, in_flight: Option<InFlight>) -> Tracked {
+    pub(crate) fn new(body: axum::body::Body, in_flight: Option<InFlight>) -> Tracked {
         Tracked {
             body,
             _in_flight: in_flight,

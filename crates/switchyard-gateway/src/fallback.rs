@@ -30,7 +30,7 @@ const LISTED: &str = "POST /v1/chat/completions, POST /v1/responses, POST /v1/me
      GET /healthz, GET /metrics";
 
 /// The router's fallback: no route has this path.
-pub async fn not_found(S(state): S<Arc<State>>, request: Request) -> Response {
+pub(crate) async fn not_found(S(state): S<Arc<State>>, request: Request) -> Response {
     state.metrics.refusals().count(Reason::NotFound);
     let path = request.uri().path();
     let dialect = dialect_of(path, request.headers());
@@ -47,7 +47,7 @@ pub async fn not_found(S(state): S<Arc<State>>, request: Request) -> Response {
 }
 
 /// Every route's fallback for a method it does not take (axum adds `Allow`).
-pub async fn method_not_allowed(S(state): S<Arc<State>>, request: Request) -> Response {
+pub(crate) async fn method_not_allowed(S(state): S<Arc<State>>, request: Request) -> Response {
     state.metrics.refusals().count(Reason::Method);
     let path = request.uri().path();
     let dialect = dialect_of(path, request.headers());

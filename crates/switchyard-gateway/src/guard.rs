@@ -36,7 +36,7 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 
 /// What the guard knows: whether keys protect the gateway, and the operator's lists.
-pub struct Guard {
+pub(crate) struct Guard {
     keyless: bool,
     /// Listening beyond loopback without keys: IP-address Hosts are accepted too.
     public: bool,
@@ -47,7 +47,7 @@ pub struct Guard {
 }
 
 /// The guard's decision on one request.
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Route it; `cors` is the origin to allow in the response, when configured.
     Pass { cors: Option<HeaderValue> },
     /// Answer this instead (a refusal, or a preflight's answer).
@@ -56,7 +56,7 @@ pub enum Verdict {
 
 impl Guard {
     /// A guard for a gateway with (`keyless: false`) or without client keys.
-    pub fn new(keyless: bool, public: bool, allowed_hosts: &[String], cors: &[String]) -> Guard {
+    pub(crate) fn new(keyless: bool, public: bool, allowed_hosts: &[String], cors: &[String]) -> Guard {
         let unbracket = |h: &String| {
             let h = h.to_ascii_lowercase();
             match h.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
@@ -73,7 +73,7 @@ impl Guard {
     }
 
     /// Judges a request by its method, target and headers.
-    pub fn check(
+    pub(crate) fn check(
         &self,
         method: &Method,
         uri: &Uri,
@@ -188,7 +188,7 @@ impl Guard {
 }
 
 /// Adds `Access-Control-Allow-Origin` for a configured origin to a response.
-pub fn allow_origin(response: &mut Response, origin: HeaderValue) {
+pub(crate) fn allow_origin(response: &mut Response, origin: HeaderValue) {
     let headers = response.headers_mut();
     headers.insert(ACCESS_CONTROL_ALLOW_ORIGIN, origin);
     headers.append(VARY, HeaderValue::from_static("origin"));

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 /// `host[:port]` → the host (IPv6 without its brackets) and whether a valid port followed.
 /// `None` when it is not of that shape.
-pub fn split_host_port(s: &str) -> Option<&str> {
+pub(crate) fn split_host_port(s: &str) -> Option<&str> {
     if let Some(rest) = s.strip_prefix('[') {
         let (ip, after) = rest.split_once(']')?;
         return (after.is_empty() || valid_port(after.strip_prefix(':')?)).then_some(ip);
@@ -27,7 +27,7 @@ fn valid_port(p: &str) -> bool {
 /// True for a host that can only mean this machine: `localhost` and loopback addresses
 /// (127.0.0.0/8, ::1, and IPv4-mapped loopback). `*.localhost` is not included: outside
 /// browsers it is resolved by DNS like any other name.
-pub fn is_loopback(host: &str) -> bool {
+pub(crate) fn is_loopback(host: &str) -> bool {
     if host.eq_ignore_ascii_case("localhost") {
         return true;
     }
@@ -42,12 +42,12 @@ pub fn is_loopback(host: &str) -> bool {
 
 /// True for an IP address literal (a DNS-rebinding page never sends one: its `Host` is
 /// its own domain name).
-pub fn is_ip_literal(host: &str) -> bool {
+pub(crate) fn is_ip_literal(host: &str) -> bool {
     host.parse::<IpAddr>().is_ok()
 }
 
 /// True for a plausible host name or address, as listed in `allowed_hosts`.
-pub fn is_host_name(host: &str) -> bool {
+pub(crate) fn is_host_name(host: &str) -> bool {
     is_ip_literal(host)
         || (!host.is_empty()
             && host.len() <= 253
@@ -58,7 +58,7 @@ pub fn is_host_name(host: &str) -> bool {
 
 /// The host of a browser origin `http(s)://host[:port]`; `None` for anything else
 /// (including the `null` origin of sandboxed pages and files).
-pub fn origin_host(origin: &str) -> Option<&str> {
+pub(crate) fn origin_host(origin: &str) -> Option<&str> {
     let rest = origin
         .strip_prefix("http://")
         .or_else(|| origin.strip_prefix("https://"))?;

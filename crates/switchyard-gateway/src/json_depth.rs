@@ -10,7 +10,7 @@
 use memchr::memchr2;
 
 /// The offset of the first `[` or `{` that opens level `limit + 1`, if any does.
-pub fn first_too_deep(json: &[u8], limit: usize) -> Option<usize> {
+pub(crate) fn first_too_deep(json: &[u8], limit: usize) -> Option<usize> {
     // Each level takes at least one byte: a shorter text cannot go past the limit.
     if json.len() <= limit {
         return None;

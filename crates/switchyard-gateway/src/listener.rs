@@ -36,7 +36,7 @@ const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 
 /// The listener's settings, from `listen:`.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     /// `header_timeout_secs`.
     pub header_timeout: Duration,
     /// `idle_timeout_secs`.
@@ -53,7 +53,7 @@ pub struct Options {
 
 impl Options {
     /// The settings of `config`.
-    pub fn from_config(config: &GatewayConfig) -> Options {
+    pub(crate) fn from_config(config: &GatewayConfig) -> Options {
         Options {
             header_timeout: config.header_timeout,
             idle_timeout: config.idle_timeout,
@@ -68,7 +68,7 @@ impl Options {
 /// Serves `router` on `listener` until `shutdown` resolves; then stops accepting, lets
 /// the requests in flight finish for up to the drain timeout, and aborts the rest (their
 /// calls recorded as `cancelled`). Returns once every connection's task is gone.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     router: Router,
     state: Arc<State>,

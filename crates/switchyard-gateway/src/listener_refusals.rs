@@ -11,7 +11,7 @@ use switchyard::Dialect;
 
 /// Why the listener refused a request or cut a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reason {
+pub(crate) enum Reason {
     /// A `Host` that is neither loopback nor in `listen.allowed_hosts` (no client keys).
     Host,
     /// An `Origin` that is neither loopback nor listed (no client keys).
@@ -52,7 +52,7 @@ impl Reason {
     ];
 
     /// The `reason` label.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Reason::Host => "host",
             Reason::Origin => "origin",
@@ -71,23 +71,23 @@ impl Reason {
 
 /// One counter per reason.
 #[derive(Default)]
-pub struct Refusals {
+pub(crate) struct Refusals {
     counts: [AtomicU64; Reason::ALL.len()],
 }
 
 impl Refusals {
     /// Counts one refusal.
-    pub fn count(&self, reason: Reason) {
+    pub(crate) fn count(&self, reason: Reason) {
         self.counts[reason as usize].fetch_add(1, Ordering::Relaxed);
     }
 
     /// How many refusals of `reason` so far.
-    pub fn get(&self, reason: Reason) -> u64 {
+    pub(crate) fn get(&self, reason: Reason) -> u64 {
         self.counts[reason as usize].load(Ordering::Relaxed)
     }
 
     /// The Prometheus text, every reason listed (zeros included, so rates start at once).
-    pub fn render(&self, out: &mut String) {
+    pub(crate) fn render(&self, out: &mut String) {
         let name = "switchyard_gateway_listener_refusals_total";
         let _ = writeln!(
             out,
@@ -108,7 +108,7 @@ impl Refusals {
 /// is chosen per dialect so that no client reads a misleading code: OpenAI's shape gets
 /// `invalid_request_error` with no code (its `NotFound` and `Forbidden` codes name
 /// models), Anthropic's and Gemini's get their not-found and permission types.
-pub fn error(dialect: Dialect, status: StatusCode, message: impl Into<String>) -> ApiError {
+pub(crate) fn error(dialect: Dialect, status: StatusCode, message: impl Into<String>) -> ApiError {
     let openai = matches!(dialect, Dialect::Chat | Dialect::Responses);
     let category = match status {
         StatusCode::NOT_FOUND if !openai => Category::NotFound,

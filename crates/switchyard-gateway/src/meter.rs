@@ -22,7 +22,7 @@ use tokio::sync::oneshot;
 
 /// What a stream had shown when the client left, to bill what was generated.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct SeenSoFar {
+pub(crate) struct SeenSoFar {
     /// The latest usage the stream reported (Anthropic's `message_start` has the prompt).
     pub usage: Option<Usage>,
     /// Bytes of output (text, thinking, tool-call arguments) relayed so far.
@@ -30,7 +30,7 @@ pub struct SeenSoFar {
 }
 
 /// A call being metered.
-pub struct Meter {
+pub(crate) struct Meter {
     state: Option<Arc<State>>,
     summary: CallSummary,
     key: Option<Arc<Key>>,
@@ -53,7 +53,7 @@ pub struct Meter {
 
 impl Meter {
     /// Starts metering a call that just arrived.
-    pub fn new(state: Arc<State>, dialect: Dialect, arrived: Instant) -> Self {
+    pub(crate) fn new(state: Arc<State>, dialect: Dialect, arrived: Instant) -> Self {
         state.metrics.started();
         Meter {
             state: Some(state),
@@ -97,7 +97,7 @@ impl Meter {
 
     /// The model name the client asked for (the record's reference until a target is
     /// chosen).
-    pub fn set_requested(&mut self, model: &str) {
+    pub(crate) fn set_requested(&mut self, model: &str) {
         self.summary.requested = model.to_string();
         if self.reference.is_empty() {
             self.reference = model.to_string();
@@ -105,12 +105,12 @@ impl Meter {
     }
 
     /// The body the client sent (kept for the record when nothing goes upstream).
-    pub fn set_client_body(&mut self, body: &Bytes) {
+    pub(crate) fn set_client_body(&mut self, body: &Bytes) {
         self.client_body = Some(body.clone());
     }
 
     /// The body as sent upstream.
-    pub fn set_sent_body(&mut self, body: Option<Bytes>) {
+    pub(crate) fn set_sent_body(&mut self, body: Option<Bytes>) {
         // The client's body is needed only when nothing was sent.
         if body.is_some() {
             self.client_body = None;
@@ -119,33 +119,33 @@ impl Meter {
     }
 
     /// The key's budget reservation, settled with the call's cost when it ends.
-    pub fn set_reservation(&mut self, reservation: Reservation) {
+    pub(crate) fn set_reservation(&mut self, reservation: Reservation) {
         self.reservation = Some(reservation);
     }
 
     /// The key's place among its calls in flight, given back when the call ends.
-    pub fn set_in_flight(&mut self, place: InFlight) {
+    pub(crate) fn set_in_flight(&mut self, place: InFlight) {
         self.in_flight = Some(place);
     }
 
     /// Not a model call (`count_tokens`): metered, not recorded in the store.
-    pub fn not_recorded(&mut self) {
+    pub(crate) fn not_recorded(&mut self) {
         self.record = false;
     }
 
     /// What the record will hold (body as sent, raw bytes, attempts…).
-    pub fn draft(&mut self) -> &mut Draft {
+    pub(crate) fn draft(&mut self) -> &mut Draft {
         &mut self.draft
     }
 
     /// The client key.
-    pub fn set_key(&mut self, key: &Arc<Key>) {
+    pub(crate) fn set_key(&mut self, key: &Arc<Key>) {
         self.summary.key = key.name.clone();
         self.key = Some(key.clone());
     }
 
     /// The upstream chosen.
-    pub fn set_target(&mut self, target: &Arc<Target>, stream: bool, passthrough: bool) {
+    pub(crate) fn set_target(&mut self, target: &Arc<Target>, stream: bool, passthrough: bool) {
         self.target = Some(target.clone());
         self.summary.backend = target.backend.clone();
         self.summary.model = target.model.clone();
@@ -157,45 +157,45 @@ impl Meter {
     }
 
     /// The request is about to be sent upstream.
-    pub fn sent(&mut self) {
+    pub(crate) fn sent(&mut self) {
         self.sent = Some(Instant::now());
         self.summary.upstream_called = true;
     }
 
     /// The upstream's answer (its head) arrived.
-    pub fn answered(&mut self) {
+    pub(crate) fn answered(&mut self) {
         self.answered = Some(Instant::now());
     }
 
     /// The upstream's answer arrived at `at`.
-    pub fn answered_at(&mut self, at: Instant) {
+    pub(crate) fn answered_at(&mut self, at: Instant) {
         self.answered = Some(at);
     }
 
     /// The head of the reply is being sent to the client.
-    pub fn head(&mut self) {
+    pub(crate) fn head(&mut self) {
         self.head = Some(Instant::now());
     }
 
     /// The first byte of the reply went out.
-    pub fn first_byte(&mut self) {
+    pub(crate) fn first_byte(&mut self) {
         if self.summary.time_to_first_byte.is_none() {
             self.summary.time_to_first_byte = Some(self.arrived.elapsed());
         }
     }
 
     /// Usage read from the reply.
-    pub fn usage(&mut self, usage: Usage) {
+    pub(crate) fn usage(&mut self, usage: Usage) {
         self.summary.usage = Some(usage);
     }
 
     /// What a stream has shown so far, billed if the client leaves before its end.
-    pub fn seen_so_far(&mut self, seen: SeenSoFar) {
+    pub(crate) fn seen_so_far(&mut self, seen: SeenSoFar) {
         self.seen = seen;
     }
 
     /// The status sent and, for a failure, the error's kind.
-    pub fn outcome(&mut self, status: u16, error: Option<String>) {
+    pub(crate) fn outcome(&mut self, status: u16, error: Option<String>) {
         if status != 0 {
             self.summary.status = status;
         }
@@ -206,23 +206,23 @@ impl Meter {
     }
 
     /// The reply ended normally.
-    pub fn complete(&mut self) {
+    pub(crate) fn complete(&mut self) {
         self.done = true;
     }
 
     /// The reply's last bytes are about to go out: closes the call now and, when the
     /// store must have its record first, gives the answer to wait for (`true`: written).
-    pub fn finish(&mut self) -> Option<oneshot::Receiver<bool>> {
+    pub(crate) fn finish(&mut self) -> Option<oneshot::Receiver<bool>> {
         self.close(true)
     }
 
     /// Whether the call is still open (not yet closed by [`Meter::finish`]).
-    pub fn is_open(&self) -> bool {
+    pub(crate) fn is_open(&self) -> bool {
         self.state.is_some()
     }
 
     /// Moves the meter out (into a stream), leaving an inert one behind.
-    pub fn detach(&mut self) -> Meter {
+    pub(crate) fn detach(&mut self) -> Meter {
         Meter {
             state: self.state.take(),
             summary: self.summary.clone(),
@@ -340,7 +340,7 @@ impl Drop for Meter {
 /// estimate the context check uses); the output as reported, or the bytes of output
 /// relayed ÷ 4 when that is more (a stream reports its output count only at its end). Gives the
 /// usage and a sentence saying how it was made, for the record.
-pub fn bill_unfinished(
+pub(crate) fn bill_unfinished(
     reported: Option<Usage>,
     sent_bytes: usize,
     output_bytes: usize,

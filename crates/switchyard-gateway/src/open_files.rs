@@ -11,7 +11,7 @@ const RESERVED: u64 = 128;
 
 /// The cap the listener applies: the configured one, or less to fit the open-file limit.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConnectionCap {
+pub(crate) struct ConnectionCap {
     /// `listen.max_connections`.
     pub configured: usize,
     /// What is applied.
@@ -22,7 +22,7 @@ pub struct ConnectionCap {
 
 impl ConnectionCap {
     /// The cap for `configured` connections under this process's limit.
-    pub fn for_process(configured: usize) -> ConnectionCap {
+    pub(crate) fn for_process(configured: usize) -> ConnectionCap {
         ConnectionCap::under(configured, open_file_limit())
     }
 
@@ -40,7 +40,7 @@ impl ConnectionCap {
     }
 
     /// What to tell the operator when the cap was lowered.
-    pub fn warning(&self) -> Option<String> {
+    pub(crate) fn warning(&self) -> Option<String> {
         (self.effective < self.configured).then(|| {
             format!(
                 "serving at most {} connections, not listen.max_connections = {}: the open-file limit is {} \

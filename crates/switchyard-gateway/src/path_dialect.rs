@@ -7,7 +7,7 @@ use switchyard::Dialect;
 /// `/v1/messages…` → Anthropic; `/v1beta/…` or a Gemini method (`models/…:generateContent`)
 /// → Gemini; `/v1/responses…` → Responses; anything else → OpenAI chat, unless the client
 /// announced itself with `anthropic-version` (Claude Code does on every request).
-pub fn dialect_of(path: &str, headers: &HeaderMap) -> Dialect {
+pub(crate) fn dialect_of(path: &str, headers: &HeaderMap) -> Dialect {
     if path.starts_with("/v1/messages") {
         Dialect::Messages
     } else if path.starts_with("/v1beta/")
@@ -25,7 +25,7 @@ pub fn dialect_of(path: &str, headers: &HeaderMap) -> Dialect {
 }
 
 /// True for a model call: the routes whose body is a JSON request to forward.
-pub fn is_model_call(method: &Method, path: &str) -> bool {
+pub(crate) fn is_model_call(method: &Method, path: &str) -> bool {
     method == Method::POST
         && (matches!(
             path,

@@ -8,7 +8,7 @@ use std::fmt;
 use std::ops::Range;
 
 /// A JSON object body and where each top-level value sits in it.
-pub struct RawBody<'a> {
+pub(crate) struct RawBody<'a> {
     bytes: &'a [u8],
     fields: Vec<(String, Range<usize>)>,
 }
@@ -38,7 +38,7 @@ impl<'de> serde::Deserialize<'de> for Fields<'de> {
 
 impl<'a> RawBody<'a> {
     /// Reads `bytes` as a JSON object; the error says what is wrong.
-    pub fn parse(bytes: &'a [u8]) -> Result<Self, String> {
+    pub(crate) fn parse(bytes: &'a [u8]) -> Result<Self, String> {
         let fields: Fields<'a> = serde_json::from_slice(bytes).map_err(|e| {
             if e.is_data() {
                 "the request body must be a JSON object".to_string()
@@ -59,7 +59,7 @@ impl<'a> RawBody<'a> {
     }
 
     /// The raw JSON text of a top-level field.
-    pub fn raw(&self, key: &str) -> Option<&'a str> {
+    pub(crate) fn raw(&self, key: &str) -> Option<&'a str> {
         self.fields
             .iter()
             .rev()
@@ -68,12 +68,12 @@ impl<'a> RawBody<'a> {
     }
 
     /// A top-level string field.
-    pub fn string(&self, key: &str) -> Option<String> {
+    pub(crate) fn string(&self, key: &str) -> Option<String> {
         self.raw(key).and_then(|r| serde_json::from_str(r).ok())
     }
 
     /// A top-level boolean field.
-    pub fn bool(&self, key: &str) -> Option<bool> {
+    pub(crate) fn bool(&self, key: &str) -> Option<bool> {
         match self.raw(key) {
             Some("true") => Some(true),
             Some("false") => Some(false),
@@ -83,7 +83,7 @@ impl<'a> RawBody<'a> {
 
     /// The body with `edits` applied: each `(key, json text)` replaces that field's value
     /// where it stands, or is appended when absent. Everything else is copied byte for byte.
-    pub fn patched(&self, edits: &[(&str, String)]) -> Vec<u8> {
+    pub(crate) fn patched(&self, edits: &[(&str, String)]) -> Vec<u8> {
         let mut replace: Vec<(Range<usize>, &str)> = Vec::new();
         let mut append: Vec<(&str, &str)> = Vec::new();
         for (key, value) in edits {

@@ -18,13 +18,13 @@ use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
 
 /// Refusals traced per second, at most.
-pub const TRACE_PER_SECOND: u32 = 10;
+pub(crate) const TRACE_PER_SECOND: u32 = 10;
 
 /// The trace file's size before it is turned over (one older file is kept).
-pub const TRACE_FILE_BYTES: u64 = 4 * 1024 * 1024;
+pub(crate) const TRACE_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// The file name of the trace in the data directory.
-pub const TRACE_FILE: &str = "refused.jsonl";
+pub(crate) const TRACE_FILE: &str = "refused.jsonl";
 
 /// The refusal counts and trace.
 pub struct Refusals {

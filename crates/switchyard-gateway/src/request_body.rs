@@ -14,7 +14,7 @@ use bytes::Bytes;
 /// Reads the body: refused when over the size limit (by its `Content-Length` before
 /// reading anything, else as soon as the count passes the limit), when it has not all
 /// arrived within the body deadline, or when it nests too deep.
-pub async fn read(body: Body, headers: &HeaderMap, state: &State) -> Result<Bytes, ApiError> {
+pub(crate) async fn read(body: Body, headers: &HeaderMap, state: &State) -> Result<Bytes, ApiError> {
     let limit = state.max_body_bytes;
     let too_large = || {
         ApiError::new(
@@ -81,6 +81,6 @@ pub async fn read(body: Body, headers: &HeaderMap, state: &State) -> Result<Byte
 }
 
 /// `30 s`, `0.25 s`.
-pub fn seconds(d: std::time::Duration) -> String {
+pub(crate) fn seconds(d: std::time::Duration) -> String {
     format!("{} s", d.as_secs_f64())
 }

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 
 /// The response for a whole reply (or error) of `status`, closing `meter`'s call.
-pub fn whole(
+pub(crate) fn whole(
     status: StatusCode,
     mut headers: HeaderMap,
     body: Bytes,
@@ -53,7 +53,7 @@ pub fn whole(
 }
 
 /// The JSON content type every whole reply of the gateway's own carries.
-pub fn json_headers() -> HeaderMap {
+pub(crate) fn json_headers() -> HeaderMap {
     let mut headers = HeaderMap::new();
     headers.insert("content-type", HeaderValue::from_static("application/json"));
     headers

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use tokio::sync::{watch, Notify};
 
 /// Every task the listener started and has not seen end.
-pub struct Tasks {
+pub(crate) struct Tasks {
     live: AtomicUsize,
     emptied: Notify,
     abort: watch::Sender<bool>,
@@ -18,7 +18,7 @@ pub struct Tasks {
 
 impl Tasks {
     /// No tasks yet.
-    pub fn new() -> Arc<Tasks> {
+    pub(crate) fn new() -> Arc<Tasks> {
         Arc::new(Tasks {
             live: AtomicUsize::new(0),
             emptied: Notify::new(),
@@ -27,7 +27,7 @@ impl Tasks {
     }
 
     /// Runs `task` until it ends or [`Tasks::abort`] is called.
-    pub fn spawn<F>(self: &Arc<Self>, task: F)
+    pub(crate) fn spawn<F>(self: &Arc<Self>, task: F)
     where
         F: Future<Output = ()> + Send + 'static,
     {
@@ -46,12 +46,12 @@ impl Tasks {
     }
 
     /// Tasks running.
-    pub fn live(&self) -> usize {
+    pub(crate) fn live(&self) -> usize {
         self.live.load(Ordering::Acquire)
     }
 
     /// Returns once no task is running.
-    pub async fn all_done(&self) {
+    pub(crate) async fn all_done(&self) {
         loop {
             // Made before the check, so an end between the check and the wait is not missed.
             let emptied = self.emptied.notified();
@@ -63,7 +63,7 @@ impl Tasks {
     }
 
     /// Stops every task: each drops its future at its next poll.
-    pub fn abort(&self) {
+    pub(crate) fn abort(&self) {
         self.abort.send_replace(true);
     }
 }
@@ -80,7 +80,7 @@ impl Drop for Live {
 
 /// hyper's executor for HTTP/2 streams: each stream's task is one of the [`Tasks`].
 #[derive(Clone)]
-pub struct TaskExecutor(pub Arc<Tasks>);
+pub(crate) struct TaskExecutor(pub Arc<Tasks>);
 
 impl<F> hyper::rt::Executor<F> for TaskExecutor
 where

@@ -20,7 +20,7 @@ use switchyard::{Dialect, Event, ReplyStream};
 use switchyard_wire::{codec, ServerContext, StreamEncoder};
 
 /// Translates a call between the client's dialect and the target's.
-pub async fn forward(
+pub(crate) async fn forward(
     target: &Target,
     bytes: &Bytes,
     stream: bool,

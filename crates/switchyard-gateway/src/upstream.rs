@@ -18,7 +18,7 @@ use switchyard::registry::{Kind, Price, Registry};
 use switchyard::{Dialect, Llm, Parsed, Reference, RetryPolicy, Sleeper};
 
 /// The most targets kept by default.
-pub const DEFAULT_MAX_TARGETS: usize = 1024;
+pub(crate) const DEFAULT_MAX_TARGETS: usize = 1024;
 
 /// Where one client request goes.
 pub struct Target {

@@ -15,7 +15,7 @@ use tokio::sync::watch;
 
 /// How a streamed body ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
+pub(crate) enum Ending {
     /// Every event and the dialect's end marker.
     Normal,
     /// Stops after about half the content, without the end marker; `reset` aborts the
@@ -31,7 +31,7 @@ pub enum Ending {
 }
 
 /// What a streamed body is made of.
-pub struct StreamPlan<'a> {
+pub(crate) struct StreamPlan<'a> {
     /// The client's dialect.
     pub dialect: Dialect,
     /// The reply to stream.
@@ -82,7 +82,7 @@ fn decoded_content(dialect: Dialect, chunks: &[(Duration, Bytes)]) -> usize {
 }
 
 /// The chunks of a streamed reply, each with the wait before it.
-pub fn stream_chunks(plan: &StreamPlan) -> Vec<(Duration, Bytes)> {
+pub(crate) fn stream_chunks(plan: &StreamPlan) -> Vec<(Duration, Bytes)> {
     let events = reply_events(plan.reply, plan.chunk_chars);
     let content = events.iter().filter(|e| is_content(e)).count();
     let keep = match plan.ending {
@@ -174,7 +174,7 @@ fn as_json_array(chunks: Vec<(Duration, Bytes)>, close: bool) -> Vec<(Duration, 
 }
 
 /// The body for `chunks`, sent one by one with their waits, then the ending's tail.
-pub fn chunked_body(
+pub(crate) fn chunked_body(
     chunks: Vec<(Duration, Bytes)>,
     ending: Ending,
     shutdown: watch::Receiver<bool>,
@@ -206,14 +206,14 @@ pub fn chunked_body(
 }
 
 /// Waits until the server shuts down (or its sender is gone).
-pub async fn wait_for_shutdown(mut shutdown: watch::Receiver<bool>) {
+pub(crate) async fn wait_for_shutdown(mut shutdown: watch::Receiver<bool>) {
     let _ = shutdown.wait_for(|stop| *stop).await;
 }
 
 /// Removes token usage from a JSON body: top-level `usage` / `usageMetadata`, and the
 /// `usage` of a nested `message` (Anthropic `message_start`) or `response` (Responses).
 /// Dialects whose encoders always write usage still get a reply without it (`no-usage`).
-pub fn strip_usage_json(body: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn strip_usage_json(body: &[u8]) -> Option<Vec<u8>> {
     let mut value: serde_json::Value = serde_json::from_slice(body).ok()?;
     let obj = value.as_object_mut()?;
     let mut changed = obj.remove("usage").is_some() | obj.remove("usageMetadata").is_some();
@@ -226,7 +226,7 @@ pub fn strip_usage_json(body: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// [`strip_usage_json`] on every event of an SSE chunk list.
-pub fn strip_usage_sse(chunks: Vec<(Duration, Bytes)>) -> Vec<(Duration, Bytes)> {
+pub(crate) fn strip_usage_sse(chunks: Vec<(Duration, Bytes)>) -> Vec<(Duration, Bytes)> {
     let mut parser = SseParser::new();
     chunks
         .into_iter()
@@ -245,7 +245,7 @@ pub fn strip_usage_sse(chunks: Vec<(Duration, Bytes)>) -> Vec<(Duration, Bytes)>
 }
 
 /// A non-streamed reply's body cut in half (`cut-stream` on a non-streamed call).
-pub fn cut_body(full: &[u8]) -> Vec<(Duration, Bytes)> {
+pub(crate) fn cut_body(full: &[u8]) -> Vec<(Duration, Bytes)> {
     let half = full.len() / 2;
     vec![(Duration::ZERO, Bytes::copy_from_slice(&full[..half]))]
 }

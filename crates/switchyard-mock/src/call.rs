@@ -16,7 +16,7 @@ use serde_json::Value;
 use switchyard_wire::{codec, DecodedRequest, Dialect, ServerContext};
 
 /// What the route knows before the body is read.
-pub struct CallRoute {
+pub(crate) struct CallRoute {
     /// The dialect of the endpoint.
     pub dialect: Dialect,
     /// Gemini: the model from the URL and whether the method streams.
@@ -45,7 +45,7 @@ fn ids_for(dialect: Dialect, n: u64) -> Ids {
 }
 
 /// Serves one call.
-pub async fn serve_call(shared: &Shared, route: CallRoute, body: Bytes) -> Response {
+pub(crate) async fn serve_call(shared: &Shared, route: CallRoute, body: Bytes) -> Response {
     let dialect = route.dialect;
     let ids = ids_for(dialect, shared.next_number());
     let reject = |status: u16, message: &str| {
@@ -352,7 +352,7 @@ fn set_request_id(response: &mut Response, dialect: Dialect, request_id: &str) {
 }
 
 /// An error body with its status and headers.
-pub fn error_response(dialect: Dialect, request_id: &str, e: ErrorResponse) -> Response {
+pub(crate) fn error_response(dialect: Dialect, request_id: &str, e: ErrorResponse) -> Response {
     let mut response = Response::new(Body::from(e.body));
     *response.status_mut() = status_code(e.status);
     set(&mut response, "content-type", "application/json");

@@ -54,7 +54,7 @@ pub const BUILT_IN_MODELS: &[&str] = &[
 ];
 
 /// The mock's router.
-pub fn router(shared: Arc<Shared>) -> Router {
+pub(crate) fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/", get(root).head(root))
         .route("/healthz", get(|| async { "ok" }))

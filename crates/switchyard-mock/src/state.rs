@@ -11,11 +11,11 @@ use switchyard_wire::{Request, Role};
 use tokio::sync::watch;
 
 /// The most attempt counters kept (one per model name and conversation seen).
-pub const MAX_COUNTERS: usize = 100_000;
+pub(crate) const MAX_COUNTERS: usize = 100_000;
 
 /// Shared server state.
 #[derive(Debug)]
-pub struct Shared {
+pub(crate) struct Shared {
     /// Scenarios and settings.
     pub config: MockConfig,
     /// Requests received.
@@ -30,7 +30,7 @@ pub struct Shared {
 
 impl Shared {
     /// New state.
-    pub fn new(config: MockConfig, shutdown: watch::Receiver<bool>) -> Self {
+    pub(crate) fn new(config: MockConfig, shutdown: watch::Receiver<bool>) -> Self {
         Shared {
             recorder: Recorder::keeping(config.keep_requests),
             config,
@@ -44,7 +44,7 @@ impl Shared {
     /// At most [`MAX_COUNTERS`] are kept: a new one past that forgets an arbitrary old one
     /// (a `-then-ok` conversation that old starts over; a mock flooded with distinct
     /// prompts stays bounded).
-    pub fn bump(&self, name: &str, digest: u64) -> u64 {
+    pub(crate) fn bump(&self, name: &str, digest: u64) -> u64 {
         let mut counters = self.counters.lock().unwrap_or_else(|p| p.into_inner());
         if counters.len() >= MAX_COUNTERS && !counters.contains_key(&(name.to_string(), digest)) {
             if let Some(old) = counters.keys().next().cloned() {
@@ -57,7 +57,7 @@ impl Shared {
     }
 
     /// Forgets every counter.
-    pub fn reset_counters(&self) {
+    pub(crate) fn reset_counters(&self) {
         self.counters
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -65,14 +65,14 @@ impl Shared {
     }
 
     /// The next response number (1, 2, 3…).
-    pub fn next_number(&self) -> u64 {
+    pub(crate) fn next_number(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 }
 
 /// A stable 64-bit digest (FNV-1a; the same in every process and version).
 #[derive(Debug, Clone, Copy)]
-pub struct Fnv(u64);
+pub(crate) struct Fnv(u64);
 
 impl Default for Fnv {
     fn default() -> Self {
@@ -93,14 +93,14 @@ impl Hasher for Fnv {
 }
 
 /// The digest of some bytes.
-pub fn digest_bytes(bytes: &[u8]) -> u64 {
+pub(crate) fn digest_bytes(bytes: &[u8]) -> u64 {
     let mut h = Fnv::default();
     h.write(bytes);
     h.finish()
 }
 
 /// The digest of a whole prompt: its messages and tools.
-pub fn prompt_digest(request: &Request) -> u64 {
+pub(crate) fn prompt_digest(request: &Request) -> u64 {
     let mut h = Fnv::default();
     for m in &request.messages {
         format!("{:?}", m.role).hash(&mut h);
@@ -118,7 +118,7 @@ pub fn prompt_digest(request: &Request) -> u64 {
 
 /// The digest of a conversation's identity: its system prompt and first user message,
 /// which stay the same as an agent's turns add messages.
-pub fn conversation_digest(request: &Request) -> u64 {
+pub(crate) fn conversation_digest(request: &Request) -> u64 {
     let mut h = Fnv::default();
     for m in &request.messages {
         match m.role {

@@ -164,7 +164,7 @@ fn read_section(value: &Value, problems: &mut Vec<BudgetProblem>) -> Budget {
                 &path,
                 format!(
                     "`budget.{other}` is not a budget field{}; accepted: {}",
-                    crate::suggest::nearest(other, FIELDS.iter().copied())
+                    crate::internal::suggest::nearest(other, FIELDS.iter().copied())
                         .map(|n| format!(" (did you mean `{n}`?)"))
                         .unwrap_or_default(),
                     FIELDS.join(", ")
@@ -386,8 +386,8 @@ impl BudgetTracker {
             if over {
                 return Err(Error::BudgetExceeded {
                     limit: "max_usd".into(),
-                    max: crate::cost::fmt_cost(Some(max)),
-                    spent: crate::cost::fmt_cost(Some(spend.usd)),
+                    max: crate::internal::cost::fmt_cost(Some(max)),
+                    spent: crate::internal::cost::fmt_cost(Some(spend.usd)),
                     in_flight: spend.in_flight,
                 });
             }

@@ -16,13 +16,13 @@ use crate::error::{Error, Result};
 use switchyard_wire::{Image, Part, Request};
 
 /// UTF-8 bytes counted as one token.
-pub const BYTES_PER_TOKEN: u64 = 4;
+pub(crate) const BYTES_PER_TOKEN: u64 = 4;
 
 /// Tokens counted for one image.
-pub const IMAGE_TOKENS: u64 = 85;
+pub(crate) const IMAGE_TOKENS: u64 = 85;
 
 /// A low estimate of the request's prompt tokens (see the module docs).
-pub fn estimate_prompt_tokens(request: &Request) -> u64 {
+pub(crate) fn estimate_prompt_tokens(request: &Request) -> u64 {
     let json_bytes = serde_json::to_vec(request)
         .map(|b| b.len() as u64)
         .unwrap_or(0);
@@ -41,7 +41,7 @@ pub fn estimate_prompt_tokens(request: &Request) -> u64 {
 }
 
 /// `ContextLengthExceeded` when the estimated prompt plus `max_tokens` exceeds `window`.
-pub fn check(backend: &str, request: &Request, window: u64) -> Result<()> {
+pub(crate) fn check(backend: &str, request: &Request, window: u64) -> Result<()> {
     let prompt = estimate_prompt_tokens(request);
     let max = request.max_tokens.unwrap_or(0);
     if prompt.saturating_add(max) <= window {

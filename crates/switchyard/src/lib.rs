@@ -84,32 +84,27 @@
 //! 30 s) by the handle's [`RetryPolicy`]; [`Llm::complete_detailed`] gives every
 //! [`Attempt`]. `docs/errors.md` has the table.
 
-pub mod attempt;
+mod attempt;
 pub mod backend;
-pub mod background;
 pub mod bind;
 pub mod budget;
-pub mod classify;
-pub mod config_error;
+mod config_error;
 pub mod connect;
-pub mod context_check;
-pub mod cost;
+mod context_check;
 pub mod env;
-pub mod env_file;
 pub mod error;
+pub mod internal;
 mod llm;
-pub mod policy;
-pub mod probe;
+mod policy;
 pub mod record;
-pub mod reference;
+mod reference;
 pub mod registry;
 mod reply_stream;
 pub mod retry;
 pub mod run;
 mod seconds;
 mod secrets;
-pub mod sleep;
-pub mod suggest;
+mod sleep;
 mod text;
 
 pub use attempt::{Attempt, CallOutcome};

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::registry::Registry;
-use crate::suggest::nearest;
+use crate::internal::suggest::nearest;
 
 /// A resolved reference.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -22,7 +22,7 @@
 //! ```
 
 use crate::attempt::{Attempt, CallOutcome};
-use crate::classify;
+use crate::internal::classify;
 use crate::error::{fmt_duration, Error, Result};
 use crate::seconds;
 use crate::sleep::Sleeper;
@@ -258,7 +258,7 @@ pub(crate) type AttemptResult<T> = (Result<T>, Option<Duration>);
 
 impl RetryLoop<'_> {
     /// Runs `attempt` until it succeeds, fails for good, or the schedule runs out.
-    pub async fn run<T, F, Fut>(&self, mut attempt: F) -> CallOutcome<T>
+    pub(crate) async fn run<T, F, Fut>(&self, mut attempt: F) -> CallOutcome<T>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = AttemptResult<T>>,

@@ -7,11 +7,11 @@ use std::fmt;
 use std::time::Duration;
 
 /// What a duration may be written as, for error messages.
-pub const ACCEPTED: &str =
+pub(crate) const ACCEPTED: &str =
     "a number of seconds (30, 1.5) or a text with a unit (\"500ms\", \"30s\", \"2m\", \"1h\")";
 
 /// Reads `"500ms"`, `"1.5s"`, `"2m"`, `"1h"` or a bare number of seconds.
-pub fn parse(text: &str) -> Option<Duration> {
+pub(crate) fn parse(text: &str) -> Option<Duration> {
     let text = text.trim();
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -29,7 +29,7 @@ pub fn parse(text: &str) -> Option<Duration> {
 }
 
 /// A non-negative, finite number of seconds as a duration.
-pub fn from_secs(secs: f64) -> Option<Duration> {
+pub(crate) fn from_secs(secs: f64) -> Option<Duration> {
     if secs.is_finite() && (0.0..1e12).contains(&secs) {
         Some(Duration::from_secs_f64(secs))
     } else {
@@ -66,17 +66,17 @@ impl<'de> Visitor<'de> for DurationVisitor {
 }
 
 /// A duration, for `#[serde(deserialize_with = "…")]`.
-pub mod one {
+pub(crate) mod one {
     use super::*;
 
     /// Reads seconds or a text with a unit.
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         d.deserialize_any(DurationVisitor)
     }
 }
 
 /// An optional duration (`null` is none).
-pub mod option {
+pub(crate) mod option {
     use super::*;
     use serde::Deserialize;
 
@@ -84,7 +84,7 @@ pub mod option {
     struct Wrap(#[serde(deserialize_with = "super::one::deserialize")] Duration);
 
     /// Writes seconds or null.
-    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
         match d {
             Some(d) => s.serialize_some(&d.as_secs_f64()),
             None => s.serialize_none(),
@@ -92,13 +92,13 @@ pub mod option {
     }
 
     /// Reads seconds, a text with a unit, or null.
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
         Ok(Option::<Wrap>::deserialize(d)?.map(|w| w.0))
     }
 }
 
 /// A list of durations.
-pub mod list {
+pub(crate) mod list {
     use super::*;
     use serde::ser::SerializeSeq;
     use serde::Deserialize;
@@ -107,7 +107,7 @@ pub mod list {
     struct Wrap(#[serde(deserialize_with = "super::one::deserialize")] Duration);
 
     /// Writes a list of seconds.
-    pub fn serialize<S: Serializer>(list: &[Duration], s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(list: &[Duration], s: S) -> Result<S::Ok, S::Error> {
         let mut seq = s.serialize_seq(Some(list.len()))?;
         for d in list {
             seq.serialize_element(&d.as_secs_f64())?;
@@ -116,7 +116,7 @@ pub mod list {
     }
 
     /// Reads a list of seconds or texts with a unit.
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Duration>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Duration>, D::Error> {
         Ok(Vec::<Wrap>::deserialize(d)?
             .into_iter()
             .map(|w| w.0)

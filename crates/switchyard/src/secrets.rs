@@ -2,7 +2,7 @@
 
 /// True when a field's name says it holds a secret (`api_key`, `token`, `secret`...).
 /// `api_key_env` (which names a variable) is not such a field.
-pub fn is_key_field(name: &str) -> bool {
+pub(crate) fn is_key_field(name: &str) -> bool {
     let n: String = name
         .chars()
         .filter(|c| c.is_ascii_alphanumeric())
@@ -72,7 +72,7 @@ fn entropy(s: &str) -> f64 {
 }
 
 /// True when a string value looks like a provider key or a long random bearer token.
-pub fn looks_like_key(value: &str) -> bool {
+pub(crate) fn looks_like_key(value: &str) -> bool {
     let v = value.trim();
     let v = v
         .strip_prefix("Bearer ")
@@ -97,11 +97,11 @@ pub fn looks_like_key(value: &str) -> bool {
 }
 
 /// What a problem shows in place of a key.
-pub const REDACTED: &str = "<redacted>";
+pub(crate) const REDACTED: &str = "<redacted>";
 
 /// `text` with every word that looks like a key replaced by [`REDACTED`]: what a message
 /// quoting a config value shows, so that a key written in a config is never printed back.
-pub fn redact_words(text: &str) -> String {
+pub(crate) fn redact_words(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut word = String::new();
     let flush = |word: &mut String, out: &mut String| {
@@ -122,7 +122,7 @@ pub fn redact_words(text: &str) -> String {
 
 /// `value` with every string that looks like a key (or holds such a word), and every value
 /// of a field named like a key (`api_key`, `token`…), redacted.
-pub fn redact_json(value: &mut serde_json::Value) {
+pub(crate) fn redact_json(value: &mut serde_json::Value) {
     match value {
         serde_json::Value::String(s) if s.split(|c: char| !token_char(c)).any(looks_like_key) => {
             *s = redact_words(s);

@@ -547,7 +547,7 @@ async fn records_submitted_together_are_numbered_in_order_written_and_indexed() 
     let config = config(&mock, &env);
     let tmp = tempfile::tempdir().unwrap();
     let options = RecorderOptions {
-        courtesy: switchyard::background::Courtesy::on(),
+        courtesy: switchyard::internal::background::Courtesy::on(),
         ..RecorderOptions::default()
     };
     let recorder = Recorder::create(tmp.path(), &RunInfo::new(), options).unwrap();

@@ -14,7 +14,7 @@ use switchyard::{FinishReason, Llm, Reply, RetryPolicy};
 use crate::cli::AskArgs;
 
 /// Runs `ask`.
-pub fn run(config: &Config, args: &AskArgs) -> Result<(), String> {
+pub(super) fn run(config: &Config, args: &AskArgs) -> Result<(), String> {
     // Waits between attempts are announced as warnings: show the library's, briefly, on
     // stderr (not those of the crates below it, which the library reports itself).
     let _ = tracing_subscriber::fmt()

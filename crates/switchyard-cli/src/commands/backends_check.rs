@@ -5,14 +5,14 @@ use std::io::Write;
 
 use super::CliEnv;
 use switchyard::error::fmt_duration;
-use switchyard::probe::{self, Attempt, ModelsCheck};
+use switchyard::internal::probe::{self, Attempt, ModelsCheck};
 use switchyard::registry::{Backend, Config, Dialect, KeyStatus, Kind};
 
 use super::table;
 use crate::cli::CheckArgs;
 
 /// Runs `backends check`.
-pub fn run(config: &Config, args: &CheckArgs) -> Result<(), String> {
+pub(super) fn run(config: &Config, args: &CheckArgs) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -7,7 +7,7 @@ use super::{table, to_json};
 use crate::cli::ListArgs;
 
 /// The layers a backend comes from, defaults left out.
-pub fn layers_text(b: &Backend) -> String {
+pub(super) fn layers_text(b: &Backend) -> String {
     let names: Vec<String> = b
         .layers
         .iter()
@@ -22,7 +22,7 @@ pub fn layers_text(b: &Backend) -> String {
 }
 
 /// The dialects, comma-separated, or `-`.
-pub fn dialects_text(b: &Backend) -> String {
+pub(super) fn dialects_text(b: &Backend) -> String {
     if b.apis.value.is_empty() {
         return "-".into();
     }
@@ -44,7 +44,7 @@ fn shorten(s: &str, max: usize) -> String {
     out
 }
 
-pub fn run(config: &Config, args: &ListArgs) -> Result<(), String> {
+pub(super) fn run(config: &Config, args: &ListArgs) -> Result<(), String> {
     let env = CliEnv;
     let registry = &config.registry;
     if args.json {

@@ -8,7 +8,7 @@ use switchyard::registry::Config;
 use crate::cli::ShellArgs;
 
 /// Runs `backends shell`.
-pub fn run(config: &Config, args: &ShellArgs) -> Result<(), String> {
+pub(super) fn run(config: &Config, args: &ShellArgs) -> Result<(), String> {
     let registry = &config.registry;
     let name = match args.reference.split_once('/') {
         Some(_) => {

@@ -193,7 +193,7 @@ fn json_of(r: &Reference, b: &Backend) -> Value {
     })
 }
 
-pub fn run(config: &Config, args: &ShowArgs) -> Result<(), String> {
+pub(super) fn run(config: &Config, args: &ShowArgs) -> Result<(), String> {
     let registry = &config.registry;
     let reference = match registry.require_reference(&args.reference) {
         Ok(r) => r,

@@ -8,7 +8,7 @@ use switchyard_mock::{MockConfig, MockServer};
 
 /// True when the `mock` backend still points where the built-ins say (nobody set
 /// `MOCK_BASE_URL`, a file or an override).
-pub fn is_builtin(config: &Config) -> bool {
+pub(super) fn is_builtin(config: &Config) -> bool {
     config
         .registry
         .backend("mock")
@@ -18,7 +18,7 @@ pub fn is_builtin(config: &Config) -> bool {
 
 /// Starts the mock when `config`'s `mock` backend is the built-in one; gives it (keep it
 /// alive as long as it must answer) and the override that points the backend at it.
-pub async fn start(config: &Config) -> Result<Option<(MockServer, String)>, String> {
+pub(super) async fn start(config: &Config) -> Result<Option<(MockServer, String)>, String> {
     if !is_builtin(config) {
         return Ok(None);
     }

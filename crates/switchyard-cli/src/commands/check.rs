@@ -10,7 +10,7 @@ use crate::cli::RunCheckArgs;
 
 /// Runs `check`: prints the report; fails (exit 1) when there is any problem, the file's
 /// own included.
-pub fn run(config: Option<&Path>, args: &RunCheckArgs) -> Result<(), String> {
+pub(super) fn run(config: Option<&Path>, args: &RunCheckArgs) -> Result<(), String> {
     let Some(path) = config else {
         return Err(
             "error: `check` needs a run config: `switchyard check --config run.yaml [overrides...]`"
@@ -33,7 +33,7 @@ pub fn run(config: Option<&Path>, args: &RunCheckArgs) -> Result<(), String> {
 }
 
 /// Runs the check before a command that runs the config; refuses to start on a failure.
-pub fn preflight(path: &Path, overrides: &[String]) -> Result<(), String> {
+pub(super) fn preflight(path: &Path, overrides: &[String]) -> Result<(), String> {
     let report = run::check(path, overrides.iter().cloned(), &CliEnv);
     if report.ok {
         Ok(())
@@ -117,7 +117,7 @@ fn row(r: &RoleCheck) -> Vec<String> {
 }
 
 /// The report as text: a table of roles, then every problem.
-pub fn text(report: &CheckReport) -> String {
+pub(super) fn text(report: &CheckReport) -> String {
     let mut out = format!("run config {}\n\n", report.config);
     if !report.config_read {
         out.push_str("roles not checked: the run config cannot be read (see the problems below)\n");

@@ -5,14 +5,14 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use switchyard::env::EnvSource;
-use switchyard::env_file::{self, EnvFile, SetOutcome};
+use switchyard::env::file::{self as env_file, EnvFile, SetOutcome};
 use switchyard::registry::{Auth, Backend};
 
 use super::CliEnv;
 use crate::cli::InitArgs;
 
 /// Runs `init`.
-pub fn run(
+pub(super) fn run(
     config: Option<PathBuf>,
     env_file: Option<&Path>,
     args: &InitArgs,
@@ -25,7 +25,7 @@ pub fn run(
     let loaded = super::load(config, args.overrides.clone())?;
     let Some(backend) = loaded.registry.backend(&args.backend) else {
         let known: Vec<&str> = loaded.registry.names().collect();
-        let hint = switchyard::suggest::nearest(&args.backend, known.iter().copied())
+        let hint = switchyard::internal::suggest::nearest(&args.backend, known.iter().copied())
             .map(|n| format!(" (did you mean `{n}`?)"))
             .unwrap_or_default();
         return Err(format!(

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use switchyard::cost::fmt_cost;
+use switchyard::internal::cost::fmt_cost;
 use switchyard::record::{self, CallRecord};
 
 use super::table;
@@ -125,7 +125,7 @@ fn model_of(r: &record::CallRecord) -> String {
 }
 
 /// Runs `log stats`.
-pub fn stats(args: &LogStatsArgs) -> Result<(), String> {
+pub(super) fn stats(args: &LogStatsArgs) -> Result<(), String> {
     let records = records(&args.run_dir)?;
     let mut total = Totals::default();
     let mut by_role: BTreeMap<String, Totals> = BTreeMap::new();
@@ -192,7 +192,7 @@ pub fn stats(args: &LogStatsArgs) -> Result<(), String> {
 }
 
 /// Runs `log show`.
-pub fn show(args: &LogShowArgs) -> Result<(), String> {
+pub(super) fn show(args: &LogShowArgs) -> Result<(), String> {
     let r = record::read_record(&args.run_dir, args.number).map_err(|e| format!("error: {e}"))?;
     if args.raw {
         let raw = r.raw_bytes().map_err(|e| format!("error: {e}"))?;
@@ -340,7 +340,7 @@ fn csv_field(s: &str) -> String {
 }
 
 /// Runs `log export`.
-pub fn export(args: &LogExportArgs) -> Result<(), String> {
+pub(super) fn export(args: &LogExportArgs) -> Result<(), String> {
     let records = records(&args.run_dir)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let io = |e: std::io::Error| format!("error: cannot write: {e}");

@@ -10,7 +10,7 @@ use crate::cli::MockArgs;
 const DEFAULT_PORT: u16 = 4010;
 
 /// Runs `mock`.
-pub fn run(args: &MockArgs) -> Result<(), String> {
+pub(super) fn run(args: &MockArgs) -> Result<(), String> {
     let config = match &args.scenarios {
         Some(path) => {
             MockConfig::from_file(path).map_err(|e| format!("error: scenario file {e}"))?

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use switchyard::env::{EnvSource, ProcessEnv};
-use switchyard::env_file::EnvFile;
+use switchyard::env::file::EnvFile;
 use switchyard::registry::{Config, LoadOptions};
 
 use crate::cli::{BackendsCommand, Cli, Command, ConfigArgs, LogCommand};
@@ -33,7 +33,7 @@ static ENV_FILE: OnceLock<EnvFile> = OnceLock::new();
 /// what reads it directly — Google's ADC lookup inside `gcp_auth`, a CLI agent run as a
 /// subprocess — sees only the shell's variables, so such variables belong in the shell.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct CliEnv;
+pub(crate) struct CliEnv;
 
 impl EnvSource for CliEnv {
     fn var(&self, name: &str) -> Option<String> {
@@ -45,7 +45,7 @@ impl EnvSource for CliEnv {
 }
 
 /// Runs the command; the error is the text to print.
-pub fn run(cli: Cli) -> Result<(), String> {
+pub(crate) fn run(cli: Cli) -> Result<(), String> {
     let files = files(&cli)?;
     if let Command::Init(args) = &cli.command {
         // For `init` the env file is the one written, and may not exist yet.

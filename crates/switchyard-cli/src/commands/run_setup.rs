@@ -31,7 +31,7 @@ fn log_dir(config: &Config, flag: Option<&PathBuf>) -> Result<Option<PathBuf>, S
 }
 
 /// The handle with the run's budget and recorder attached.
-pub fn attach(
+pub(super) fn attach(
     config: &Config,
     mut llm: Llm,
     args: &AskArgs,

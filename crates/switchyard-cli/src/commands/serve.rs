@@ -13,7 +13,7 @@ use switchyard_gateway::{check_exposure, Gateway, GatewayConfig};
 use crate::cli::ServeArgs;
 
 /// Runs `serve` until SIGTERM, SIGHUP or ctrl-c, then drains calls in flight.
-pub fn run(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), String> {
+pub(super) fn run(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), String> {
     // Kept to the end: dropping it flushes the log.
     let _log = super::serve_log::init();
     let runtime = tokio::runtime::Builder::new_multi_thread()

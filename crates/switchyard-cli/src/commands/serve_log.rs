@@ -8,11 +8,11 @@ use tracing_subscriber::EnvFilter;
 
 /// What `RUST_LOG` is when unset: every crate's warnings, the gateway's info (the access
 /// log `switchyard::access`, the refusal trace `switchyard::refused`, the store).
-pub const DEFAULT_FILTER: &str = "warn,switchyard=info,switchyard_gateway=info";
+pub(super) const DEFAULT_FILTER: &str = "warn,switchyard=info,switchyard_gateway=info";
 
 /// Installs the log; the guard flushes it when dropped (keep it until exit). A `RUST_LOG`
 /// that does not parse is reported and the default used.
-pub fn init() -> WorkerGuard {
+pub(super) fn init() -> WorkerGuard {
     let (writer, guard) = tracing_appender::non_blocking(std::io::stderr());
     let filter = match std::env::var("RUST_LOG") {
         Ok(text) if !text.trim().is_empty() => EnvFilter::try_new(&text).unwrap_or_else(|e| {

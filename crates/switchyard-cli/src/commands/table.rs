@@ -2,7 +2,7 @@
 
 /// Formats rows as columns separated by two spaces, each as wide as its widest cell; the
 /// last column is not padded.
-pub fn render(rows: &[Vec<String>]) -> String {
+pub(super) fn render(rows: &[Vec<String>]) -> String {
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
     let mut widths = vec![0; cols];
     for row in rows {

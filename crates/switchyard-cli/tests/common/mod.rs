@@ -9,7 +9,7 @@ use switchyard_mock::{MockConfig, MockServer};
 
 /// The binary with an empty environment except PATH, HOME and XDG_CONFIG_HOME in `home`,
 /// so the developer's real keys and backends file never matter.
-pub fn switchyard(home: &Path) -> Command {
+pub(crate) fn switchyard(home: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_switchyard"));
     c.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -19,7 +19,7 @@ pub fn switchyard(home: &Path) -> Command {
 }
 
 /// What a finished run printed.
-pub struct Run {
+pub(crate) struct Run {
     pub ok: bool,
     pub code: Option<i32>,
     pub out: String,
@@ -27,7 +27,7 @@ pub struct Run {
 }
 
 /// Runs `c` to its end.
-pub fn run(c: &mut Command) -> Run {
+pub(crate) fn run(c: &mut Command) -> Run {
     let Output {
         status,
         stdout,
@@ -42,13 +42,13 @@ pub fn run(c: &mut Command) -> Run {
 }
 
 /// A mock provider on its own thread (the binary runs while the test blocks).
-pub fn mock() -> MockServer {
+pub(crate) fn mock() -> MockServer {
     MockServer::start_in_thread(([127, 0, 0, 1], 0).into(), MockConfig::default())
         .expect("a loopback port for the mock")
 }
 
 /// The override pointing the `mock` backend at `mock`.
-pub fn mock_override(mock: &MockServer) -> String {
+pub(crate) fn mock_override(mock: &MockServer) -> String {
     format!("backends.mock.base_url={}", mock.base_url())
 }
-pub mod stand_in;
+pub(crate) mod stand_in;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 /// A stand-in CLI in `<dir>/bin/<name>` that records its argv (one per line), environment
 /// and working directory in `<dir>/rec/`, runs `body` (shell) and exits with `code`.
 /// Returns the `bin` directory, to put first on PATH.
-pub fn stand_in(dir: &Path, name: &str, body: &str, code: i32) -> PathBuf {
+pub(crate) fn stand_in(dir: &Path, name: &str, body: &str, code: i32) -> PathBuf {
     let bin = dir.join("bin");
     let rec = dir.join("rec");
     std::fs::create_dir_all(&bin).unwrap();
@@ -22,12 +22,12 @@ pub fn stand_in(dir: &Path, name: &str, body: &str, code: i32) -> PathBuf {
 }
 
 /// What a stand-in recorded: `argv`, `env` or `cwd`.
-pub fn rec(dir: &Path, what: &str) -> String {
+pub(crate) fn rec(dir: &Path, what: &str) -> String {
     std::fs::read_to_string(dir.join("rec").join(what)).unwrap_or_default()
 }
 
 /// A variable's value in a recorded `env`.
-pub fn env_var(env: &str, name: &str) -> Option<String> {
+pub(crate) fn env_var(env: &str, name: &str) -> Option<String> {
     env.lines()
         .find_map(|l| l.strip_prefix(&format!("{name}=")).map(str::to_string))
 }

@@ -12,7 +12,7 @@ use switchyard::Dialect;
 
 /// The body to send, and whether the usage-only chunk must be kept from the client (it
 /// did not ask for it; the gateway did, to meter the call).
-pub struct Edited {
+pub(super) struct Edited {
     /// The body as it goes upstream.
     pub body: Bytes,
     /// Drop the chat usage-only chunk from the client's stream.
@@ -20,7 +20,7 @@ pub struct Edited {
 }
 
 /// Applies the edits `target` needs to the client's body.
-pub fn edit(
+pub(super) fn edit(
     target: &Target,
     raw: &RawBody<'_>,
     bytes: &Bytes,

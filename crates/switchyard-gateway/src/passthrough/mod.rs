@@ -65,7 +65,7 @@ enum Answer {
 }
 
 /// Forwards a call whose client speaks the backend's dialect.
-pub async fn forward(
+pub(crate) async fn forward(
     target: &Target,
     raw: &RawBody<'_>,
     bytes: &Bytes,

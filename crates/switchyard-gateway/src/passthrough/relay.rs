@@ -29,7 +29,7 @@ use switchyard_wire::sse::{write_event, SseParser};
 const AFTER_END: Duration = Duration::from_secs(2);
 
 /// A stream being relayed.
-pub struct Relay {
+pub(super) struct Relay {
     upstream: Option<RawResponse>,
     /// Chunks read (and watched) before output began, still to relay.
     opening: VecDeque<Bytes>,
@@ -51,7 +51,7 @@ pub struct Relay {
 impl Relay {
     /// Relays `upstream` after the `opening` chunks already read (and watched).
     #[allow(clippy::too_many_arguments)]
-    pub fn new(
+    pub(super) fn new(
         upstream: Option<RawResponse>,
         opening: Vec<Bytes>,
         watch: Watch,
@@ -78,7 +78,7 @@ impl Relay {
     }
 
     /// The next bytes for the client; `None` once the stream is over.
-    pub async fn next(&mut self) -> Option<Bytes> {
+    pub(super) async fn next(&mut self) -> Option<Bytes> {
         loop {
             if let Some(bytes) = self.out.pop_front() {
                 self.meter.first_byte();

@@ -8,7 +8,7 @@ use switchyard::{Dialect, FinishReason, Usage};
 use switchyard_wire::{codec, ByteStreamDecoder, DecodeError, Event, StreamError};
 
 /// What a stream has shown so far.
-pub struct Watch {
+pub(super) struct Watch {
     decoder: ByteStreamDecoder,
     /// Output began (any text, thinking or tool call event): from here a failure is never
     /// asked again, as for a call through the library.
@@ -30,7 +30,7 @@ pub struct Watch {
 
 impl Watch {
     /// Watches a stream of `dialect`.
-    pub fn new(dialect: Dialect) -> Self {
+    pub(super) fn new(dialect: Dialect) -> Self {
         Watch {
             decoder: ByteStreamDecoder::new(codec(dialect)),
             began: false,
@@ -45,28 +45,28 @@ impl Watch {
 
     /// Reads the next chunk; an error is a stream the dialect does not allow (or, from
     /// some decoders, the provider's error object).
-    pub fn push(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
+    pub(super) fn push(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
         let events = self.decoder.push(bytes)?;
         self.note(events);
         Ok(())
     }
 
     /// The bytes ended: an error when the stream stopped before its end marker.
-    pub fn finish(&mut self) -> Result<(), DecodeError> {
+    pub(super) fn finish(&mut self) -> Result<(), DecodeError> {
         let events = self.decoder.finish()?;
         self.note(events);
         Ok(())
     }
 
     /// The end marker (or an error event) was seen: nothing after it belongs to the reply.
-    pub fn ended(&self) -> bool {
+    pub(super) fn ended(&self) -> bool {
         self.error.is_some() || self.decoder.ended()
     }
 
     /// Why the stream, now ended, is not an answer (the rule of
     /// [`switchyard_wire::shape::reply_problem`]: neither text nor tool calls unless cut
     /// by the output limit, or no usage).
-    pub fn problem(&self) -> Option<&'static str> {
+    pub(super) fn problem(&self) -> Option<&'static str> {
         if !self.answered && self.finish != Some(FinishReason::Length) {
             Some("the reply has neither text nor tool calls")
         } else if self.usage.is_none() {
@@ -77,7 +77,7 @@ impl Watch {
     }
 
     /// What a client that leaves now is billed on.
-    pub fn seen(&self) -> SeenSoFar {
+    pub(super) fn seen(&self) -> SeenSoFar {
         SeenSoFar {
             usage: self.usage,
             output_bytes: self.output_bytes,

@@ -8,6 +8,6 @@ use std::sync::Arc;
 use switchyard::Dialect;
 
 /// Serves a chat completion.
-pub async fn completions(S(state): S<Arc<State>>, request: Request) -> Response {
+pub(crate) async fn completions(S(state): S<Arc<State>>, request: Request) -> Response {
     handle(state, Inbound::body(Dialect::Chat), request).await
 }

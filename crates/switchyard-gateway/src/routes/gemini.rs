@@ -11,7 +11,7 @@ use std::sync::Arc;
 use switchyard::Dialect;
 
 /// Serves a Gemini call.
-pub async fn call(S(state): S<Arc<State>>, Path(rest): Path<String>, request: Request) -> Response {
+pub(crate) async fn call(S(state): S<Arc<State>>, Path(rest): Path<String>, request: Request) -> Response {
     let Some((model, method)) = rest.rsplit_once(':') else {
         return not_found(&rest);
     };

@@ -8,18 +8,18 @@ use axum::response::{IntoResponse, Response};
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-/// What `/healthz` answers; [`crate::probe`] looks for the `service` field.
+/// What `/healthz` answers; [`crate::internal::probe`] looks for the `service` field.
 pub const SERVICE: &str = "switchyard-gateway";
 
 /// `GET /` and `HEAD /`.
-pub async fn root() -> &'static str {
+pub(crate) async fn root() -> &'static str {
     "switchyard gateway: POST /v1/chat/completions, /v1/responses, /v1/messages, /v1beta/models/{model}:generateContent\n"
 }
 
 /// `GET /healthz`: 200 `ok`; 200 `degraded` once records were lost but the store writes
 /// again; 503 `failing` while the store cannot write (a full disk), so a load balancer
 /// takes the replica out before more answered calls go unrecorded.
-pub async fn healthz(S(state): S<Arc<State>>) -> Response {
+pub(crate) async fn healthz(S(state): S<Arc<State>>) -> Response {
     let store = state.store.as_ref().map(|s| (s, s.health()));
     let status = match &store {
         Some((_, h)) if h.failing => "failing",
@@ -55,7 +55,7 @@ pub async fn healthz(S(state): S<Arc<State>>) -> Response {
 }
 
 /// `GET /metrics`, Prometheus text format.
-pub async fn metrics(S(state): S<Arc<State>>) -> Response {
+pub(crate) async fn metrics(S(state): S<Arc<State>>) -> Response {
     let mut text = state.metrics.render();
     state.refusals.render(&mut text);
     if let Some(store) = &state.store {

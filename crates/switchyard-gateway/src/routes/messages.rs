@@ -10,12 +10,12 @@ use std::sync::Arc;
 use switchyard::Dialect;
 
 /// Serves a message.
-pub async fn create(S(state): S<Arc<State>>, request: Request) -> Response {
+pub(crate) async fn create(S(state): S<Arc<State>>, request: Request) -> Response {
     handle(state, Inbound::body(Dialect::Messages), request).await
 }
 
 /// Counts a request's input tokens.
-pub async fn count_tokens(S(state): S<Arc<State>>, request: Request) -> Response {
+pub(crate) async fn count_tokens(S(state): S<Arc<State>>, request: Request) -> Response {
     let inbound = Inbound {
         count_tokens: true,
         ..Inbound::body(Dialect::Messages)

@@ -1,8 +1,8 @@
 //! The HTTP routes, one file per API family.
 
-pub mod chat;
-pub mod gemini;
-pub mod health;
-pub mod messages;
-pub mod models;
-pub mod responses;
+pub(crate) mod chat;
+pub(crate) mod gemini;
+pub(crate) mod health;
+pub(crate) mod messages;
+pub(crate) mod models;
+pub(crate) mod responses;

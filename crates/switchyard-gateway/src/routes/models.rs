@@ -22,7 +22,7 @@ struct Listed {
 }
 
 /// `GET /v1/models`.
-pub async fn list(S(state): S<Arc<State>>, request: Request) -> Response {
+pub(crate) async fn list(S(state): S<Arc<State>>, request: Request) -> Response {
     let dialect = if request.headers().contains_key("anthropic-version") {
         Dialect::Messages
     } else {
@@ -32,7 +32,7 @@ pub async fn list(S(state): S<Arc<State>>, request: Request) -> Response {
 }
 
 /// `GET /v1beta/models` (and `/v1/models` asked in Gemini's way, with `x-goog-api-key`).
-pub async fn list_gemini(S(state): S<Arc<State>>, request: Request) -> Response {
+pub(crate) async fn list_gemini(S(state): S<Arc<State>>, request: Request) -> Response {
     answer(&state, &request, Dialect::Gemini)
 }
 

@@ -8,6 +8,6 @@ use std::sync::Arc;
 use switchyard::Dialect;
 
 /// Serves a response.
-pub async fn create(S(state): S<Arc<State>>, request: Request) -> Response {
+pub(crate) async fn create(S(state): S<Arc<State>>, request: Request) -> Response {
     handle(state, Inbound::body(Dialect::Responses), request).await
 }

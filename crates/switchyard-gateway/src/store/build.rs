@@ -124,7 +124,7 @@ pub(super) fn build_record(call: Finished) -> CallRecord {
             first_byte_ms: s.time_to_first_byte.map(ms),
             duration_ms: ms(s.latency),
         },
-        cost_usd: switchyard::cost::call_cost(price.as_ref(), usage.as_ref()),
+        cost_usd: switchyard::internal::cost::call_cost(price.as_ref(), usage.as_ref()),
         provider_cost_usd: None,
         error,
         usage_estimated: draft.usage_estimated,
@@ -134,7 +134,7 @@ pub(super) fn build_record(call: Finished) -> CallRecord {
 }
 
 /// The attempts of a library call, as records keep them.
-pub fn attempt_records(attempts: &[switchyard::Attempt]) -> Vec<AttemptRecord> {
+pub(crate) fn attempt_records(attempts: &[switchyard::Attempt]) -> Vec<AttemptRecord> {
     attempts
         .iter()
         .map(|a| AttemptRecord {

@@ -33,7 +33,7 @@
 
 mod build;
 
-pub use build::attempt_records;
+pub(crate) use build::attempt_records;
 
 use crate::metrics::CallSummary;
 use bytes::Bytes;
@@ -42,7 +42,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
-use switchyard::background::Courtesy;
+use switchyard::internal::background::Courtesy;
 use switchyard::record::{AttemptRecord, Durability, ErrorRecord};
 use switchyard::registry::Price;
 use switchyard::{Recorder, RecorderOptions, RunInfo};
@@ -64,7 +64,7 @@ const WINDOW: usize = 2 * FULL;
 const FULL: usize = 512;
 
 /// The default bound on the fast mode's backlog: past it, calls wait for their records.
-pub const DEFAULT_MAX_BACKLOG: usize = 1024;
+pub(crate) const DEFAULT_MAX_BACKLOG: usize = 1024;
 
 /// When a reply's last byte may go out, with respect to its record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -154,7 +154,7 @@ impl Draft {
 /// Bytes to keep until the record is written: a small slice is copied, because a `Bytes`
 /// cut from the connection's read buffer keeps that whole buffer (several times its own
 /// size) alive while the call waits for the writer; a large one is shared as it is.
-pub fn compact(bytes: &Bytes) -> Bytes {
+pub(crate) fn compact(bytes: &Bytes) -> Bytes {
     if bytes.len() <= 16 * 1024 {
         Bytes::copy_from_slice(bytes)
     } else {

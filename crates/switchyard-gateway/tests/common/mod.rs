@@ -4,7 +4,7 @@
 
 #![allow(dead_code)]
 
-pub mod recording;
+pub(crate) mod recording;
 
 use std::sync::Arc;
 use switchyard::env::MapEnv;
@@ -13,14 +13,14 @@ use switchyard_gateway::{start, Gateway, GatewayConfig, RunningGateway};
 use switchyard_mock::MockServer;
 use switchyard_wire::{codec, ByteStreamDecoder, Dialect, EncodeOptions, Reply, Request};
 
-pub const DIALECTS: [Dialect; 4] = [
+pub(crate) const DIALECTS: [Dialect; 4] = [
     Dialect::Chat,
     Dialect::Responses,
     Dialect::Messages,
     Dialect::Gemini,
 ];
 
-pub struct Harness {
+pub(crate) struct Harness {
     pub mock: MockServer,
     pub gateway: Option<RunningGateway>,
     pub url: String,
@@ -29,7 +29,7 @@ pub struct Harness {
 
 impl Harness {
     /// A gateway that does not retry (tests see each upstream answer as it is).
-    pub async fn start() -> Harness {
+    pub(crate) async fn start() -> Harness {
         let config = GatewayConfig {
             retry: switchyard::RetryPolicy::never(),
             ..GatewayConfig::default()
@@ -37,7 +37,7 @@ impl Harness {
         Harness::start_with(config, MapEnv::default()).await
     }
 
-    pub async fn start_with(config: GatewayConfig, env: MapEnv) -> Harness {
+    pub(crate) async fn start_with(config: GatewayConfig, env: MapEnv) -> Harness {
         let mock = MockServer::start().await;
         let gateway = gateway_for(&mock.base_url(), config, env, &[]);
         let running = start(gateway, "127.0.0.1:0".parse().unwrap())
@@ -52,7 +52,7 @@ impl Harness {
     }
 
     /// Sends `request` as `client` would to `model`; returns status and body bytes.
-    pub async fn send(
+    pub(crate) async fn send(
         &self,
         client: Dialect,
         model: &str,
@@ -73,7 +73,7 @@ impl Harness {
     }
 
     /// The gateway's `/metrics` text.
-    pub async fn metrics(&self) -> String {
+    pub(crate) async fn metrics(&self) -> String {
         self.http
             .get(format!("{}/metrics", self.url))
             .send()
@@ -85,7 +85,7 @@ impl Harness {
     }
 
     /// Sends and decodes a successful reply (whole or streamed) in `client`'s dialect.
-    pub async fn ask(
+    pub(crate) async fn ask(
         &self,
         client: Dialect,
         model: &str,
@@ -103,7 +103,7 @@ impl Harness {
     }
 }
 
-pub fn gateway_for(
+pub(crate) fn gateway_for(
     mock_base: &str,
     config: GatewayConfig,
     env: MapEnv,
@@ -120,7 +120,7 @@ pub fn gateway_for(
 
 /// [`gateway_for`] whose retry loop waits through `sleeper` (a `RecordingSleeper` makes
 /// every retry wait instant).
-pub fn gateway_waiting(
+pub(crate) fn gateway_waiting(
     mock_base: &str,
     config: GatewayConfig,
     env: MapEnv,
@@ -142,14 +142,14 @@ pub fn gateway_waiting(
         .unwrap_or_else(|e| panic!("{e:?}"))
 }
 
-pub fn client_body(client: Dialect, model: &str, request: &Request, stream: bool) -> Vec<u8> {
+pub(crate) fn client_body(client: Dialect, model: &str, request: &Request, stream: bool) -> Vec<u8> {
     let body = codec(client)
         .encode_request(request, &EncodeOptions { model, stream })
         .unwrap();
     serde_json::to_vec(&body).unwrap()
 }
 
-pub fn path(client: Dialect, model: &str, stream: bool) -> String {
+pub(crate) fn path(client: Dialect, model: &str, stream: bool) -> String {
     match client {
         Dialect::Chat => "/v1/chat/completions".into(),
         Dialect::Responses => "/v1/responses".into(),
@@ -161,7 +161,7 @@ pub fn path(client: Dialect, model: &str, stream: bool) -> String {
     }
 }
 
-pub fn decode(client: Dialect, body: &[u8], stream: bool) -> Reply {
+pub(crate) fn decode(client: Dialect, body: &[u8], stream: bool) -> Reply {
     if !stream {
         return codec(client)
             .decode_reply(body)
@@ -180,7 +180,7 @@ pub fn decode(client: Dialect, body: &[u8], stream: bool) -> Reply {
 }
 
 /// The upstream path the mock saw last.
-pub fn upstream_dialect_of(path: &str) -> Dialect {
+pub(crate) fn upstream_dialect_of(path: &str) -> Dialect {
     if path.ends_with("/chat/completions") {
         Dialect::Chat
     } else if path.ends_with("/responses") {

@@ -10,15 +10,15 @@ use switchyard_gateway::{start, BudgetPeriod, GatewayConfig, KeySecret, KeySpec,
 use switchyard_mock::MockServer;
 use switchyard_wire::{Dialect, Request};
 
-pub const ALICE: &str = "sk-alice-0123456789-secret";
-pub const BOB: &str = "sk-bob-9876543210-secret";
-pub const UPSTREAM: &str = "sk-upstream-abcdef-secret";
+pub(crate) const ALICE: &str = "sk-alice-0123456789-secret";
+pub(crate) const BOB: &str = "sk-bob-9876543210-secret";
+pub(crate) const UPSTREAM: &str = "sk-upstream-abcdef-secret";
 
 /// How long a finished call may take to reach the disk: the gateway's documented bound
 /// (the store thread, then the recorder's writer; in practice a few milliseconds).
-pub const FLUSH_BOUND: Duration = Duration::from_secs(2);
+pub(crate) const FLUSH_BOUND: Duration = Duration::from_secs(2);
 
-pub fn key(name: &str, var: &str, budget: Option<(f64, BudgetPeriod)>) -> KeySpec {
+pub(crate) fn key(name: &str, var: &str, budget: Option<(f64, BudgetPeriod)>) -> KeySpec {
     KeySpec {
         budget_usd: budget.map(|b| b.0),
         budget_period: budget.map(|b| b.1),
@@ -26,7 +26,7 @@ pub fn key(name: &str, var: &str, budget: Option<(f64, BudgetPeriod)>) -> KeySpe
     }
 }
 
-pub fn env() -> MapEnv {
+pub(crate) fn env() -> MapEnv {
     MapEnv::new([
         ("ALICE_KEY", ALICE),
         ("BOB_KEY", BOB),
@@ -35,13 +35,13 @@ pub fn env() -> MapEnv {
 }
 
 /// A gateway recording into `dir`, its upstreams needing `UPSTREAM_KEY`, `echo` priced.
-pub async fn gateway(mock: &MockServer, dir: &Path, keys: Vec<KeySpec>) -> RunningGateway {
+pub(crate) async fn gateway(mock: &MockServer, dir: &Path, keys: Vec<KeySpec>) -> RunningGateway {
     gateway_pricing(mock, dir, keys, &["echo"]).await
 }
 
 /// [`gateway`] pricing `models` as the built-in `mock-small` is ($1 and $2 per million
 /// tokens) on every mock backend.
-pub async fn gateway_pricing(
+pub(crate) async fn gateway_pricing(
     mock: &MockServer,
     dir: &Path,
     keys: Vec<KeySpec>,
@@ -67,7 +67,7 @@ pub async fn gateway_pricing(
     start(g, "127.0.0.1:0".parse().unwrap()).await.unwrap()
 }
 
-pub async fn call(
+pub(crate) async fn call(
     gw: &RunningGateway,
     key: &str,
     client: Dialect,
@@ -79,7 +79,7 @@ pub async fn call(
 }
 
 /// Sends `request` as `client` would, with `key`; gives status, headers and body.
-pub async fn send(
+pub(crate) async fn send(
     gw: &RunningGateway,
     key: &str,
     client: Dialect,
@@ -103,7 +103,7 @@ pub async fn send(
 
 /// Waits (at most [`FLUSH_BOUND`]) until `dir` holds `n` records; gives them and the
 /// time it took.
-pub async fn records(dir: &Path, n: usize) -> (Vec<CallRecord>, Duration) {
+pub(crate) async fn records(dir: &Path, n: usize) -> (Vec<CallRecord>, Duration) {
     let start = Instant::now();
     loop {
         let got = read_records(dir).unwrap_or_default();

@@ -5,12 +5,12 @@ use serde_json::{json, Value};
 use switchyard_mock::MockServer;
 use switchyard_wire::{codec, ByteStreamDecoder, Dialect, Event, Reply};
 
-pub fn client() -> reqwest::Client {
+pub(crate) fn client() -> reqwest::Client {
     reqwest::Client::new()
 }
 
 /// The URL of a dialect's endpoint for `model`.
-pub fn endpoint(mock: &MockServer, dialect: Dialect, model: &str, stream: bool) -> String {
+pub(crate) fn endpoint(mock: &MockServer, dialect: Dialect, model: &str, stream: bool) -> String {
     match dialect {
         Dialect::Chat => format!("{}/chat/completions", mock.base_url()),
         Dialect::Responses => format!("{}/responses", mock.base_url()),
@@ -24,7 +24,7 @@ pub fn endpoint(mock: &MockServer, dialect: Dialect, model: &str, stream: bool) 
 }
 
 /// A hand-written request body saying `prompt`, in the dialect's own shape.
-pub fn raw_body(dialect: Dialect, model: &str, prompt: &str, stream: bool) -> Value {
+pub(crate) fn raw_body(dialect: Dialect, model: &str, prompt: &str, stream: bool) -> Value {
     match dialect {
         Dialect::Chat => json!({"model": model, "stream": stream,
             "messages": [{"role": "user", "content": prompt}]}),
@@ -36,7 +36,7 @@ pub fn raw_body(dialect: Dialect, model: &str, prompt: &str, stream: bool) -> Va
 }
 
 /// Posts a hand-written body.
-pub async fn post_raw(
+pub(crate) async fn post_raw(
     mock: &MockServer,
     dialect: Dialect,
     model: &str,
@@ -52,7 +52,7 @@ pub async fn post_raw(
 }
 
 /// A response's status, headers we care about and JSON body.
-pub async fn json_of(response: reqwest::Response) -> (u16, reqwest::header::HeaderMap, Value) {
+pub(crate) async fn json_of(response: reqwest::Response) -> (u16, reqwest::header::HeaderMap, Value) {
     let status = response.status().as_u16();
     let headers = response.headers().clone();
     let bytes = response.bytes().await.expect("body");
@@ -62,7 +62,7 @@ pub async fn json_of(response: reqwest::Response) -> (u16, reqwest::header::Head
 }
 
 /// Decodes a non-streamed reply with the dialect's codec.
-pub async fn decode_reply(dialect: Dialect, response: reqwest::Response) -> Reply {
+pub(crate) async fn decode_reply(dialect: Dialect, response: reqwest::Response) -> Reply {
     assert_eq!(response.status().as_u16(), 200, "status");
     let bytes = response.bytes().await.expect("body");
     codec(dialect)
@@ -72,7 +72,7 @@ pub async fn decode_reply(dialect: Dialect, response: reqwest::Response) -> Repl
 
 /// Reads a stream chunk by chunk, decoding with the dialect's codec. Returns the
 /// events, the network chunks seen, and the decoder's finish result.
-pub async fn read_stream(
+pub(crate) async fn read_stream(
     dialect: Dialect,
     mut response: reqwest::Response,
 ) -> (Vec<Event>, usize, Result<Vec<Event>, String>) {

@@ -116,7 +116,7 @@ fn stream(reply: &Reply, context: &ServerContext) -> Vec<u8> {
 }
 
 /// Registers the chat group.
-pub fn bench(c: &mut Criterion) {
+pub(crate) fn bench(c: &mut Criterion) {
     let chat = codec(Dialect::Chat);
     let options = EncodeOptions {
         model: "gpt-4.1",

@@ -101,7 +101,7 @@ fn reply() -> Reply {
     }
 }
 
-pub fn bench(c: &mut Criterion) {
+pub(crate) fn bench(c: &mut Criterion) {
     let codec = codec(Dialect::Gemini);
     let options = EncodeOptions {
         model: "gemini-2.5-pro",

@@ -102,7 +102,7 @@ fn reply() -> Reply {
     }
 }
 
-pub fn bench(c: &mut Criterion) {
+pub(crate) fn bench(c: &mut Criterion) {
     let messages = codec(Dialect::Messages);
     let options = EncodeOptions {
         model: "claude-opus-4-6",

@@ -101,7 +101,7 @@ fn reply() -> Reply {
     }
 }
 
-pub fn bench(c: &mut Criterion) {
+pub(crate) fn bench(c: &mut Criterion) {
     let responses = codec(Dialect::Responses);
     let options = EncodeOptions {
         model: "gpt-5.4",

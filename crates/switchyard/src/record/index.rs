@@ -8,7 +8,7 @@
 use super::read::{log_dir, parse_record};
 use super::segment::{self, Location};
 use super::CallRecord;
-use crate::background::Courtesy;
+use crate::internal::background::Courtesy;
 use crate::error::{Error, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::Path;

@@ -101,7 +101,7 @@ impl Observed {
         // A replayed call costs what it cost when recorded, at the prices of then.
         let cost = match &replayed {
             Some(r) => r.cost_usd,
-            None => crate::cost::call_cost(self.price.as_ref(), usage.as_ref()),
+            None => crate::internal::cost::call_cost(self.price.as_ref(), usage.as_ref()),
         };
         if let Some(r) = self.reservation {
             r.settle(usage.as_ref(), cost);

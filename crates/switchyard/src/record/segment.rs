@@ -10,9 +10,9 @@ use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
 
 /// The file name prefix of a segment.
-pub const SEGMENT_PREFIX: &str = "segment-";
+pub(super) const SEGMENT_PREFIX: &str = "segment-";
 /// The file name extension of a segment.
-pub const SEGMENT_EXT: &str = ".jsonl";
+pub(super) const SEGMENT_EXT: &str = ".jsonl";
 /// A segment is closed and the next one started once it holds this many bytes (checked
 /// between batches of records, so a segment can be a batch longer).
 pub const SEGMENT_BYTES: u64 = 64 * 1024 * 1024;
@@ -70,7 +70,7 @@ pub fn segment_ids(log: &Path) -> Result<Vec<u32>> {
 
 /// True when a log folder holds records of format 1 (one `<number>.json` file per call),
 /// which this version does not read.
-pub fn holds_format_1(log: &Path) -> bool {
+pub(super) fn holds_format_1(log: &Path) -> bool {
     std::fs::read_dir(log).is_ok_and(|entries| {
         entries.flatten().any(|e| {
             let name = e.file_name();
@@ -84,7 +84,7 @@ pub fn holds_format_1(log: &Path) -> bool {
 
 /// The complete lines of a segment's bytes from `from`, with their offsets and lengths
 /// (an unterminated last line is left out).
-pub fn lines(bytes: &[u8], from: u64) -> impl Iterator<Item = (u64, &[u8])> {
+pub(super) fn lines(bytes: &[u8], from: u64) -> impl Iterator<Item = (u64, &[u8])> {
     let mut at = (from as usize).min(bytes.len());
     std::iter::from_fn(move || {
         let rest = &bytes[at..];
@@ -97,7 +97,7 @@ pub fn lines(bytes: &[u8], from: u64) -> impl Iterator<Item = (u64, &[u8])> {
 
 /// The length of the complete lines of a segment's bytes (what is kept of it when an
 /// unterminated last line is dropped).
-pub fn complete_len(bytes: &[u8]) -> u64 {
+pub(super) fn complete_len(bytes: &[u8]) -> u64 {
     bytes
         .iter()
         .rposition(|&b| b == b'\n')
@@ -110,7 +110,7 @@ fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
 
 /// The number of the record on a line, read from its start (`{"format":2,"number":N,`
 /// as the writer lays it out) or, for a line laid out otherwise, by parsing it.
-pub fn line_number(line: &[u8]) -> Option<u64> {
+pub(super) fn line_number(line: &[u8]) -> Option<u64> {
     fn digits(s: &[u8]) -> Option<(u64, &[u8])> {
         let n = s.iter().take_while(|b| b.is_ascii_digit()).count();
         let v = std::str::from_utf8(&s[..n]).ok()?.parse().ok()?;
@@ -135,14 +135,14 @@ pub fn line_number(line: &[u8]) -> Option<u64> {
 }
 
 /// Reads a segment whole (segments are bounded by [`SEGMENT_BYTES`] and a batch).
-pub fn read_segment(log: &Path, segment: u32) -> Result<Vec<u8>> {
+pub(super) fn read_segment(log: &Path, segment: u32) -> Result<Vec<u8>> {
     let path = segment_path(log, segment);
     std::fs::read(&path).map_err(|e| Error::Config(format!("cannot read {}: {e}", path.display())))
 }
 
 /// Every record line of a log folder, in order, from `from` (a segment and an offset in
 /// it) on: calls `f` with each line's location and bytes; stops at `f`'s first error.
-pub fn for_each_line(
+pub(super) fn for_each_line(
     log: &Path,
     from: Option<(u32, u64)>,
     mut f: impl FnMut(Location, &[u8]) -> Result<()>,
@@ -169,7 +169,7 @@ pub fn for_each_line(
 }
 
 /// Reads the line at `at`, checking that it is whole.
-pub fn read_line(log: &Path, at: Location) -> Result<Vec<u8>> {
+pub(super) fn read_line(log: &Path, at: Location) -> Result<Vec<u8>> {
     use std::io::{Read, Seek, SeekFrom};
     let path = segment_path(log, at.segment);
     let fail = |e: std::io::Error| {

@@ -16,7 +16,7 @@ use super::read::{last_record, log_dir};
 use super::run_dir::RUN_FILE;
 use super::segment::{self, Location, SEGMENT_BYTES};
 use super::{CallRecord, RunInfo};
-use crate::background::Courtesy;
+use crate::internal::background::Courtesy;
 use crate::error::{Error, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};

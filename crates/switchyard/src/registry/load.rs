@@ -13,7 +13,7 @@ use super::types::Layer;
 use super::url_template;
 use crate::config_error::{ConfigError, ConfigProblem, Location};
 use crate::env::{env_stem, EnvSource};
-use crate::suggest::nearest;
+use crate::internal::suggest::nearest;
 
 /// Top-level keys of a backends file (the built-ins and the user's file).
 pub const BACKENDS_FILE_KEYS: &[&str] = &["backends", "prices_date"];

@@ -82,7 +82,7 @@ pub fn parse_override(text: &str) -> Result<Override, ConfigError> {
     let mut segments = key.split('.');
     let section = segments.next().unwrap_or("");
     if !SECTIONS.contains(&section) {
-        let nearest = crate::suggest::nearest(section, SECTIONS.iter().copied());
+        let nearest = crate::internal::suggest::nearest(section, SECTIONS.iter().copied());
         let hint = nearest
             .map(|n| format!(" (did you mean `{n}`?)"))
             .unwrap_or_default();
@@ -135,7 +135,7 @@ pub fn parse_override(text: &str) -> Result<Override, ConfigError> {
 }
 
 /// Parses every override, collecting all problems.
-pub fn parse_overrides(args: &[String]) -> Result<Vec<Override>, Vec<ConfigError>> {
+pub(super) fn parse_overrides(args: &[String]) -> Result<Vec<Override>, Vec<ConfigError>> {
     let mut out = Vec::new();
     let mut errors = Vec::new();
     for a in args {
@@ -153,7 +153,7 @@ pub fn parse_overrides(args: &[String]) -> Result<Vec<Override>, Vec<ConfigError
 
 /// The backend patches of the `backends.*` overrides, each its own patch in order; every
 /// override's value is also checked for key-looking strings.
-pub fn backend_patches(overrides: &[Override], errors: &mut Vec<ConfigError>) -> Vec<BackendPatch> {
+pub(super) fn backend_patches(overrides: &[Override], errors: &mut Vec<ConfigError>) -> Vec<BackendPatch> {
     let mut out = Vec::new();
     for o in overrides {
         let label = format!("override `{}`", redacted(&o.text));

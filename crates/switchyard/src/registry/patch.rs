@@ -10,7 +10,7 @@ use super::types::{Auth, DeveloperRole, Dialect, Kind, Layer, MaxTokensField, Pr
 use super::url_template;
 use crate::config_error::{ConfigError, ConfigProblem, Location};
 use crate::secrets;
-use crate::suggest::nearest;
+use crate::internal::suggest::nearest;
 
 /// Every field a backend accepts.
 pub const FIELDS: &[&str] = &[
@@ -40,7 +40,7 @@ pub const PRICE_FIELDS: &[&str] = &["input", "cached_input", "cache_write", "out
 
 /// The fields one layer sets on one backend.
 #[derive(Debug, Clone)]
-pub struct BackendPatch {
+pub(crate) struct BackendPatch {
     pub name: String,
     pub layer: Layer,
     pub kind: Option<Kind>,
@@ -66,7 +66,7 @@ pub struct BackendPatch {
 
 impl BackendPatch {
     /// An empty patch of `name` in `layer`.
-    pub fn empty(name: &str, layer: Layer) -> Self {
+    pub(crate) fn empty(name: &str, layer: Layer) -> Self {
         BackendPatch {
             name: name.to_string(),
             layer,
@@ -94,7 +94,7 @@ impl BackendPatch {
 }
 
 /// One layer's source: its layer, its label for error locations and where its keys are.
-pub struct LayerSource<'a> {
+pub(crate) struct LayerSource<'a> {
     /// The layer values are tagged with.
     pub layer: Layer,
     /// The `source` of error locations (a path, or `override '…'`).
@@ -107,7 +107,7 @@ pub struct LayerSource<'a> {
 
 impl LayerSource<'_> {
     /// The location of `path` (below the prefix), as precise as the index allows.
-    pub fn loc(&self, path: &[&str]) -> Location {
+    pub(crate) fn loc(&self, path: &[&str]) -> Location {
         let mut full: Vec<&str> = self.prefix.iter().map(String::as_str).collect();
         full.extend_from_slice(path);
         match self.spans.and_then(|s| s.find(&full)) {
@@ -122,7 +122,7 @@ impl LayerSource<'_> {
 }
 
 /// A YAML value's type in words.
-pub fn type_name(v: &Value) -> &'static str {
+pub(crate) fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "nothing",
         Value::Bool(_) => "a boolean",
@@ -135,7 +135,7 @@ pub fn type_name(v: &Value) -> &'static str {
 }
 
 /// A mapping key as text.
-pub fn key_text(k: &Value) -> String {
+pub(crate) fn key_text(k: &Value) -> String {
     match k {
         Value::String(s) => s.clone(),
         Value::Number(n) => n.to_string(),
@@ -155,14 +155,14 @@ fn is_var_name(s: &str) -> bool {
 }
 
 /// True for a valid backend name.
-pub fn is_backend_name(s: &str) -> bool {
+pub(crate) fn is_backend_name(s: &str) -> bool {
     let mut chars = s.chars();
     chars.next().is_some_and(|c| c.is_ascii_alphabetic())
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 /// Parses the backends mapping of one layer.
-pub fn parse_backends(
+pub(crate) fn parse_backends(
     src: &LayerSource<'_>,
     value: &Value,
     errors: &mut Vec<ConfigError>,
@@ -649,7 +649,7 @@ fn command_field(
 /// Reports every string value under `value` that looks like a provider key, and every key
 /// field outside the backends mapping (e.g. in other sections of a run config). `path` is
 /// the key path of `value` in the source; `loc` places a path.
-pub fn scan_for_keys(
+pub(crate) fn scan_for_keys(
     value: &Value,
     path: &mut Vec<String>,
     loc: &dyn Fn(&[&str]) -> Location,

@@ -8,7 +8,7 @@ use super::patch::BackendPatch;
 use super::types::{Auth, DeveloperRole, Dialect, Kind, Layer, MaxTokensField, Resolved};
 use crate::config_error::{ConfigError, ConfigProblem, Location};
 use crate::env::env_stem;
-use crate::suggest::nearest;
+use crate::internal::suggest::nearest;
 
 /// A backend being built: `None` means "not set by any layer yet".
 #[derive(Debug, Clone, Default)]
@@ -305,7 +305,7 @@ impl<'a> Resolver<'a> {
 
 /// Resolves every backend named by `patches` (given lowest layer first) that can be:
 /// those that resolved, and the problems of the others.
-pub fn resolve_partial(patches: &[BackendPatch]) -> (BTreeMap<String, Backend>, Vec<ConfigError>) {
+pub(crate) fn resolve_partial(patches: &[BackendPatch]) -> (BTreeMap<String, Backend>, Vec<ConfigError>) {
     let mut by_name: BTreeMap<&str, Vec<&BackendPatch>> = BTreeMap::new();
     for p in patches {
         by_name.entry(p.name.as_str()).or_default().push(p);

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 /// Key paths (`["backends", "vllm", "base_url"]`) mapped to 1-based `(line, column)`.
 #[derive(Debug, Default, Clone)]
-pub struct SpanIndex {
+pub(crate) struct SpanIndex {
     spans: HashMap<Vec<String>, (usize, usize)>,
 }
 
@@ -55,7 +55,7 @@ fn split_key(text: &str) -> Option<(String, &str)> {
 
 impl SpanIndex {
     /// Builds the index of `source`.
-    pub fn build(source: &str) -> Self {
+    pub(crate) fn build(source: &str) -> Self {
         let mut index = SpanIndex::default();
         let mut stack: Vec<(usize, String)> = Vec::new();
         for (n, raw) in source.lines().enumerate() {
@@ -148,7 +148,7 @@ impl SpanIndex {
     }
 
     /// The position of `path`, or of its nearest placed ancestor.
-    pub fn find(&self, path: &[&str]) -> Option<(usize, usize)> {
+    pub(crate) fn find(&self, path: &[&str]) -> Option<(usize, usize)> {
         let mut owned: Vec<String> = path.iter().map(|s| s.to_string()).collect();
         while !owned.is_empty() {
             if let Some(p) = self.spans.get(&owned) {

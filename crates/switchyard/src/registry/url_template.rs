@@ -4,7 +4,7 @@
 use crate::env::EnvSource;
 
 /// The placeholders `{NAME}` in `template`, in order.
-pub fn placeholders(template: &str) -> Vec<String> {
+pub(super) fn placeholders(template: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut rest = template;
     while let Some(start) = rest.find('{') {
@@ -21,7 +21,7 @@ pub fn placeholders(template: &str) -> Vec<String> {
 }
 
 /// Checks a URL (placeholders allowed) and returns it without a trailing `/`.
-pub fn validate(s: &str) -> Result<String, String> {
+pub(super) fn validate(s: &str) -> Result<String, String> {
     let trimmed = s.trim().trim_end_matches('/');
     let mut probe = trimmed.to_string();
     for name in placeholders(trimmed) {
@@ -56,7 +56,7 @@ pub fn validate(s: &str) -> Result<String, String> {
 }
 
 /// Fills the placeholders of `template` from `env`; `Err(name)` names the first unset one.
-pub fn expand(template: &str, env: &dyn EnvSource) -> Result<String, String> {
+pub(super) fn expand(template: &str, env: &dyn EnvSource) -> Result<String, String> {
     let mut out = template.to_string();
     for name in placeholders(template) {
         let value = env.var(&name).ok_or_else(|| name.clone())?;

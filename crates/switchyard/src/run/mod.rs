@@ -43,7 +43,7 @@ use crate::error::{Error, Result};
 use crate::llm::Llm;
 use crate::record::{Recorder, RecorderOptions, RunInfo};
 use crate::registry::{Config, LoadOptions};
-use crate::suggest::nearest;
+use crate::internal::suggest::nearest;
 
 /// A resolved run: a handle per role.
 pub struct Run {

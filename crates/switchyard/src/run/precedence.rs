@@ -74,7 +74,7 @@ pub fn choose<'a>(c: &Candidates<'a>) -> Option<(&'a str, ModelSource)> {
 }
 
 /// The message for a role without a model.
-pub fn no_model_message(role: &str) -> String {
+pub(super) fn no_model_message(role: &str) -> String {
     format!(
         "role `{role}` has no model: give it one (`llm.{role}: <backend>/<model>` or `llm.{role}.model=…`), \
          or set a default with a top-level `model:`, the override `model=…` or the environment variable {MODEL_VAR}"

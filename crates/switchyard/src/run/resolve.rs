@@ -23,7 +23,7 @@ use crate::policy::CallPolicy;
 use crate::registry::patch::{BackendPatch, LayerSource};
 use crate::registry::spans::SpanIndex;
 use crate::registry::{Auth, Backend, Config, Dialect, KeyStatus, Kind, Layer, Resolved};
-use crate::suggest::nearest;
+use crate::internal::suggest::nearest;
 
 /// A role, resolved.
 #[derive(Debug, Clone, Serialize)]

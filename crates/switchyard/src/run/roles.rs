@@ -18,7 +18,7 @@ use crate::config_error::{ConfigError, ConfigProblem, Location};
 use crate::registry::patch::{self, key_text, type_name, BackendPatch, LayerSource};
 use crate::registry::{Dialect, Kind, Override, Price};
 use crate::secrets;
-use crate::suggest::nearest;
+use crate::internal::suggest::nearest;
 
 /// How a role is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

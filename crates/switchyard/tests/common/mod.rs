@@ -13,7 +13,7 @@ use switchyard_mock::{MockServer, RecordedRequest};
 
 /// The built-in registry (no user file) with `backends.mock.base_url` set to the test
 /// server, plus `overrides`.
-pub fn registry(mock: &MockServer, overrides: &[&str], env: &MapEnv) -> Registry {
+pub(crate) fn registry(mock: &MockServer, overrides: &[&str], env: &MapEnv) -> Registry {
     let mut opts = LoadOptions::new(env);
     opts.user_file = false;
     opts.overrides = vec![format!("backends.mock.base_url={}", mock.base_url())];
@@ -26,7 +26,7 @@ pub fn registry(mock: &MockServer, overrides: &[&str], env: &MapEnv) -> Registry
 }
 
 /// A handle on the `mock` backend for `model`, speaking `dialect`.
-pub fn llm_with(registry: &Registry, dialect: Dialect, model: &str, env: &MapEnv) -> Llm {
+pub(crate) fn llm_with(registry: &Registry, dialect: Dialect, model: &str, env: &MapEnv) -> Llm {
     let backend = registry
         .backend("mock")
         .expect("the mock backend is built in");
@@ -36,25 +36,25 @@ pub fn llm_with(registry: &Registry, dialect: Dialect, model: &str, env: &MapEnv
 }
 
 /// A handle with no overrides and no keys.
-pub fn llm(mock: &MockServer, dialect: Dialect, model: &str) -> Llm {
+pub(crate) fn llm(mock: &MockServer, dialect: Dialect, model: &str) -> Llm {
     let env = MapEnv::default();
     llm_with(&registry(mock, &[], &env), dialect, model, &env)
 }
 
 /// The last request the mock received.
-pub fn last(mock: &MockServer) -> RecordedRequest {
+pub(crate) fn last(mock: &MockServer) -> RecordedRequest {
     mock.requests().pop().expect("the mock received a request")
 }
 
 /// The JSON body of a recorded request.
-pub fn body(r: &RecordedRequest) -> Value {
+pub(crate) fn body(r: &RecordedRequest) -> Value {
     r.json
         .clone()
         .unwrap_or_else(|| panic!("the body is not JSON: {}", r.body_text()))
 }
 
 /// The path (and query) a dialect's call for `model` reaches on the mock.
-pub fn expected_path(d: Dialect, model: &str, stream: bool) -> (String, Option<&'static str>) {
+pub(crate) fn expected_path(d: Dialect, model: &str, stream: bool) -> (String, Option<&'static str>) {
     match d {
         Dialect::Chat => ("/v1/chat/completions".into(), None),
         Dialect::Responses => ("/v1/responses".into(), None),
@@ -68,7 +68,7 @@ pub fn expected_path(d: Dialect, model: &str, stream: bool) -> (String, Option<&
 }
 
 /// Asserts method, path and query, and the headers every dialect must send.
-pub fn assert_route(r: &RecordedRequest, d: Dialect, model: &str, stream: bool) {
+pub(crate) fn assert_route(r: &RecordedRequest, d: Dialect, model: &str, stream: bool) {
     let (path, query) = expected_path(d, model, stream);
     assert_eq!(r.method, "POST", "{d}");
     assert_eq!(r.path, path, "{d}");
@@ -96,7 +96,7 @@ pub fn assert_route(r: &RecordedRequest, d: Dialect, model: &str, stream: bool) 
 }
 
 /// The one tool the tests offer.
-pub fn weather_tool() -> Tool {
+pub(crate) fn weather_tool() -> Tool {
     Tool {
         name: "get_weather".into(),
         description: Some("The weather in a city".into()),
@@ -113,7 +113,7 @@ pub fn weather_tool() -> Tool {
 
 /// A handle on the mock's `model` in `dialect` with the default retry policy and
 /// `timeouts`; the returned sleeper records the waits asked for (none is real).
-pub fn handle(
+pub(crate) fn handle(
     mock: &MockServer,
     dialect: Dialect,
     model: &str,
@@ -134,12 +134,12 @@ pub fn handle(
 }
 
 /// The default timeouts of a connected backend.
-pub fn default_timeouts() -> switchyard::backend::http::Timeouts {
+pub(crate) fn default_timeouts() -> switchyard::backend::http::Timeouts {
     connect::DEFAULT_TIMEOUTS
 }
 
 /// Every dialect the mock speaks.
-pub const DIALECTS: [Dialect; 4] = [
+pub(crate) const DIALECTS: [Dialect; 4] = [
     Dialect::Chat,
     Dialect::Responses,
     Dialect::Messages,

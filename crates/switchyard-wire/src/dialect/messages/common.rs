@@ -18,7 +18,7 @@ pub(super) struct WireUsage {
 
 impl WireUsage {
     /// Takes the counts present in a wire `usage` object, keeping earlier ones it lacks.
-    pub fn merge(&mut self, usage: &Object) {
+    pub(super) fn merge(&mut self, usage: &Object) {
         let read = |key: &str| usage.get(key).and_then(Value::as_u64);
         self.input = read("input_tokens").or(self.input);
         self.cache_read = read("cache_read_input_tokens").or(self.cache_read);
@@ -27,13 +27,13 @@ impl WireUsage {
     }
 
     /// Whether any count was seen.
-    pub fn seen(&self) -> bool {
+    pub(super) fn seen(&self) -> bool {
         *self != WireUsage::default()
     }
 
     /// The canonical usage: Anthropic's input and cache counts are disjoint, the
     /// canonical `input` is their sum.
-    pub fn canonical(&self) -> Usage {
+    pub(super) fn canonical(&self) -> Usage {
         let cache_read = self.cache_read.unwrap_or(0);
         let cache_creation = self.cache_creation.unwrap_or(0);
         Usage {

@@ -38,20 +38,20 @@ pub(super) struct Shape {
 }
 
 impl Shape {
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.arrays.is_empty() && self.inserts.is_empty() && self.adds.is_empty()
     }
 
-    pub fn array(&mut self, pointer: String) {
+    pub(super) fn array(&mut self, pointer: String) {
         self.arrays.push(pointer);
     }
 
-    pub fn insert(&mut self, pointer: String, index: usize, block: Value) {
+    pub(super) fn insert(&mut self, pointer: String, index: usize, block: Value) {
         self.inserts.push((pointer, index, block));
     }
 
     /// Records the fields of `object` not named in `known`.
-    pub fn extras(&mut self, pointer: String, object: &Object, known: &[&str]) {
+    pub(super) fn extras(&mut self, pointer: String, object: &Object, known: &[&str]) {
         let extra: Object = object
             .iter()
             .filter(|(k, _)| !known.contains(&k.as_str()))
@@ -62,7 +62,7 @@ impl Shape {
 
     /// Records `fields` to add back to `object` at `pointer`, only while the object
     /// there has the same `type`.
-    pub fn add(&mut self, pointer: String, object: &Object, fields: Object) {
+    pub(super) fn add(&mut self, pointer: String, object: &Object, fields: Object) {
         if !fields.is_empty() {
             let kind = object
                 .get("type")
@@ -74,7 +74,7 @@ impl Shape {
 
     /// Like [`Shape::extras`] for objects whose `type` the encoder does not write
     /// (tool declarations: `"type": "custom"` is itself an extra).
-    pub fn extras_any_type(&mut self, pointer: String, object: &Object, known: &[&str]) {
+    pub(super) fn extras_any_type(&mut self, pointer: String, object: &Object, known: &[&str]) {
         let extra: Object = object
             .iter()
             .filter(|(k, _)| !known.contains(&k.as_str()))
@@ -85,7 +85,7 @@ impl Shape {
         }
     }
 
-    pub fn to_value(&self) -> Value {
+    pub(super) fn to_value(&self) -> Value {
         let mut out = Map::new();
         if !self.arrays.is_empty() {
             out.insert("arrays".into(), self.arrays.clone().into());
@@ -116,7 +116,7 @@ impl Shape {
     }
 
     /// Reads a record; malformed entries (a hand-edited passthrough) are skipped.
-    pub fn from_value(value: &Value) -> Shape {
+    pub(super) fn from_value(value: &Value) -> Shape {
         let mut shape = Shape::default();
         let list = |key: &str| {
             value
@@ -149,7 +149,7 @@ impl Shape {
     }
 
     /// Applies the record to a body built by the encoder.
-    pub fn apply(&self, body: &mut Object) {
+    pub(super) fn apply(&self, body: &mut Object) {
         let mut root = Value::Object(std::mem::take(body));
         for pointer in &self.arrays {
             if let Some(slot) = root.pointer_mut(pointer) {

@@ -56,7 +56,7 @@ struct QueuedCall {
 }
 
 impl MessagesStreamEncoder {
-    pub fn new(context: &ServerContext) -> Self {
+    pub(super) fn new(context: &ServerContext) -> Self {
         MessagesStreamEncoder {
             fallback_id: context.fallback_id.clone(),
             id: None,

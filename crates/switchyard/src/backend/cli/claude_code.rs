@@ -9,7 +9,7 @@
 use super::process::{self, Invocation, Scratch};
 use super::{exited, flatten, malformed, CliConfig, MAX_SYSTEM_ARG};
 use crate::backend::{Backend, Call};
-use crate::classify;
+use crate::internal::classify;
 use crate::error::{Error, ProviderDetails, Result};
 use async_trait::async_trait;
 use bytes::Bytes;

@@ -17,7 +17,7 @@
 use super::process::{self, Invocation, Scratch};
 use super::{exited, flatten, malformed, CliConfig};
 use crate::backend::{Backend, Call};
-use crate::classify;
+use crate::internal::classify;
 use crate::env::EnvSource;
 use crate::error::{Error, ProviderDetails, Result};
 use async_trait::async_trait;

@@ -5,7 +5,7 @@
 //! same on every path.
 
 use super::{HttpBackend, ANTHROPIC_VERSION};
-use crate::classify;
+use crate::internal::classify;
 use crate::error::{Error, Result, TimeoutPhase};
 use bytes::Bytes;
 use futures::stream::BoxStream;

@@ -3,7 +3,7 @@
 //! recorded bytes through the same function, so a replayed stream decodes exactly as the
 //! live one did.
 
-use crate::classify;
+use crate::internal::classify;
 use crate::error::{Error, Result};
 use crate::reply_stream::{Chunk, ReplyStream};
 use bytes::Bytes;

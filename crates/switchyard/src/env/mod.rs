@@ -1,6 +1,8 @@
 //! Reading environment variables through a trait, so that loading and key lookup can be
 //! tested without touching the process environment.
 
+pub mod file;
+
 use std::collections::HashMap;
 
 /// A source of environment variables.

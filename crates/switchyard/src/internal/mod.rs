@@ -1,0 +1,10 @@
+//! What the gateway and the command line share with the library beyond its public API:
+//! the background-work courtesy, the classification of provider errors, cost formatting,
+//! backend probes and name suggestions. Public so the workspace's other crates can use
+//! them; not a stable interface for programs.
+
+pub mod background;
+pub mod classify;
+pub mod cost;
+pub mod probe;
+pub mod suggest;

@@ -5,6 +5,7 @@
 # same run, alternating, with wrk (one thread, keep-alive); the store is on.
 #   cargo build --release -p switchyard-cli && bench/nginx.sh
 #   BASE_BIN=/path/to/older/switchyard bench/nginx.sh     # also measures an older build
+#   STORE=0 ONLY='gateway-32|direct-32' ROUNDS=7 bench/nginx.sh   # no store; some cases only
 # Needs nginx and wrk (apt-get install -y nginx wrk). Writes a table to stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +13,8 @@ BIN=${SWITCHYARD_BIN:-${CARGO_TARGET_DIR:-target}/release/switchyard}
 BASE_BIN=${BASE_BIN:-}
 DUR=${DUR:-6s}
 ROUNDS=${ROUNDS:-3}
+STORE=${STORE:-1}
+ONLY=${ONLY:-.}
 NGINX_PORT=${NGINX_PORT:-4420}
 GW_PORT=${GW_PORT:-4421}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/switchyard-nginx.XXXXXX")
@@ -76,7 +79,9 @@ GW_PID=
 stop_gateway() { [ -n "$GW_PID" ] && kill "$GW_PID" 2>/dev/null && wait "$GW_PID" 2>/dev/null; GW_PID=; true; }
 trap 'stop_gateway; kill $NGINX_PID 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
 start_gateway() { # binary data-dir
-  RUST_LOG=warn "$1" serve --listen "127.0.0.1:$GW_PORT" --no-mock --config "$WORK/gateway.yaml" --data-dir "$2" >/dev/null &
+  local store=()
+  [ "$STORE" = 1 ] && store=(--data-dir "$2")
+  RUST_LOG=warn "$1" serve --listen "127.0.0.1:$GW_PORT" --no-mock --config "$WORK/gateway.yaml" "${store[@]}" >/dev/null &
   GW_PID=$!
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$GW_PORT/healthz" >/dev/null && return; sleep 0.05; done
   echo "the gateway did not start" >&2; exit 1
@@ -100,10 +105,15 @@ def us(v):
     n, unit = float(v[:-2] if v.endswith(("us", "ms")) else v[:-1]), v[-2:] if v.endswith(("us", "ms")) else v[-1:]
     return n * {"us": 1, "ms": 1000, "s": 1e6}[unit]
 rps = re.search(r"Requests/sec:\s+([\d.]+)", t).group(1)
-p50 = re.search(r"50%\s+(\S+)", t).group(1)
-p99 = re.search(r"99%\s+(\S+)", t).group(1)
+p50 = re.search(r"^\s+50%\s+(\S+)", t, re.M).group(1)
+p99 = re.search(r"^\s+99%\s+(\S+)", t, re.M).group(1)
 bad = re.search(r"Non-2xx or 3xx responses: (\d+)", t)
 print(f"{float(rps):.0f} {us(p50):.0f} {us(p99):.0f}" + (f" non2xx={bad.group(1)}" if bad else ""))'
+}
+
+case_() { # name conns body url: one measurement, when ONLY matches its name
+  [[ "$1" =~ ^($ONLY)$ ]] || return 0
+  printf 'round %s %s %-16s %s\n' "$round" "$name" "$1" "$(measure "$2" "$3" "$4")"
 }
 
 builds=("$BIN")
@@ -113,17 +123,17 @@ for round in $(seq "$ROUNDS"); do
     name=$([ "$bin" = "$BIN" ] && echo new || echo base)
     data="$WORK/data-$name-$round"
     start_gateway "$bin" "$data"
-    echo "round $round $name direct-32        $(measure 32 "$BODY_DIRECT" "$D/v1/chat/completions")"
-    echo "round $round $name gateway-32       $(measure 32 "$BODY_GW" "$G/v1/chat/completions")"
-    echo "round $round $name direct-1         $(measure 1 "$BODY_DIRECT" "$D/v1/chat/completions")"
-    echo "round $round $name gateway-1        $(measure 1 "$BODY_GW" "$G/v1/chat/completions")"
-    echo "round $round $name direct-msg-32    $(measure 32 "$BODY_DIRECT" "$D/v1/messages")"
-    echo "round $round $name translated-32    $(measure 32 "$BODY_TR" "$G/v1/chat/completions")"
-    echo "round $round $name direct-sse-32    $(measure 32 "$BODY_S_DIRECT" "$D/sse/v1/chat/completions") events=$EVENTS"
-    echo "round $round $name gateway-sse-32   $(measure 32 "$BODY_S_GW" "$G/v1/chat/completions") events=$EVENTS"
-    echo "round $round $name backlog          $(curl -s "$G/metrics" | awk '/^switchyard_gateway_store_backlog / {print $2}')"
+    case_ direct-32 32 "$BODY_DIRECT" "$D/v1/chat/completions"
+    case_ gateway-32 32 "$BODY_GW" "$G/v1/chat/completions"
+    case_ direct-1 1 "$BODY_DIRECT" "$D/v1/chat/completions"
+    case_ gateway-1 1 "$BODY_GW" "$G/v1/chat/completions"
+    case_ direct-msg-32 32 "$BODY_DIRECT" "$D/v1/messages"
+    case_ translated-32 32 "$BODY_TR" "$G/v1/chat/completions"
+    case_ direct-sse-32 32 "$BODY_S_DIRECT" "$D/sse/v1/chat/completions"
+    case_ gateway-sse-32 32 "$BODY_S_GW" "$G/v1/chat/completions"
+    [ "$STORE" = 1 ] && echo "round $round $name backlog          $(curl -s "$G/metrics" | awk '/^switchyard_gateway_store_backlog / {print $2}')"
     stop_gateway
-    echo "round $round $name recorded         $(cat "$data"/llm_log/segment-*.jsonl | wc -l)"
+    [ "$STORE" = 1 ] && echo "round $round $name recorded         $(cat "$data"/llm_log/segment-*.jsonl | wc -l)"
     rm -rf "$data"
   done
 done

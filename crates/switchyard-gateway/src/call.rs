@@ -4,7 +4,7 @@
 use crate::errors::{ApiError, Category};
 use crate::meter::Meter;
 use crate::raw::RawBody;
-use crate::server::State;
+use crate::state::State;
 use crate::{count_tokens, passthrough, translate};
 use axum::extract::Request;
 use axum::response::Response;

@@ -8,7 +8,7 @@ use crate::errors::ApiError;
 use crate::guard::{allow_origin, Guard, Verdict};
 use crate::listener_refusals::{self as refusals, Reason};
 use crate::path_dialect::dialect_of;
-use crate::server::State;
+use crate::state::State;
 use crate::tasks::TaskExecutor;
 use axum::http::{HeaderValue, Request, Response, StatusCode, Version};
 use axum::response::IntoResponse;

@@ -4,7 +4,7 @@
 
 use crate::listener_refusals::{self as refusals, Reason};
 use crate::path_dialect::dialect_of;
-use crate::server::State;
+use crate::state::State;
 use axum::extract::{Request, State as S};
 use axum::http::StatusCode;
 use axum::response::Response;

@@ -56,7 +56,12 @@ pub(crate) enum Verdict {
 
 impl Guard {
     /// A guard for a gateway with (`keyless: false`) or without client keys.
-    pub(crate) fn new(keyless: bool, public: bool, allowed_hosts: &[String], cors: &[String]) -> Guard {
+    pub(crate) fn new(
+        keyless: bool,
+        public: bool,
+        allowed_hosts: &[String],
+        cors: &[String],
+    ) -> Guard {
         let unbracket = |h: &String| {
             let h = h.to_ascii_lowercase();
             match h.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {

@@ -13,7 +13,7 @@ use crate::connection::{self, Mode, Shared};
 use crate::guard::Guard;
 use crate::listener_refusals::Reason;
 use crate::open_files::ConnectionCap;
-use crate::server::State;
+use crate::state::State;
 use crate::tasks::{TaskExecutor, Tasks};
 use axum::Router;
 use hyper_util::server::conn::auto;

@@ -9,7 +9,7 @@
 use crate::keys::Key;
 use crate::limits::InFlight;
 use crate::metrics::{cost, CallSummary};
-use crate::server::State;
+use crate::state::State;
 use crate::store::{Draft, Finished};
 use crate::upstream::Target;
 use bytes::Bytes;

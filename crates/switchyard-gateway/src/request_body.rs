@@ -6,7 +6,7 @@
 use crate::errors::{ApiError, Category};
 use crate::json_depth::first_too_deep;
 use crate::listener_refusals::Reason;
-use crate::server::State;
+use crate::state::State;
 use axum::body::Body;
 use axum::http::{HeaderMap, StatusCode};
 use bytes::Bytes;
@@ -14,7 +14,11 @@ use bytes::Bytes;
 /// Reads the body: refused when over the size limit (by its `Content-Length` before
 /// reading anything, else as soon as the count passes the limit), when it has not all
 /// arrived within the body deadline, or when it nests too deep.
-pub(crate) async fn read(body: Body, headers: &HeaderMap, state: &State) -> Result<Bytes, ApiError> {
+pub(crate) async fn read(
+    body: Body,
+    headers: &HeaderMap,
+    state: &State,
+) -> Result<Bytes, ApiError> {
     let limit = state.max_body_bytes;
     let too_large = || {
         ApiError::new(

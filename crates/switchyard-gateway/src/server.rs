@@ -1,9 +1,10 @@
-//! The server: shared state, the router, binding (loopback unless keys are configured),
+//! The server: the router, binding (loopback unless keys are configured),
 //! and serving through the gateway's own listener (`listener.rs`: deadlines, the
 //! connection cap, the request guard, and a drain that lets calls in flight finish up to
 //! the drain timeout).
 
 use crate::config::GatewayConfig;
+use crate::state::State;
 use crate::keys::Keys;
 use crate::metrics::{CallRecorder, Metrics};
 use crate::routes;
@@ -21,31 +22,6 @@ use switchyard::registry::Registry;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-
-/// What every request handler shares.
-pub struct State {
-    /// Backends, the `models:` table and the pooled clients.
-    pub upstreams: Upstreams,
-    /// Client keys (empty: none asked).
-    pub keys: Keys,
-    /// Counters and the recorder hook.
-    pub metrics: Metrics,
-    /// The largest request body accepted.
-    pub max_body_bytes: usize,
-    /// When the gateway started.
-    pub started: Instant,
-    /// Where every call is recorded (`None`: no data directory).
-    pub store: Option<Store>,
-    /// The counts and sampled trace of calls refused before any upstream call.
-    pub refusals: crate::refusals::Refusals,
-    /// How long a request body may take to arrive (`listen.body_timeout_secs`).
-    pub body_timeout: Duration,
-    /// How deep a request body may nest arrays and objects (`listen.max_json_depth`).
-    pub max_json_depth: usize,
-    /// Set once the drain deadline passed, before the calls still in flight are aborted:
-    /// their meters record them as `cancelled` rather than as clients that left.
-    pub drain_expired: AtomicBool,
-}
 
 /// A gateway ready to serve: config checked, keys read.
 #[derive(Clone)]

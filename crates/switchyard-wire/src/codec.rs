@@ -1,4 +1,6 @@
-//! The codec interface every dialect implements.
+//! The codec interface every dialect implements (the dispatcher from a dialect to its
+//! codec is in `dialect/mod.rs`, so the dialects import this file and nothing here imports
+//! them).
 //!
 //! A codec is pure: it turns canonical values into bytes or JSON and back, and does no
 //! I/O. The client side (encode a request, decode a reply or stream) is what backends
@@ -177,16 +179,6 @@ impl ByteStreamDecoder {
         }
         out.extend(self.decoder.finish()?);
         Ok(out)
-    }
-}
-
-/// The codec of a dialect.
-pub fn codec(dialect: Dialect) -> &'static dyn Codec {
-    match dialect {
-        Dialect::Chat => &crate::dialect::chat::ChatCodec,
-        Dialect::Responses => &crate::dialect::responses::ResponsesCodec,
-        Dialect::Messages => &crate::dialect::messages::MessagesCodec,
-        Dialect::Gemini => &crate::dialect::gemini::GeminiCodec,
     }
 }
 

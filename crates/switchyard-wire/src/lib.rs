@@ -30,9 +30,10 @@ pub mod stream;
 pub mod usage_scan;
 
 pub use codec::{
-    codec, ByteStreamDecoder, Codec, DecodeError, DecodedRequest, EncodeError, EncodeOptions,
+    ByteStreamDecoder, Codec, DecodeError, DecodedRequest, EncodeError, EncodeOptions,
     ServerContext, StreamDecoder, StreamEncoder,
 };
+pub use dialect::codec;
 pub use dialect_name::{Dialect, UnknownDialect};
 pub use event::{Event, StreamError};
 pub use part::{Image, Opaque, Part, Thinking, ToolCall, ToolKind, ToolResult};

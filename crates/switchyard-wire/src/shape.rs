@@ -9,7 +9,8 @@
 //! body that does not look plainly right is decoded whole, by the dialect's codec, so
 //! that its error is the codec's own, word for word.
 
-use crate::codec::{codec, DecodeError};
+use crate::codec::DecodeError;
+use crate::dialect::codec;
 use crate::reply::{FinishReason, Reply, Usage};
 use crate::{Dialect, Part};
 use serde::Deserialize;

@@ -51,7 +51,8 @@ pub fn reply_usage(codec: &dyn Codec, body: &[u8]) -> Option<Usage> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::{codec, ServerContext};
+    use crate::codec::ServerContext;
+    use crate::dialect::codec;
     use crate::reply::{FinishReason, Reply};
     use crate::Part;
 

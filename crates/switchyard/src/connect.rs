@@ -12,14 +12,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use switchyard_wire::Dialect;
 
-/// The waits used unless a run says otherwise: a connection that takes 30 s or a stream
-/// silent for 5 minutes is taken as lost; a long generation is not cut short.
-pub const DEFAULT_TIMEOUTS: Timeouts = Timeouts {
-    connect: Some(Duration::from_secs(30)),
-    first_byte: None,
-    idle: Some(Duration::from_secs(300)),
-    total: None,
-};
+/// The waits used unless a run says otherwise ([`Timeouts::DEFAULT`]).
+pub const DEFAULT_TIMEOUTS: Timeouts = Timeouts::DEFAULT;
 
 /// The dialect a backend is called in: the first it lists (the built-ins list each
 /// backend's best-supported dialect first).

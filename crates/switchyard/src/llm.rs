@@ -172,7 +172,7 @@ impl Llm {
         let retry = self.retry_loop();
         let run = retry.run(|| async {
             let result = match self.backend.complete(&call).await {
-                Ok(reply) => check_reply(name, &reply).map(|()| reply),
+                Ok(reply) => crate::reply_check::check_reply(name, &reply).map(|()| reply),
                 Err(e) => Err(e),
             };
             (result, None)
@@ -316,21 +316,6 @@ fn not_sent<T>(error: Error) -> CallOutcome<T> {
     CallOutcome {
         result: Err(error),
         attempts: Vec::new(),
-    }
-}
-
-/// A success that is not a reply: no text and no tool calls (unless the output limit cut
-/// it short while thinking), or no token usage ([`switchyard_wire::shape::reply_problem`],
-/// the rule the gateway's pass-through applies to the bytes it relays).
-pub fn check_reply(backend: &str, reply: &Reply) -> Result<()> {
-    match switchyard_wire::shape::reply_problem(reply) {
-        None => Ok(()),
-        Some(reason) => Err(Error::ProviderReplyMalformed {
-            backend: backend.to_string(),
-            reason: reason.to_string(),
-            attempts: 1,
-            body: reply.raw.clone(),
-        }),
     }
 }
 

@@ -70,6 +70,17 @@ impl CallPolicy {
 mod tests {
     use super::*;
 
+    /// Before, `Timeouts::default()` waited forever while the real default lived in
+    /// `connect.rs`: a backend built with `..Default::default()` never timed out.
+    #[test]
+    fn the_default_timeouts_are_the_real_defaults() {
+        let t = crate::backend::http::Timeouts::default();
+        assert_eq!(t.connect, Some(std::time::Duration::from_secs(30)));
+        assert_eq!(t.idle, Some(std::time::Duration::from_secs(300)));
+        assert_eq!(CallPolicy::default().timeouts(), t);
+        assert_eq!(crate::connect::DEFAULT_TIMEOUTS, t);
+    }
+
     #[test]
     fn empty_yaml_is_the_default() {
         let p: CallPolicy = serde_yaml_ng::from_str("{}").unwrap();

@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
-use crate::registry::Registry;
 use crate::internal::suggest::nearest;
+use crate::registry::Registry;
 
 /// A resolved reference.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -136,7 +136,7 @@ impl ReplyStream {
                     }
                     let mut reply = assembler.reply().clone();
                     reply.raw = Bytes::copy_from_slice(&self.raw);
-                    return crate::llm::check_reply(&backend, &reply);
+                    return crate::reply_check::check_reply(&backend, &reply);
                 }
             }
         }
@@ -207,7 +207,7 @@ impl Stream for ReplyStream {
                 Poll::Ready(None) => {
                     let mut item = None;
                     if let Some(backend) = self.end_check.take() {
-                        if let Err(e) = crate::llm::check_reply(&backend, &self.reply()) {
+                        if let Err(e) = crate::reply_check::check_reply(&backend, &self.reply()) {
                             item = Some(Err(e));
                         }
                     }

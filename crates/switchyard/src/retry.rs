@@ -22,8 +22,8 @@
 //! ```
 
 use crate::attempt::{Attempt, CallOutcome};
-use crate::internal::classify;
 use crate::error::{fmt_duration, Error, Result};
+use crate::internal::classify;
 use crate::seconds;
 use crate::sleep::Sleeper;
 use serde::{Deserialize, Serialize};

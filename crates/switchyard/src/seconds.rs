@@ -92,7 +92,9 @@ pub(crate) mod option {
     }
 
     /// Reads seconds, a text with a unit, or null.
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Duration>, D::Error> {
         Ok(Option::<Wrap>::deserialize(d)?.map(|w| w.0))
     }
 }

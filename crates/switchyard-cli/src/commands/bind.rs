@@ -27,7 +27,11 @@ const DEFAULT_GATEWAY_URL: &str = "http://127.0.0.1:8080";
 const IN_PROCESS_DRAIN: Duration = Duration::from_secs(2);
 
 /// Runs `bind`.
-pub(super) fn run(config: &Config, args: &BindArgs, run_config: Option<PathBuf>) -> Result<(), String> {
+pub(super) fn run(
+    config: &Config,
+    args: &BindArgs,
+    run_config: Option<PathBuf>,
+) -> Result<(), String> {
     let agent = match args.agent {
         BindAgent::Claude => Agent::Claude,
         BindAgent::Codex => Agent::Codex,

@@ -4,8 +4,8 @@
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
-use switchyard::env::EnvSource;
 use switchyard::env::file::{self as env_file, EnvFile, SetOutcome};
+use switchyard::env::EnvSource;
 use switchyard::registry::{Auth, Backend};
 
 use super::CliEnv;

@@ -19,8 +19,8 @@ mod table;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use switchyard::env::{EnvSource, ProcessEnv};
 use switchyard::env::file::EnvFile;
+use switchyard::env::{EnvSource, ProcessEnv};
 use switchyard::registry::{Config, LoadOptions};
 
 use crate::cli::{BackendsCommand, Cli, Command, ConfigArgs, LogCommand};

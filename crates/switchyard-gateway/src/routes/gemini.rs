@@ -4,14 +4,18 @@
 
 use crate::call::{handle, Inbound};
 use crate::errors::{ApiError, Category};
-use crate::server::State;
+use crate::state::State;
 use axum::extract::{Path, Request, State as S};
 use axum::response::Response;
 use std::sync::Arc;
 use switchyard::Dialect;
 
 /// Serves a Gemini call.
-pub(crate) async fn call(S(state): S<Arc<State>>, Path(rest): Path<String>, request: Request) -> Response {
+pub(crate) async fn call(
+    S(state): S<Arc<State>>,
+    Path(rest): Path<String>,
+    request: Request,
+) -> Response {
     let Some((model, method)) = rest.rsplit_once(':') else {
         return not_found(&rest);
     };

@@ -1,7 +1,7 @@
 //! `GET`/`HEAD /` (Claude Code's connectivity preflight), `GET /healthz` and
 //! `GET /metrics`.
 
-use crate::server::State;
+use crate::state::State;
 use axum::extract::State as S;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};

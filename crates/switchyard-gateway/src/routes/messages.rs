@@ -3,7 +3,7 @@
 //! refused).
 
 use crate::call::{handle, Inbound};
-use crate::server::State;
+use crate::state::State;
 use axum::extract::{Request, State as S};
 use axum::response::Response;
 use std::sync::Arc;

@@ -6,7 +6,7 @@
 //! routes whether listed or not: the list is what an SDK's `models.list()` can show.
 
 use crate::errors::{ApiError, Category};
-use crate::server::State;
+use crate::state::State;
 use axum::extract::{Request, State as S};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};

@@ -1,7 +1,7 @@
 //! `POST /v1/responses` (OpenAI Responses, what Codex speaks).
 
 use crate::call::{handle, Inbound};
-use crate::server::State;
+use crate::state::State;
 use axum::extract::{Request, State as S};
 use axum::response::Response;
 use std::sync::Arc;

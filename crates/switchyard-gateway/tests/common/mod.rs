@@ -142,7 +142,12 @@ pub(crate) fn gateway_waiting(
         .unwrap_or_else(|e| panic!("{e:?}"))
 }
 
-pub(crate) fn client_body(client: Dialect, model: &str, request: &Request, stream: bool) -> Vec<u8> {
+pub(crate) fn client_body(
+    client: Dialect,
+    model: &str,
+    request: &Request,
+    stream: bool,
+) -> Vec<u8> {
     let body = codec(client)
         .encode_request(request, &EncodeOptions { model, stream })
         .unwrap();

@@ -52,7 +52,9 @@ pub(crate) async fn post_raw(
 }
 
 /// A response's status, headers we care about and JSON body.
-pub(crate) async fn json_of(response: reqwest::Response) -> (u16, reqwest::header::HeaderMap, Value) {
+pub(crate) async fn json_of(
+    response: reqwest::Response,
+) -> (u16, reqwest::header::HeaderMap, Value) {
     let status = response.status().as_u16();
     let headers = response.headers().clone();
     let bytes = response.bytes().await.expect("body");

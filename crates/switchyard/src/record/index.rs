@@ -8,8 +8,8 @@
 use super::read::{log_dir, parse_record};
 use super::segment::{self, Location};
 use super::CallRecord;
-use crate::internal::background::Courtesy;
 use crate::error::{Error, Result};
+use crate::internal::background::Courtesy;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::Path;
 use std::sync::mpsc;

@@ -153,7 +153,10 @@ pub(super) fn parse_overrides(args: &[String]) -> Result<Vec<Override>, Vec<Conf
 
 /// The backend patches of the `backends.*` overrides, each its own patch in order; every
 /// override's value is also checked for key-looking strings.
-pub(super) fn backend_patches(overrides: &[Override], errors: &mut Vec<ConfigError>) -> Vec<BackendPatch> {
+pub(super) fn backend_patches(
+    overrides: &[Override],
+    errors: &mut Vec<ConfigError>,
+) -> Vec<BackendPatch> {
     let mut out = Vec::new();
     for o in overrides {
         let label = format!("override `{}`", redacted(&o.text));

@@ -9,8 +9,8 @@ use super::spans::SpanIndex;
 use super::types::{Auth, DeveloperRole, Dialect, Kind, Layer, MaxTokensField, Price};
 use super::url_template;
 use crate::config_error::{ConfigError, ConfigProblem, Location};
-use crate::secrets;
 use crate::internal::suggest::nearest;
+use crate::secrets;
 
 /// Every field a backend accepts.
 pub const FIELDS: &[&str] = &[

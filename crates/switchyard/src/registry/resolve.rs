@@ -305,7 +305,9 @@ impl<'a> Resolver<'a> {
 
 /// Resolves every backend named by `patches` (given lowest layer first) that can be:
 /// those that resolved, and the problems of the others.
-pub(crate) fn resolve_partial(patches: &[BackendPatch]) -> (BTreeMap<String, Backend>, Vec<ConfigError>) {
+pub(crate) fn resolve_partial(
+    patches: &[BackendPatch],
+) -> (BTreeMap<String, Backend>, Vec<ConfigError>) {
     let mut by_name: BTreeMap<&str, Vec<&BackendPatch>> = BTreeMap::new();
     for p in patches {
         by_name.entry(p.name.as_str()).or_default().push(p);

@@ -40,10 +40,10 @@ use crate::backend::Backend;
 use crate::budget::{Budget, BudgetTracker};
 use crate::env::{EnvSource, ProcessEnv};
 use crate::error::{Error, Result};
+use crate::internal::suggest::nearest;
 use crate::llm::Llm;
 use crate::record::{Recorder, RecorderOptions, RunInfo};
 use crate::registry::{Config, LoadOptions};
-use crate::internal::suggest::nearest;
 
 /// A resolved run: a handle per role.
 pub struct Run {

@@ -18,12 +18,12 @@ use crate::budget::Budget;
 use crate::config_error::{ConfigError, ConfigProblem, Location};
 use crate::connect::ClientPool;
 use crate::env::EnvSource;
+use crate::internal::suggest::nearest;
 use crate::llm::Llm;
 use crate::policy::CallPolicy;
 use crate::registry::patch::{BackendPatch, LayerSource};
 use crate::registry::spans::SpanIndex;
 use crate::registry::{Auth, Backend, Config, Dialect, KeyStatus, Kind, Layer, Resolved};
-use crate::internal::suggest::nearest;
 
 /// A role, resolved.
 #[derive(Debug, Clone, Serialize)]

@@ -15,10 +15,10 @@ use serde_yaml_ng::Value;
 use super::resolve::Found;
 use super::settings;
 use crate::config_error::{ConfigError, ConfigProblem, Location};
+use crate::internal::suggest::nearest;
 use crate::registry::patch::{self, key_text, type_name, BackendPatch, LayerSource};
 use crate::registry::{Dialect, Kind, Override, Price};
 use crate::secrets;
-use crate::internal::suggest::nearest;
 
 /// How a role is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

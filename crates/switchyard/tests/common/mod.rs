@@ -54,7 +54,11 @@ pub(crate) fn body(r: &RecordedRequest) -> Value {
 }
 
 /// The path (and query) a dialect's call for `model` reaches on the mock.
-pub(crate) fn expected_path(d: Dialect, model: &str, stream: bool) -> (String, Option<&'static str>) {
+pub(crate) fn expected_path(
+    d: Dialect,
+    model: &str,
+    stream: bool,
+) -> (String, Option<&'static str>) {
     match d {
         Dialect::Chat => ("/v1/chat/completions".into(), None),
         Dialect::Responses => ("/v1/responses".into(), None),

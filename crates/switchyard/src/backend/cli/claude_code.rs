@@ -9,8 +9,8 @@
 use super::process::{self, Invocation, Scratch};
 use super::{exited, flatten, malformed, CliConfig, MAX_SYSTEM_ARG};
 use crate::backend::{Backend, Call};
-use crate::internal::classify;
 use crate::error::{Error, ProviderDetails, Result};
+use crate::internal::classify;
 use async_trait::async_trait;
 use bytes::Bytes;
 use serde_json::Value;

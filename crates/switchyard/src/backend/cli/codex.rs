@@ -17,9 +17,9 @@
 use super::process::{self, Invocation, Scratch};
 use super::{exited, flatten, malformed, CliConfig};
 use crate::backend::{Backend, Call};
-use crate::internal::classify;
 use crate::env::EnvSource;
 use crate::error::{Error, ProviderDetails, Result};
+use crate::internal::classify;
 use async_trait::async_trait;
 use bytes::Bytes;
 use serde_json::Value;

@@ -48,8 +48,9 @@ impl Endpoint {
     }
 }
 
-/// The waits of a call; `None` waits forever.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// The waits of a call; `None` waits forever. `Timeouts::default()` is
+/// [`Timeouts::DEFAULT`], the waits every call gets unless a run says otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timeouts {
     /// Opening a connection.
     pub connect: Option<Duration>,
@@ -59,6 +60,31 @@ pub struct Timeouts {
     pub idle: Option<Duration>,
     /// The whole call.
     pub total: Option<Duration>,
+}
+
+impl Timeouts {
+    /// The waits used unless a run says otherwise: a connection that takes 30 s or a
+    /// stream silent for 5 minutes is taken as lost; a long generation is not cut short.
+    pub const DEFAULT: Timeouts = Timeouts {
+        connect: Some(Duration::from_secs(30)),
+        first_byte: None,
+        idle: Some(Duration::from_secs(300)),
+        total: None,
+    };
+
+    /// No wait is ever cut short.
+    pub const NONE: Timeouts = Timeouts {
+        connect: None,
+        first_byte: None,
+        idle: None,
+        total: None,
+    };
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts::DEFAULT
+    }
 }
 
 /// Everything an HTTP backend needs, resolved from the registry.

@@ -5,8 +5,8 @@
 //! same on every path.
 
 use super::{HttpBackend, ANTHROPIC_VERSION};
-use crate::internal::classify;
 use crate::error::{Error, Result, TimeoutPhase};
+use crate::internal::classify;
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::StreamExt;

@@ -3,8 +3,8 @@
 //! recorded bytes through the same function, so a replayed stream decodes exactly as the
 //! live one did.
 
-use crate::internal::classify;
 use crate::error::{Error, Result};
+use crate::internal::classify;
 use crate::reply_stream::{Chunk, ReplyStream};
 use bytes::Bytes;
 use futures::stream::BoxStream;

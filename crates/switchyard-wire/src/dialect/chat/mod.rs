@@ -70,8 +70,7 @@
 //! `stream_options.include_usage` (see the passthrough) should drop usage events.
 
 mod reply;
-mod request_decode;
-mod request_encode;
+mod request;
 mod stream_decode;
 mod stream_encode;
 
@@ -98,7 +97,7 @@ impl Codec for ChatCodec {
         request: &Request,
         options: &EncodeOptions,
     ) -> Result<Map<String, Value>, EncodeError> {
-        request_encode::encode(request, options)
+        request::encode(request, options)
     }
 
     fn decode_reply(&self, body: &[u8]) -> Result<Reply, DecodeError> {
@@ -114,7 +113,7 @@ impl Codec for ChatCodec {
     }
 
     fn decode_request(&self, body: &[u8]) -> Result<DecodedRequest, DecodeError> {
-        request_decode::decode(body)
+        request::decode(body)
     }
 
     fn encode_reply(&self, reply: &Reply, context: &ServerContext) -> Vec<u8> {

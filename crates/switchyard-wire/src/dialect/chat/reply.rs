@@ -1,8 +1,8 @@
 //! Non-streamed replies: decoding a chat completion (client side) and encoding one
 //! (server side).
 
-use super::request_decode::decode_tool_call;
-use super::request_encode::encode_tool_call;
+use super::request::decode_tool_call;
+use super::request::encode_tool_call;
 use super::{
     decoded_finish, error_from_chat, finish_to_chat, reasoning_text, usage_from_chat, usage_to_chat,
 };

@@ -1,6 +1,6 @@
 //! The client-side stream decoder: chat completion chunks to canonical events.
 
-use super::request_decode::arguments_text;
+use super::request::arguments_text;
 use super::{decoded_finish, error_from_chat, reasoning_text, usage_from_chat};
 use crate::codec::{json_type, preview, DecodeError, StreamDecoder};
 use crate::event::Event;

@@ -106,7 +106,8 @@
 mod parts;
 mod reply;
 mod request;
-mod stream;
+mod stream_decode;
+mod stream_encode;
 
 pub use parts::synthetic_call_id;
 pub use request::RESPONSE_SCHEMA_NAME;
@@ -142,7 +143,7 @@ impl Codec for GeminiCodec {
     }
 
     fn stream_decoder(&self) -> Box<dyn StreamDecoder> {
-        Box::<stream::Decoder>::default()
+        Box::<stream_decode::Decoder>::default()
     }
 
     fn decode_request(&self, body: &[u8]) -> Result<DecodedRequest, DecodeError> {
@@ -154,7 +155,7 @@ impl Codec for GeminiCodec {
     }
 
     fn stream_encoder(&self, context: &ServerContext) -> Box<dyn StreamEncoder> {
-        Box::new(stream::Encoder::new(context))
+        Box::new(stream_encode::Encoder::new(context))
     }
 
     fn stream_error_event(

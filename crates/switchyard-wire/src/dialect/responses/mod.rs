@@ -7,7 +7,7 @@
 //! `response.failed` (there is no `[DONE]`).
 //!
 //! Files: [`request`] (both directions of the request body), [`reply`] (the non-streamed
-//! reply body, both directions), [`decode_stream`] and [`encode_stream`] (the SSE
+//! reply body, both directions), [`stream_decode`] and [`stream_encode`] (the SSE
 //! grammar), [`items`] (the item ⇄ part conversions the others share).
 //!
 //! # Mapping
@@ -78,8 +78,8 @@
 //!   known only at its end (it rides with the state), so `output_item.added` and the
 //!   deltas use a synthesised id and `output_item.done` the real one.
 
-pub mod decode_stream;
-pub mod encode_stream;
+pub mod stream_decode;
+pub mod stream_encode;
 pub mod items;
 pub mod reply;
 pub mod request;
@@ -116,7 +116,7 @@ impl Codec for ResponsesCodec {
     }
 
     fn stream_decoder(&self) -> Box<dyn StreamDecoder> {
-        Box::new(decode_stream::ResponsesStreamDecoder::new())
+        Box::new(stream_decode::ResponsesStreamDecoder::new())
     }
 
     fn decode_request(&self, body: &[u8]) -> Result<DecodedRequest, DecodeError> {
@@ -128,10 +128,10 @@ impl Codec for ResponsesCodec {
     }
 
     fn stream_encoder(&self, context: &ServerContext) -> Box<dyn StreamEncoder> {
-        Box::new(encode_stream::ResponsesStreamEncoder::new(context))
+        Box::new(stream_encode::ResponsesStreamEncoder::new(context))
     }
 
     fn stream_error_event(&self, error: &crate::StreamError, response_id: Option<&str>) -> Vec<u8> {
-        encode_stream::failed_event(error, response_id)
+        stream_encode::failed_event(error, response_id)
     }
 }

@@ -4,10 +4,10 @@
 //! the drain timeout).
 
 use crate::config::GatewayConfig;
-use crate::state::State;
 use crate::keys::Keys;
 use crate::metrics::{CallRecorder, Metrics};
 use crate::routes;
+use crate::state::State;
 use crate::store::Store;
 use crate::upstream::Upstreams;
 use axum::routing::{get, post};

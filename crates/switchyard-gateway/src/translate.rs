@@ -47,9 +47,8 @@ pub(crate) async fn forward(
     let context = server_context(dialect);
     meter.sent();
     if !stream {
-        let (outcome, sent) =
-            switchyard::backend::capture_sent_body(target.llm.complete_detailed(request)).await;
-        meter.set_sent_body(sent);
+        let outcome = target.llm.complete_detailed(request).await;
+        meter.set_sent_body(outcome.sent_body.clone());
         meter.draft().attempts = attempt_records(&outcome.attempts);
         let mut reply = outcome.result.map_err(|e| failed(meter, &e))?;
         meter.answered();
@@ -71,9 +70,8 @@ pub(crate) async fn forward(
             meter,
         ));
     }
-    let (outcome, sent) =
-        switchyard::backend::capture_sent_body(target.llm.stream_detailed(request)).await;
-    meter.set_sent_body(sent);
+    let outcome = target.llm.stream_detailed(request).await;
+    meter.set_sent_body(outcome.sent_body.clone());
     meter.draft().attempts = attempt_records(&outcome.attempts);
     let upstream = outcome.result.map_err(|e| failed(meter, &e))?;
     meter.answered();

@@ -47,6 +47,10 @@ pub struct CallOutcome<T> {
     pub result: Result<T>,
     /// Every attempt in order.
     pub attempts: Vec<Attempt>,
+    /// The request body the backend noted as sent, byte for byte (the last attempt's):
+    /// how a program that keeps its own records (the gateway) gets it without encoding
+    /// the request a second time.
+    pub sent_body: Option<bytes::Bytes>,
 }
 
 impl<T> CallOutcome<T> {

@@ -177,11 +177,12 @@ impl Llm {
             };
             (result, None)
         });
-        let run = crate::backend::as_role(self.role.clone(), run);
+        let mut outcome = run.await;
+        let mut sent = call.notes.take();
+        outcome.sent_body = sent.body.clone();
         let Some(observed) = observed else {
-            return run.await;
+            return outcome;
         };
-        let (mut outcome, mut sent) = crate::backend::capturing_body(run).await;
         if let (Some(recorded), Err(_)) = (sent.replayed_error.take(), &outcome.result) {
             outcome.result = Err(recorded);
         }
@@ -216,14 +217,16 @@ impl Llm {
                 Err(e) => (Err(e), None),
             }
         });
-        let run = crate::backend::as_role(self.role.clone(), run);
+        let mut outcome = run.await;
+        let mut sent = call.notes.take();
+        outcome.sent_body = sent.body.clone();
         let Some(observed) = observed else {
-            return run.await;
+            return outcome;
         };
-        let (outcome, mut sent) = crate::backend::capturing_body(run).await;
         let CallOutcome {
             mut result,
             attempts,
+            sent_body,
         } = outcome;
         if let (Some(recorded), Err(_)) = (sent.replayed_error.take(), &result) {
             result = Err(recorded);
@@ -248,7 +251,11 @@ impl Llm {
                 Err(e)
             }
         };
-        CallOutcome { result, attempts }
+        CallOutcome {
+            result,
+            attempts,
+            sent_body,
+        }
     }
 
     /// Runs `attempt` as the handle runs its own backend calls: under its retry policy
@@ -281,10 +288,7 @@ impl Llm {
         stream: bool,
     ) -> Result<(Option<Observed>, Call)> {
         let observed = Observed::begin(&self.observer(), &self.model, stream)?;
-        let call = Call {
-            model: self.model.clone(),
-            request,
-        };
+        let call = Call::new(self.model.clone(), request).with_role(self.role.clone());
         if let Err(e) = self.check_context(&call.request) {
             if let Some(o) = observed {
                 o.end(call, None, Outcome::Failed(&e, None), None, &[])
@@ -316,6 +320,7 @@ fn not_sent<T>(error: Error) -> CallOutcome<T> {
     CallOutcome {
         result: Err(error),
         attempts: Vec::new(),
+        sent_body: None,
     }
 }
 

@@ -300,6 +300,7 @@ impl RetryLoop<'_> {
                     return CallOutcome {
                         result: Ok(value),
                         attempts,
+                        sent_body: None,
                     }
                 }
                 Err(e) => e,
@@ -373,6 +374,7 @@ impl RetryLoop<'_> {
         CallOutcome {
             result: Err(self.cancel_error(during)),
             attempts,
+            sent_body: None,
         }
     }
 
@@ -401,6 +403,7 @@ impl RetryLoop<'_> {
         CallOutcome {
             result: Err(error),
             attempts,
+            sent_body: None,
         }
     }
 }

@@ -405,10 +405,7 @@ async fn a_run_past_its_timeout_is_killed() {
     });
     let started = Instant::now();
     let e = backend
-        .complete(&Call {
-            model: "m".into(),
-            request: Request::user("hi"),
-        })
+        .complete(&Call::new("m", Request::user("hi")))
         .await
         .unwrap_err();
     assert!(

@@ -12,15 +12,8 @@ use crate::error::Result;
 use crate::reply_stream::ReplyStream;
 use async_trait::async_trait;
 use bytes::Bytes;
-use std::cell::RefCell;
-use std::future::Future;
+use std::sync::{Arc, Mutex};
 use switchyard_wire::{Dialect, Reply, Request};
-
-tokio::task_local! {
-    /// What a backend notes about the call being made on this task, when a recording
-    /// handle asks.
-    static SENT: RefCell<Sent>;
-}
 
 /// What a backend noted about a call for its record.
 #[derive(Debug, Default)]
@@ -48,74 +41,80 @@ pub(crate) struct ReplayedCall {
     pub cost_usd: Option<f64>,
 }
 
-/// Notes the request body a backend sends for the call being made, exactly as sent, for
-/// the call's record (a backend of your own calls it too). Outside a recording handle it
-/// does nothing. The body must hold no key: keys go in headers.
-pub fn note_sent_body(body: Bytes) {
-    let _ = SENT.try_with(|s| s.borrow_mut().body = Some(body));
+/// Where a backend notes what it sent for a call, for the call's record: travels with the
+/// [`Call`] (its clones share it), so a backend that hands the call to a task of its own
+/// still notes into the right record.
+#[derive(Debug, Clone, Default)]
+pub struct CallNotes(Arc<Mutex<Sent>>);
+
+impl CallNotes {
+    /// Notes the request body the backend sends, exactly as sent (a backend of your own
+    /// calls it too; the last attempt's wins). The body must hold no key: keys go in
+    /// headers.
+    pub fn sent_body(&self, body: Bytes) {
+        self.lock().body = Some(body);
+    }
+
+    /// The body noted as sent, if any.
+    pub fn body(&self) -> Option<Bytes> {
+        self.lock().body.clone()
+    }
+
+    /// Notes the attempts, final error and description a replayed call had when it was
+    /// recorded, so that the replay's record tells the same story.
+    pub(crate) fn replayed(
+        &self,
+        attempts: Vec<crate::record::AttemptRecord>,
+        error: Option<crate::error::Error>,
+        call: ReplayedCall,
+    ) {
+        let mut sent = self.lock();
+        sent.replayed_attempts = Some(attempts);
+        sent.replayed_error = error;
+        sent.replayed_call = Some(call);
+    }
+
+    /// Takes everything noted so far.
+    pub(crate) fn take(&self) -> Sent {
+        std::mem::take(&mut *self.lock())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Sent> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
-/// Notes the attempts a replayed call took when it was recorded, so that the replay's
-/// record tells the same story (a replay makes one attempt: the recorded result).
-pub(crate) fn note_replayed_attempts(attempts: Vec<crate::record::AttemptRecord>) {
-    let _ = SENT.try_with(|s| s.borrow_mut().replayed_attempts = Some(attempts));
-}
-
-/// Notes the error a replayed call ended with when it was recorded.
-pub(crate) fn note_replayed_error(error: crate::error::Error) {
-    let _ = SENT.try_with(|s| s.borrow_mut().replayed_error = Some(error));
-}
-
-/// Notes what a replayed call was when recorded (reference, backend, model, dialect,
-/// cost), for the replay's record.
-pub(crate) fn note_replayed_call(call: ReplayedCall) {
-    let _ = SENT.try_with(|s| s.borrow_mut().replayed_call = Some(call));
-}
-
-/// Runs a backend call, catching the body it notes as sent (the last one, if it sent
-/// several).
-pub(crate) async fn capturing_body<F: Future>(call: F) -> (F::Output, Sent) {
-    SENT.scope(RefCell::new(Sent::default()), async move {
-        let out = call.await;
-        let sent = SENT.with(|s| std::mem::take(&mut *s.borrow_mut()));
-        (out, sent)
-    })
-    .await
-}
-
-tokio::task_local! {
-    /// The role of the handle making the call on this task (a replay backend shared by
-    /// handles answers each for its own role).
-    static HANDLE_ROLE: Option<std::sync::Arc<str>>;
-}
-
-/// Runs a handle's backend call with the handle's role known to the backend.
-pub(crate) async fn as_role<F: Future>(role: Option<std::sync::Arc<str>>, call: F) -> F::Output {
-    HANDLE_ROLE.scope(role, call).await
-}
-
-/// The role of the handle making the call on this task: `None` outside a handle's call,
-/// `Some(None)` for a handle without a role.
-pub(crate) fn handle_role() -> Option<Option<std::sync::Arc<str>>> {
-    HANDLE_ROLE.try_with(Clone::clone).ok()
-}
-
-/// Runs a backend call (or an [`crate::Llm`] call on a handle without a recorder) and
-/// gives the request body the backend noted as sent, byte for byte (the last attempt's).
-/// How a program that keeps its own records (the gateway) gets the body as sent without
-/// encoding the request a second time.
-pub async fn capture_sent_body<F: Future>(call: F) -> (F::Output, Option<Bytes>) {
-    let (out, sent) = capturing_body(call).await;
-    (out, sent.body)
-}
-
-/// One call: the model id as the backend knows it and the request.
+/// One call: the model id as the backend knows it, the request, the calling handle's
+/// role, and where the backend notes what it sent.
 #[derive(Debug, Clone)]
 pub struct Call {
     /// The model id on the backend (after aliases).
     pub model: String,
     /// The request.
     pub request: Request,
+    /// The role of the handle making the call (`None`: a handle without one). A replay
+    /// backend shared by handles answers each call for its own role.
+    pub role: Option<Arc<str>>,
+    /// Where the backend notes the body it sent ([`CallNotes::sent_body`]).
+    pub notes: CallNotes,
+}
+
+impl Call {
+    /// A call of `model` with `request`, made by no role.
+    pub fn new(model: impl Into<String>, request: Request) -> Call {
+        Call {
+            model: model.into(),
+            request,
+            role: None,
+            notes: CallNotes::default(),
+        }
+    }
+
+    /// The same call made by `role`.
+    pub fn with_role(mut self, role: Option<Arc<str>>) -> Call {
+        self.role = role;
+        self
+    }
 }
 
 /// Something that answers requests.

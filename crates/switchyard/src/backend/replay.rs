@@ -322,21 +322,22 @@ impl ReplayLog {
         // The body the recorded run sent is the body this replay "sends", so that the
         // replayed run's records hold the same bytes.
         if let Some(body) = &record.body {
-            super::note_sent_body(bytes::Bytes::copy_from_slice(body.get().as_bytes()));
-        }
-        super::note_replayed_attempts(record.attempts.clone());
-        if let Some(e) = &record.error {
-            super::note_replayed_error(e.to_error());
+            call.notes
+                .sent_body(bytes::Bytes::copy_from_slice(body.get().as_bytes()));
         }
         // Each replayed call's record is its recorded call's: one role may have called
         // several models through several dialects.
-        super::note_replayed_call(super::ReplayedCall {
-            reference: record.reference.clone(),
-            backend: record.backend.clone(),
-            model: record.model.clone(),
-            dialect: record.dialect,
-            cost_usd: record.cost_usd,
-        });
+        call.notes.replayed(
+            record.attempts.clone(),
+            record.error.as_ref().map(|e| e.to_error()),
+            super::ReplayedCall {
+                reference: record.reference.clone(),
+                backend: record.backend.clone(),
+                model: record.model.clone(),
+                dialect: record.dialect,
+                cost_usd: record.cost_usd,
+            },
+        );
         Ok(record)
     }
 }
@@ -497,10 +498,10 @@ impl ReplayBackend {
     }
 
     /// The recorded role this call is answered from.
-    fn role_for_call(&self) -> String {
+    fn role_for_call(&self, call: &Call) -> String {
         if self.from_handle {
-            if let Some(Some(role)) = super::handle_role() {
-                return match self.log.answering_role(&role) {
+            if let Some(role) = &call.role {
+                return match self.log.answering_role(role) {
                     Some(answering) => answering.to_string(),
                     None => role.to_string(),
                 };
@@ -577,7 +578,7 @@ impl Backend for ReplayBackend {
     }
 
     async fn complete(&self, call: &Call) -> Result<Reply> {
-        let record = self.log.take(&self.role_for_call(), call)?;
+        let record = self.log.take(&self.role_for_call(call), call)?;
         if record.stream && record.reply.is_some() {
             return replay_stream(&self.name, &record)?.into_reply().await;
         }
@@ -585,7 +586,7 @@ impl Backend for ReplayBackend {
     }
 
     async fn stream(&self, call: &Call) -> Result<ReplyStream> {
-        let record = self.log.take(&self.role_for_call(), call)?;
+        let record = self.log.take(&self.role_for_call(call), call)?;
         if record.stream && record.reply.is_some() {
             return replay_stream(&self.name, &record);
         }

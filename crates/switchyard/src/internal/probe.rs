@@ -246,10 +246,7 @@ async fn send(
         message: e.to_string(),
     };
     let http = connect::http_backend(backend, model, Some(dialect), env).map_err(typed)?;
-    let call = crate::Call {
-        model: model.to_string(),
-        request,
-    };
+    let call = crate::Call::new(model, request);
     let reply = match tokio::time::timeout(STEP_TIMEOUT, http.complete(&call)).await {
         Err(_) => {
             return Err(AttemptError {

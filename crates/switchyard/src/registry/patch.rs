@@ -434,94 +434,21 @@ pub(crate) fn parse_field(
         "base_url" => patch.base_url = url_field(src, &path, v, errors),
         "messages_url" => patch.messages_url = url_field(src, &path, v, errors),
         "gemini_url" => patch.gemini_url = url_field(src, &path, v, errors),
-        "api_key_env" => match v {
-            Value::String(s) if is_var_name(s) => patch.api_key_env = Some(s.clone()),
-            Value::String(s) if secrets::looks_like_key(s) => {} // reported by the key scan
-            other => errors.push(wrong(
-                src,
-                &path,
-                "the name of an environment variable (letters, digits, `_`), such as OPENAI_API_KEY",
-                other,
-            )),
-        },
+        "api_key_env" => patch.api_key_env = api_key_env_field(src, &path, v, errors),
         "key_required" => match v {
             Value::Bool(b) => patch.key_required = Some(*b),
             other => errors.push(wrong(src, &path, "true or false", other)),
         },
         "apis" => {
-            let items: Vec<&Value> = match v {
-                Value::Sequence(s) => s.iter().collect(),
-                Value::String(_) => vec![v],
-                other => {
-                    errors.push(wrong(
-                        src,
-                        &path,
-                        "a list of dialects (chat, responses, messages, gemini)",
-                        other,
-                    ));
-                    return;
-                }
-            };
-            let mut apis = Vec::new();
-            let mut ok = true;
-            for item in items {
-                match closed(src, &path, "dialect", item, Dialect::NAMES, Dialect::parse, errors) {
-                    Some(d) if !apis.contains(&d) => apis.push(d),
-                    Some(_) => {}
-                    None => ok = false,
-                }
-            }
-            if ok {
+            if let Some(apis) = apis_field(src, &path, v, errors) {
                 patch.apis = Some(apis);
             }
         }
-        "prices" => {
-            for (model, pv) in string_map(src, &path, v, "a mapping of model ids to prices", errors)
-            {
-                let p = [name, field, model.as_str()];
-                if let Some(price) = parse_price(src, &p, &pv, errors) {
-                    patch.prices.insert(model.clone(), price);
-                }
-            }
-        }
-        "models" => {
-            for (alias, target) in
-                string_map(src, &path, v, "a mapping of aliases to model ids", errors)
-            {
-                match target {
-                    Value::String(id) if !id.is_empty() => {
-                        patch.models.insert(alias, id);
-                    }
-                    other => errors.push(wrong(
-                        src,
-                        &[name, field, alias.as_str()],
-                        "a model id (a non-empty string)",
-                        &other,
-                    )),
-                }
-            }
-        }
-        "extra_body" => {
-            for (k, ev) in string_map(src, &path, v, "a mapping of body fields", errors) {
-                match serde_json::to_value(&ev) {
-                    Ok(j) => {
-                        patch.extra_body.insert(k, j);
-                    }
-                    Err(e) => errors.push(src.err(
-                        &[name, field, k.as_str()],
-                        ConfigProblem::WrongType {
-                            field: format!("{field}.{k}"),
-                            expected: "a JSON-compatible value".into(),
-                            found: e.to_string(),
-                        },
-                    )),
-                }
-            }
-        }
+        "prices" => prices_field(src, name, v, &mut patch.prices, errors),
+        "models" => models_field(src, name, v, &mut patch.models, errors),
+        "extra_body" => extra_body_field(src, name, v, &mut patch.extra_body, errors),
         "context_window" => patch.context_window = token_count(src, &path, field, v, errors),
-        "max_output_tokens" => {
-            patch.max_output_tokens = token_count(src, &path, field, v, errors)
-        }
+        "max_output_tokens" => patch.max_output_tokens = token_count(src, &path, field, v, errors),
         "command" => patch.command = command_field(src, &path, v, errors),
         "model_options" => match v {
             Value::String(s) if s.chars().count() == 1 && s != "/" => {
@@ -562,6 +489,136 @@ pub(crate) fn parse_field(
                 nearest: nearest(field, FIELDS.iter().copied()),
             },
         )),
+    }
+}
+
+/// `api_key_env`: the name of an environment variable (a key written there instead is
+/// reported by the key scan, not here, so that it is not echoed).
+fn api_key_env_field(
+    src: &LayerSource<'_>,
+    path: &[&str],
+    v: &Value,
+    errors: &mut Vec<ConfigError>,
+) -> Option<String> {
+    match v {
+        Value::String(s) if is_var_name(s) => Some(s.clone()),
+        Value::String(s) if secrets::looks_like_key(s) => None,
+        other => {
+            errors.push(wrong(
+                src,
+                path,
+                "the name of an environment variable (letters, digits, `_`), such as OPENAI_API_KEY",
+                other,
+            ));
+            None
+        }
+    }
+}
+
+/// `apis`: a dialect or a list of them, each once; `None` when any is not a dialect.
+fn apis_field(
+    src: &LayerSource<'_>,
+    path: &[&str],
+    v: &Value,
+    errors: &mut Vec<ConfigError>,
+) -> Option<Vec<Dialect>> {
+    let items: Vec<&Value> = match v {
+        Value::Sequence(s) => s.iter().collect(),
+        Value::String(_) => vec![v],
+        other => {
+            errors.push(wrong(
+                src,
+                path,
+                "a list of dialects (chat, responses, messages, gemini)",
+                other,
+            ));
+            return None;
+        }
+    };
+    let mut apis = Vec::new();
+    let mut ok = true;
+    for item in items {
+        match closed(
+            src,
+            path,
+            "dialect",
+            item,
+            Dialect::NAMES,
+            Dialect::parse,
+            errors,
+        ) {
+            Some(d) if !apis.contains(&d) => apis.push(d),
+            Some(_) => {}
+            None => ok = false,
+        }
+    }
+    ok.then_some(apis)
+}
+
+/// `prices`: model id → price.
+fn prices_field(
+    src: &LayerSource<'_>,
+    name: &str,
+    v: &Value,
+    prices: &mut BTreeMap<String, Price>,
+    errors: &mut Vec<ConfigError>,
+) {
+    let path = [name, "prices"];
+    for (model, pv) in string_map(src, &path, v, "a mapping of model ids to prices", errors) {
+        let p = [name, "prices", model.as_str()];
+        if let Some(price) = parse_price(src, &p, &pv, errors) {
+            prices.insert(model.clone(), price);
+        }
+    }
+}
+
+/// `models`: alias → model id.
+fn models_field(
+    src: &LayerSource<'_>,
+    name: &str,
+    v: &Value,
+    models: &mut BTreeMap<String, String>,
+    errors: &mut Vec<ConfigError>,
+) {
+    let path = [name, "models"];
+    for (alias, target) in string_map(src, &path, v, "a mapping of aliases to model ids", errors) {
+        match target {
+            Value::String(id) if !id.is_empty() => {
+                models.insert(alias, id);
+            }
+            other => errors.push(wrong(
+                src,
+                &[name, "models", alias.as_str()],
+                "a model id (a non-empty string)",
+                &other,
+            )),
+        }
+    }
+}
+
+/// `extra_body`: body fields sent with every request, as JSON.
+fn extra_body_field(
+    src: &LayerSource<'_>,
+    name: &str,
+    v: &Value,
+    extra_body: &mut BTreeMap<String, serde_json::Value>,
+    errors: &mut Vec<ConfigError>,
+) {
+    let path = [name, "extra_body"];
+    for (k, ev) in string_map(src, &path, v, "a mapping of body fields", errors) {
+        match serde_json::to_value(&ev) {
+            Ok(j) => {
+                extra_body.insert(k, j);
+            }
+            Err(e) => errors.push(src.err(
+                &[name, "extra_body", k.as_str()],
+                ConfigProblem::WrongType {
+                    field: format!("extra_body.{k}"),
+                    expected: "a JSON-compatible value".into(),
+                    found: e.to_string(),
+                },
+            )),
+        }
     }
 }
 

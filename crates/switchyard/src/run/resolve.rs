@@ -364,87 +364,16 @@ fn resolve_role(
             ),
         ));
     }
-    let (mut backend, model, reference, model_from, replay_log) = match &entry.inline {
-        Some(inline) => {
-            let Some(model) = entry.model_override.as_ref().or(entry.model.as_ref()) else {
-                found.push(role_problem(
-                    entry.loc.clone(),
-                    name,
-                    "an inline endpoint needs `model`: the model id on that endpoint",
-                ));
-                return None;
-            };
-            let from = if entry.model_override.is_some() {
-                ModelSource::RoleOverride
-            } else {
-                ModelSource::RoleEntry
-            };
-            let backend = inline_backend(config, entry, inline, found)?;
-            if inline.kind.value == InlineKind::Replay && inline.log.is_none() {
-                found.push(role_problem(
-                    inline.kind.loc.clone(),
-                    name,
-                    "a replay endpoint needs `log`: the recorded run's call log (`<run_dir>/llm_log`)",
-                ));
-            }
-            let reference = format!("{}/{}", backend.name, model.value);
-            (
-                backend,
-                model.value.clone(),
-                reference,
-                from,
-                inline.log.as_ref().map(|l| l.value.clone()),
-            )
-        }
+    let Target {
+        mut backend,
+        model,
+        reference,
+        model_from,
+        replay_log,
+    } = match &entry.inline {
+        Some(inline) => inline_target(config, entry, inline, found)?,
         None if entry.form == RoleForm::Inline => return None, // its kind was refused
-        None => {
-            let c = Candidates {
-                role_override: entry.model_override.as_ref().map(|m| m.value.as_str()),
-                role_entry: entry.model.as_ref().map(|m| m.value.as_str()),
-                model_override: defaults.model_override.as_ref().map(|m| m.value.as_str()),
-                env_var: defaults.env_var.as_ref().map(|m| m.value.as_str()),
-                top_level: defaults.top_level.as_ref().map(|m| m.value.as_str()),
-            };
-            let Some((text, from)) = precedence::choose(&c) else {
-                found.push(role_problem(
-                    entry.loc.clone(),
-                    name,
-                    precedence::no_model_message(name),
-                ));
-                return None;
-            };
-            let loc = match from {
-                ModelSource::RoleOverride => entry.model_override.as_ref().map(|m| &m.loc),
-                ModelSource::RoleEntry => entry.model.as_ref().map(|m| &m.loc),
-                ModelSource::ModelOverride => defaults.model_override.as_ref().map(|m| &m.loc),
-                ModelSource::EnvVar => defaults.env_var.as_ref().map(|m| &m.loc),
-                ModelSource::TopLevel => defaults.top_level.as_ref().map(|m| &m.loc),
-            }
-            .cloned()
-            .unwrap_or_else(|| entry.loc.clone());
-            let r = match config.registry.require_reference(text) {
-                Ok(r) => r,
-                Err(e) => {
-                    found.push(role_problem(loc, name, e.to_string()));
-                    return None;
-                }
-            };
-            let Some(backend) = config.registry.backend(&r.backend) else {
-                found.push(role_problem(
-                    loc,
-                    name,
-                    format!("backend `{}` vanished", r.backend),
-                ));
-                return None;
-            };
-            (
-                backend.clone(),
-                r.model.clone(),
-                text.to_string(),
-                from,
-                None,
-            )
-        }
+        None => reference_target(config, entry, defaults, found)?,
     };
 
     // The role's own price, context window and body fields, at the run config's layer.
@@ -461,49 +390,8 @@ fn resolve_role(
     if let Some(cw) = entry.context_window {
         backend.context_window = Some(Resolved::new(cw, layer.clone()));
     }
-
-    // The dialect.
-    let dialect = match (backend.kind.value, &entry.dialect) {
-        (Kind::Http, Some(d)) => Some(d.value),
-        (Kind::Http, None) => crate::connect::preferred_dialect(&backend),
-        (kind, Some(d)) => {
-            found.push(role_problem(
-                d.loc.clone(),
-                name,
-                format!(
-                    "`dialect` applies to HTTP backends; backend `{}` is of kind `{kind}`",
-                    backend.name
-                ),
-            ));
-            None
-        }
-        (_, None) => None,
-    };
-
-    // The settings, each checked against what this backend takes.
-    let accepted = settings::accepted(backend.kind.value, dialect);
-    let called = match dialect {
-        Some(d) => format!("kind {}, dialect {d}", backend.kind.value),
-        None => format!("kind {}", backend.kind.value),
-    };
-    let mut resolved = Settings::default();
-    for (setting, value, loc) in &entry.settings {
-        if accepted.contains(&setting.as_str()) {
-            resolved.set(setting, value);
-        } else {
-            found.push(ConfigError::new(
-                loc.clone(),
-                ConfigProblem::SettingNotTaken {
-                    role: name.clone(),
-                    setting: setting.clone(),
-                    backend: backend.name.clone(),
-                    called: called.clone(),
-                    accepted: accepted.iter().map(|s| s.to_string()).collect(),
-                    nearest: nearest_setting(setting, accepted),
-                },
-            ));
-        }
-    }
+    let dialect = role_dialect(entry, &backend, found);
+    let resolved = role_settings(entry, &backend, dialect, found);
     for (k, v) in &resolved.extra_body {
         backend
             .extra_body
@@ -534,6 +422,173 @@ fn resolve_role(
         settings: resolved,
         replay_log,
     })
+}
+
+/// What a role calls: the backend (its own copy, to lay the role's fields over), the model
+/// id on it, the reference as written, where the model came from, and a replay's log.
+struct Target {
+    backend: Backend,
+    model: String,
+    reference: String,
+    model_from: ModelSource,
+    replay_log: Option<String>,
+}
+
+/// The target of an inline endpoint (`backend: <kind>` in the role).
+fn inline_target(
+    config: &Config,
+    entry: &RoleEntry,
+    inline: &roles::Inline,
+    found: &mut Vec<ConfigError>,
+) -> Option<Target> {
+    let name = &entry.name;
+    let Some(model) = entry.model_override.as_ref().or(entry.model.as_ref()) else {
+        found.push(role_problem(
+            entry.loc.clone(),
+            name,
+            "an inline endpoint needs `model`: the model id on that endpoint",
+        ));
+        return None;
+    };
+    let from = if entry.model_override.is_some() {
+        ModelSource::RoleOverride
+    } else {
+        ModelSource::RoleEntry
+    };
+    let backend = inline_backend(config, entry, inline, found)?;
+    if inline.kind.value == InlineKind::Replay && inline.log.is_none() {
+        found.push(role_problem(
+            inline.kind.loc.clone(),
+            name,
+            "a replay endpoint needs `log`: the recorded run's call log (`<run_dir>/llm_log`)",
+        ));
+    }
+    let reference = format!("{}/{}", backend.name, model.value);
+    Some(Target {
+        backend,
+        model: model.value.clone(),
+        reference,
+        model_from: from,
+        replay_log: inline.log.as_ref().map(|l| l.value.clone()),
+    })
+}
+
+/// The target of a reference, from the role or the defaults by precedence.
+fn reference_target(
+    config: &Config,
+    entry: &RoleEntry,
+    defaults: &Defaults,
+    found: &mut Vec<ConfigError>,
+) -> Option<Target> {
+    let name = &entry.name;
+    let c = Candidates {
+        role_override: entry.model_override.as_ref().map(|m| m.value.as_str()),
+        role_entry: entry.model.as_ref().map(|m| m.value.as_str()),
+        model_override: defaults.model_override.as_ref().map(|m| m.value.as_str()),
+        env_var: defaults.env_var.as_ref().map(|m| m.value.as_str()),
+        top_level: defaults.top_level.as_ref().map(|m| m.value.as_str()),
+    };
+    let Some((text, from)) = precedence::choose(&c) else {
+        found.push(role_problem(
+            entry.loc.clone(),
+            name,
+            precedence::no_model_message(name),
+        ));
+        return None;
+    };
+    let loc = match from {
+        ModelSource::RoleOverride => entry.model_override.as_ref().map(|m| &m.loc),
+        ModelSource::RoleEntry => entry.model.as_ref().map(|m| &m.loc),
+        ModelSource::ModelOverride => defaults.model_override.as_ref().map(|m| &m.loc),
+        ModelSource::EnvVar => defaults.env_var.as_ref().map(|m| &m.loc),
+        ModelSource::TopLevel => defaults.top_level.as_ref().map(|m| &m.loc),
+    }
+    .cloned()
+    .unwrap_or_else(|| entry.loc.clone());
+    let r = match config.registry.require_reference(text) {
+        Ok(r) => r,
+        Err(e) => {
+            found.push(role_problem(loc, name, e.to_string()));
+            return None;
+        }
+    };
+    let Some(backend) = config.registry.backend(&r.backend) else {
+        found.push(role_problem(
+            loc,
+            name,
+            format!("backend `{}` vanished", r.backend),
+        ));
+        return None;
+    };
+    Some(Target {
+        backend: backend.clone(),
+        model: r.model.clone(),
+        reference: text.to_string(),
+        model_from: from,
+        replay_log: None,
+    })
+}
+
+/// The dialect a role calls in: its own `dialect` (HTTP backends only), else the backend's
+/// preferred one.
+fn role_dialect(
+    entry: &RoleEntry,
+    backend: &Backend,
+    found: &mut Vec<ConfigError>,
+) -> Option<Dialect> {
+    let name = &entry.name;
+    // The dialect.
+    match (backend.kind.value, &entry.dialect) {
+        (Kind::Http, Some(d)) => Some(d.value),
+        (Kind::Http, None) => crate::connect::preferred_dialect(backend),
+        (kind, Some(d)) => {
+            found.push(role_problem(
+                d.loc.clone(),
+                name,
+                format!(
+                    "`dialect` applies to HTTP backends; backend `{}` is of kind `{kind}`",
+                    backend.name
+                ),
+            ));
+            None
+        }
+        (_, None) => None,
+    }
+}
+
+/// The role's settings, each checked against what its backend and dialect take.
+fn role_settings(
+    entry: &RoleEntry,
+    backend: &Backend,
+    dialect: Option<Dialect>,
+    found: &mut Vec<ConfigError>,
+) -> Settings {
+    let name = &entry.name;
+    // The settings, each checked against what this backend takes.
+    let accepted = settings::accepted(backend.kind.value, dialect);
+    let called = match dialect {
+        Some(d) => format!("kind {}, dialect {d}", backend.kind.value),
+        None => format!("kind {}", backend.kind.value),
+    };
+    let mut resolved = Settings::default();
+    for (setting, value, loc) in &entry.settings {
+        if accepted.contains(&setting.as_str()) {
+            resolved.set(setting, value);
+        } else {
+            found.push(ConfigError::new(
+                loc.clone(),
+                ConfigProblem::SettingNotTaken {
+                    role: name.clone(),
+                    setting: setting.clone(),
+                    backend: backend.name.clone(),
+                    called: called.clone(),
+                    accepted: accepted.iter().map(|s| s.to_string()).collect(),
+                    nearest: nearest_setting(setting, accepted),
+                },
+            ));
+        }
+    }
+    resolved
 }
 
 /// An inline endpoint as an anonymous backend `role:<name>`: the kind's built-in backend

@@ -2,12 +2,10 @@
 //! whole `GenerateContentResponse` chunk and there is no `[DONE]`, as canonical events.
 
 use super::parts::{
-    block_reason, candidate_content, content_parts, placement, read_part,
-    synthetic_call_id, Last, Placement, WirePart,
+    block_reason, candidate_content, content_parts, placement, read_part, synthetic_call_id, Last,
+    Placement, WirePart,
 };
-use super::reply::{
-    first_candidate, provider_error, read_usage,
-};
+use super::reply::{first_candidate, provider_error, read_usage};
 use crate::codec::{parse_object, DecodeError, StreamDecoder};
 use crate::event::Event;
 use crate::json::str_at;
@@ -185,8 +183,8 @@ impl StreamDecoder for Decoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dialect::gemini::stream_encode::Encoder;
     use crate::codec::{ServerContext, StreamEncoder};
+    use crate::dialect::gemini::stream_encode::Encoder;
 
     fn sse(data: &str) -> SseEvent {
         SseEvent {

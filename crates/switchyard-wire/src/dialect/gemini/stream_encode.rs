@@ -1,12 +1,8 @@
 //! Streams, server side: canonical events as `streamGenerateContent?alt=sse` chunks (every
 //! SSE `data:` a whole `GenerateContentResponse`, no `[DONE]`).
 
-use super::parts::{
-    reply_part, text_part, SIGNATURE,
-};
-use super::reply::{
-    error_object, response_object, wire_finish, Finish,
-};
+use super::parts::{reply_part, text_part, SIGNATURE};
+use super::reply::{error_object, response_object, wire_finish, Finish};
 use crate::codec::{ServerContext, StreamEncoder};
 use crate::event::Event;
 use crate::part::{Opaque, Part, ToolCall};

@@ -78,11 +78,11 @@
 //!   known only at its end (it rides with the state), so `output_item.added` and the
 //!   deltas use a synthesised id and `output_item.done` the real one.
 
-pub mod stream_decode;
-pub mod stream_encode;
 pub mod items;
 pub mod reply;
 pub mod request;
+pub mod stream_decode;
+pub mod stream_encode;
 
 use crate::codec::{
     Codec, DecodeError, DecodedRequest, EncodeError, EncodeOptions, ServerContext, StreamDecoder,

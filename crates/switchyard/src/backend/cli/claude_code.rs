@@ -365,10 +365,7 @@ mod effort_tests {
             budget_tokens: budget,
             ..Default::default()
         });
-        let call = Call {
-            model: "opus".into(),
-            request,
-        };
+        let call = Call::new("opus", request);
         thinking_env(&call)
             .into_iter()
             .map(|(k, v)| {

@@ -455,10 +455,7 @@ mod effort_tests {
             effort: Some("high".into()),
             ..Default::default()
         });
-        let call = Call {
-            model: "gpt-5".into(),
-            request,
-        };
+        let call = Call::new("gpt-5", request);
         let args: Vec<String> = backend
             .invocation(&call)
             .unwrap()

@@ -176,7 +176,7 @@ impl HttpBackend {
                 Error::Unsupported(format!("the request could not be serialised: {e}"))
             })?,
         );
-        super::note_sent_body(self.recordable(&body));
+        call.notes.sent_body(self.recordable(&body));
         self.send_raw(&RawRequest::new(body, stream)).await
     }
 

@@ -1,14 +1,14 @@
 //! From a resolved reference to a callable backend: the one place where the registry's
 //! description of a backend becomes an HTTP client with its URL, key and settings.
 
-use crate::backend::auth::{Credential, GoogleAdc, Secret};
+use crate::backend::auth::{Credential, Secret};
 use crate::backend::http::{new_client, Endpoint, HttpBackend, HttpConfig, Timeouts};
 use crate::backend::Backend;
 use crate::env::EnvSource;
 use crate::error::{Error, Result};
 use crate::registry::{self, Auth, DeveloperRole, EndpointError, Kind, MaxTokensField};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchyard_wire::Dialect;
 
@@ -80,7 +80,7 @@ pub fn http_backend_pooled(
         && !matches!(backend.auth_for(dialect), Auth::None | Auth::GoogleAdc))
     .then(|| backend.api_key_env.value.clone());
     let credential = match (backend.auth_for(dialect), key) {
-        (Auth::GoogleAdc, _) => Credential::Token(google_adc()),
+        (Auth::GoogleAdc, _) => google_adc(&backend.name)?,
         (Auth::None, _) | (_, None) => Credential::None,
         (Auth::Bearer, Some(key)) => Credential::Bearer(key),
         (Auth::XApiKey, Some(key)) => Credential::Header("x-api-key", key),
@@ -165,7 +165,13 @@ pub fn backend_with(
         Kind::Http => Ok(Arc::new(http_backend_with(
             backend, model, None, env, timeouts,
         )?)),
+        #[cfg(feature = "cli-agents")]
         Kind::ClaudeCode | Kind::Codex => crate::backend::cli::cli_backend(backend, env),
+        #[cfg(not(feature = "cli-agents"))]
+        Kind::ClaudeCode | Kind::Codex => Err(Error::Unsupported(format!(
+            "backend `{}` runs a CLI agent (kind {}), which this build leaves out: build switchyard with the `cli-agents` feature (on by default)",
+            backend.name, backend.kind.value
+        ))),
         Kind::Replay => replay_backend(backend, None),
     }
 }
@@ -206,9 +212,23 @@ fn endpoint_url(
 
 /// One Application Default Credentials source for the process, so its token cache is
 /// shared by every Vertex backend.
-fn google_adc() -> Arc<GoogleAdc> {
+#[cfg(feature = "google-auth")]
+fn google_adc(_backend: &str) -> Result<Credential> {
+    use crate::backend::auth::GoogleAdc;
+    use std::sync::OnceLock;
     static ADC: OnceLock<Arc<GoogleAdc>> = OnceLock::new();
-    ADC.get_or_init(|| Arc::new(GoogleAdc::new())).clone()
+    Ok(Credential::Token(
+        ADC.get_or_init(|| Arc::new(GoogleAdc::new())).clone(),
+    ))
+}
+
+/// Without the `google-auth` feature a backend that authenticates with Google's
+/// credentials cannot be reached: said when it is connected, not when it is first called.
+#[cfg(not(feature = "google-auth"))]
+fn google_adc(backend: &str) -> Result<Credential> {
+    Err(Error::Unsupported(format!(
+        "backend `{backend}` authenticates with Google Application Default Credentials, which this build leaves out: build switchyard with the `google-auth` feature (on by default)"
+    )))
 }
 
 fn endpoint_error(e: EndpointError) -> Error {

@@ -2,11 +2,15 @@
 //! Default Credentials, or nothing. Keys are held in [`Secret`], whose `Debug` and
 //! `Display` never show the value.
 
-use crate::error::{Error, Result};
+#[cfg(feature = "google-auth")]
+use crate::error::Error;
+use crate::error::Result;
 use async_trait::async_trait;
 use std::fmt;
+#[cfg(feature = "google-auth")]
 use std::path::Path;
 use std::sync::Arc;
+#[cfg(feature = "google-auth")]
 use tokio::sync::OnceCell;
 
 /// A key read from the environment. Printing it prints `***`.
@@ -86,11 +90,14 @@ pub const CLOUD_PLATFORM_SCOPE: &str = "https://www.googleapis.com/auth/cloud-pl
 /// Application Default Credentials through the `gcp_auth` crate: the file named by
 /// `GOOGLE_APPLICATION_CREDENTIALS`, gcloud's ADC file, the metadata server, or the
 /// `gcloud` command, in that order. Found on first use, then cached with its tokens.
+/// (The `google-auth` feature, on by default.)
+#[cfg(feature = "google-auth")]
 #[derive(Default)]
 pub struct GoogleAdc {
     provider: OnceCell<Arc<dyn gcp_auth::TokenProvider>>,
 }
 
+#[cfg(feature = "google-auth")]
 impl GoogleAdc {
     /// A source that looks for credentials on first use.
     pub fn new() -> Self {
@@ -122,6 +129,7 @@ impl GoogleAdc {
     }
 }
 
+#[cfg(feature = "google-auth")]
 #[async_trait]
 impl TokenSource for GoogleAdc {
     async fn token(&self) -> Result<Secret> {
@@ -137,6 +145,7 @@ impl TokenSource for GoogleAdc {
 
 /// A failed token request: the token endpoint could not be reached (a transport error,
 /// worth retrying), or it answered and refused the grant (an auth error).
+#[cfg(feature = "google-auth")]
 fn token_error(e: gcp_auth::Error) -> Error {
     let mut message = e.to_string();
     let mut source = std::error::Error::source(&e);

@@ -4,6 +4,7 @@
 //! run as subprocesses, and later one replaying a recorded run; a program can pass its own.
 
 pub mod auth;
+#[cfg(feature = "cli-agents")]
 pub mod cli;
 pub mod http;
 pub mod replay;

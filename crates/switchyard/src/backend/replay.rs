@@ -569,12 +569,19 @@ impl Backend for ReplayBackend {
     }
 
     /// A recorded CLI agent's output (no dialect) carries its own cost as the original
-    /// call's did, so the replayed record keeps the same `provider_cost_usd`.
+    /// call's did, so the replayed record keeps the same `provider_cost_usd` (read by the
+    /// CLI agents' own parser: a build without `cli-agents` leaves it unknown).
     fn reported_cost(&self, raw: &[u8]) -> Option<f64> {
         if self.dialect.is_some() {
             return None;
         }
-        super::cli::claude_code::reported_cost(raw)
+        #[cfg(feature = "cli-agents")]
+        return super::cli::claude_code::reported_cost(raw);
+        #[cfg(not(feature = "cli-agents"))]
+        {
+            let _ = raw;
+            None
+        }
     }
 
     async fn complete(&self, call: &Call) -> Result<Reply> {

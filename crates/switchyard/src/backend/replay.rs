@@ -8,7 +8,7 @@
 
 use super::{Backend, Call};
 use crate::error::{Error, Result};
-use crate::record::{self, CallRecord, Location, INDEX_FILE};
+use crate::record::{self, CallRecord, Location};
 use crate::registry::Price;
 use crate::reply_stream::ReplyStream;
 use async_trait::async_trait;
@@ -342,8 +342,14 @@ impl ReplayLog {
     }
 }
 
+#[cfg(not(feature = "sqlite"))]
+fn rows_from_index(_dir: &Path) -> Option<Vec<Row>> {
+    None
+}
+
+#[cfg(feature = "sqlite")]
 fn rows_from_index(dir: &Path) -> Option<Vec<Row>> {
-    let path = dir.join(INDEX_FILE);
+    let path = dir.join(record::INDEX_FILE);
     if !path.exists() {
         return None;
     }

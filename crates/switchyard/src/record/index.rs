@@ -7,7 +7,6 @@
 
 use super::read::{log_dir, parse_record};
 use super::segment::{self, Location};
-use super::CallRecord;
 use crate::error::{Error, Result};
 use crate::internal::background::Courtesy;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -16,97 +15,7 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// The index's file name in a run directory.
-pub const INDEX_FILE: &str = "calls.sqlite";
-
-/// The index's schema (also in `docs/recording.md`).
-pub const INDEX_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS llm_calls (
-    number              INTEGER PRIMARY KEY, -- the record's number
-    time                TEXT NOT NULL,       -- start, RFC 3339 UTC
-    role                TEXT NOT NULL,       -- '' for calls made without a role
-    reference           TEXT NOT NULL,
-    backend             TEXT NOT NULL,
-    model               TEXT NOT NULL,
-    dialect             TEXT,
-    stream              INTEGER NOT NULL,    -- 1 when streamed
-    status              TEXT NOT NULL,       -- 'ok' or 'error'
-    error_kind          TEXT,                -- ErrorKind name, NULL when ok
-    input_tokens        INTEGER,             -- every prompt token (cached included); NULL: no usage
-    cached_input_tokens INTEGER,
-    cache_write_tokens  INTEGER,
-    output_tokens       INTEGER,             -- every generated token (reasoning included)
-    reasoning_tokens    INTEGER,
-    cost_usd            REAL,                -- NULL when the model has no price
-    provider_cost_usd   REAL,                -- as reported by the provider, if it does
-    latency_ms          REAL NOT NULL,       -- start to end
-    ttfb_ms             REAL,                -- start to first byte (streams)
-    attempts            INTEGER NOT NULL,
-    prompt_digest       TEXT NOT NULL,       -- what replay matches on
-    segment             INTEGER NOT NULL,    -- the record's line: llm_log/segment-<segment>.jsonl,
-    line_offset         INTEGER NOT NULL,    --   from this byte offset,
-    line_length         INTEGER NOT NULL,    --   this many bytes (without the newline)
-    client_key          TEXT                 -- the gateway client key's name; NULL elsewhere
-);
-CREATE INDEX IF NOT EXISTS llm_calls_role ON llm_calls(role);";
-
-/// The index schema's version (`PRAGMA user_version`): 2 is the schema of record format 2
-/// (segment files) with `client_key`. An index that lacks `client_key` gets the column
-/// when opened (empty for old rows).
-pub const INDEX_VERSION: i64 = 2;
-
-/// One row of `llm_calls`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct IndexRow {
-    number: u64,
-    time: String,
-    role: String,
-    reference: String,
-    backend: String,
-    model: String,
-    dialect: Option<String>,
-    stream: bool,
-    error_kind: Option<String>,
-    usage: Option<switchyard_wire::Usage>,
-    cost_usd: Option<f64>,
-    provider_cost_usd: Option<f64>,
-    latency_ms: f64,
-    ttfb_ms: Option<f64>,
-    attempts: u32,
-    prompt_digest: String,
-    location: Location,
-    client_key: Option<String>,
-}
-
-impl IndexRow {
-    /// The row of a record whose line lies at `location`.
-    pub fn new(r: &CallRecord, location: Location) -> Self {
-        IndexRow {
-            number: r.number,
-            time: r.timings.started_at.clone(),
-            role: r.role_name().to_string(),
-            reference: r.reference.clone(),
-            backend: r.backend.clone(),
-            model: r.model.clone(),
-            dialect: r.dialect.map(|d| d.as_str().to_string()),
-            stream: r.stream,
-            error_kind: r.error.as_ref().map(|e| e.kind.clone()),
-            usage: r.usage,
-            cost_usd: r.cost_usd,
-            provider_cost_usd: r.provider_cost_usd,
-            latency_ms: r.timings.duration_ms,
-            ttfb_ms: r.timings.first_byte_ms,
-            attempts: r.attempts.len() as u32,
-            prompt_digest: r.prompt_digest.clone(),
-            location,
-            client_key: r.client_key.clone(),
-        }
-    }
-
-    /// Places the row's record at `location` (known once its batch is written).
-    pub(crate) fn set_location(&mut self, location: Location) {
-        self.location = location;
-    }
-}
+use super::index_row::{IndexRow, INDEX_FILE, INDEX_SCHEMA, INDEX_VERSION};
 
 fn db_error(path: &Path, e: rusqlite::Error) -> Error {
     Error::Config(format!("calls index {}: {e}", path.display()))

@@ -4,7 +4,13 @@
 
 mod digest;
 mod error_record;
+// The calls index: SQLite (the `sqlite` feature, on by default), or read from the records.
+#[cfg(feature = "sqlite")]
 mod index;
+#[cfg(not(feature = "sqlite"))]
+#[path = "index_off.rs"]
+mod index;
+mod index_row;
 mod observe;
 mod raw;
 mod read;
@@ -14,10 +20,8 @@ mod writer;
 
 pub use digest::{likeness as digest_likeness, prompt_digest, prompt_lines, short_diff};
 pub use error_record::{ErrorRecord, ProviderRecord};
-pub use index::{
-    rebuild as rebuild_index, run_spend, spend_by_client_key, IndexRow, INDEX_FILE, INDEX_SCHEMA,
-    INDEX_VERSION,
-};
+pub use index::{rebuild as rebuild_index, run_spend, spend_by_client_key};
+pub use index_row::{IndexRow, INDEX_FILE, INDEX_SCHEMA, INDEX_VERSION};
 pub(crate) use observe::{Handle, Observed, Outcome};
 pub use raw::RawBytes;
 pub use read::{

@@ -11,7 +11,8 @@
 //! to any reader. The SQLite index is fed from there by a second thread, in batched
 //! transactions, off every caller's path.
 
-use super::index::{IndexRow, IndexWriter};
+use super::index::IndexWriter;
+use super::index_row::IndexRow;
 use super::read::{last_record, log_dir};
 use super::run_dir::RUN_FILE;
 use super::segment::{self, Location, SEGMENT_BYTES};

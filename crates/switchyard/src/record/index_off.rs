@@ -1,0 +1,76 @@
+//! The calls index left out (a build without the `sqlite` feature): records are written to
+//! the segments alone, and what the index answers is read from the records instead
+//! (slower on a long log, the same answers).
+
+use super::index_row::IndexRow;
+use super::read::read_records;
+use super::segment::Location;
+use crate::budget::Spend;
+use crate::error::{Error, Result};
+use crate::internal::background::Courtesy;
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+
+/// The dollars spent per gateway client key by the calls that started at or after `since`
+/// (see the SQLite version), read from the records.
+pub fn spend_by_client_key(dir: &Path, since: Option<&str>) -> Result<HashMap<String, f64>> {
+    let mut out = HashMap::new();
+    if !dir.join(super::LOG_DIR).exists() {
+        return Ok(out);
+    }
+    for r in read_records(dir)? {
+        if let Some(key) = &r.client_key {
+            if r.timings.started_at.as_str() >= since.unwrap_or("") {
+                *out.entry(key.clone()).or_insert(0.0) += r.cost_usd.unwrap_or(0.0);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// What the calls recorded in a run directory spent, as a run's budget counts it (see the
+/// SQLite version), read from the records.
+pub fn run_spend(dir: &Path, exclude_roles: &BTreeSet<String>) -> Result<Spend> {
+    let mut spend = Spend::default();
+    if !dir.join(super::LOG_DIR).exists() {
+        return Ok(spend);
+    }
+    for r in read_records(dir)? {
+        let refused = r.error.as_ref().is_some_and(|e| e.kind == "BudgetExceeded");
+        if refused || exclude_roles.contains(r.role_name()) {
+            continue;
+        }
+        spend.calls += 1;
+        spend.usd += r.cost_usd.unwrap_or(0.0);
+        spend.tokens += r.usage.map(|u| u.input + u.output).unwrap_or(0);
+    }
+    Ok(spend)
+}
+
+/// No index: a record is found by reading the segments.
+pub(crate) fn location(_run_dir: &Path, _number: u64) -> Option<Location> {
+    None
+}
+
+/// There is no index to rebuild in this build.
+pub fn rebuild(_dir: &Path) -> Result<usize> {
+    Err(Error::Unsupported(
+        "this build keeps no calls index: build switchyard with the `sqlite` feature (on by default)"
+            .into(),
+    ))
+}
+
+/// Takes the rows a writer would index, and drops them.
+pub(crate) struct IndexWriter;
+
+impl IndexWriter {
+    pub(crate) fn open(_dir: &Path, _courtesy: Courtesy) -> Result<IndexWriter> {
+        Ok(IndexWriter)
+    }
+
+    pub(crate) fn push(&self, _rows: Vec<IndexRow>) {}
+
+    pub(crate) fn close(self) -> std::result::Result<(), String> {
+        Ok(())
+    }
+}

@@ -1,0 +1,97 @@
+//! What the calls index holds, with or without SQLite: its file name and schema, and
+//! one call's row (made by the recorder's writer for every record it writes).
+
+use super::segment::Location;
+use super::CallRecord;
+
+/// The index's file name in a run directory.
+pub const INDEX_FILE: &str = "calls.sqlite";
+
+/// The index's schema (also in `docs/recording.md`).
+pub const INDEX_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS llm_calls (
+    number              INTEGER PRIMARY KEY, -- the record's number
+    time                TEXT NOT NULL,       -- start, RFC 3339 UTC
+    role                TEXT NOT NULL,       -- '' for calls made without a role
+    reference           TEXT NOT NULL,
+    backend             TEXT NOT NULL,
+    model               TEXT NOT NULL,
+    dialect             TEXT,
+    stream              INTEGER NOT NULL,    -- 1 when streamed
+    status              TEXT NOT NULL,       -- 'ok' or 'error'
+    error_kind          TEXT,                -- ErrorKind name, NULL when ok
+    input_tokens        INTEGER,             -- every prompt token (cached included); NULL: no usage
+    cached_input_tokens INTEGER,
+    cache_write_tokens  INTEGER,
+    output_tokens       INTEGER,             -- every generated token (reasoning included)
+    reasoning_tokens    INTEGER,
+    cost_usd            REAL,                -- NULL when the model has no price
+    provider_cost_usd   REAL,                -- as reported by the provider, if it does
+    latency_ms          REAL NOT NULL,       -- start to end
+    ttfb_ms             REAL,                -- start to first byte (streams)
+    attempts            INTEGER NOT NULL,
+    prompt_digest       TEXT NOT NULL,       -- what replay matches on
+    segment             INTEGER NOT NULL,    -- the record's line: llm_log/segment-<segment>.jsonl,
+    line_offset         INTEGER NOT NULL,    --   from this byte offset,
+    line_length         INTEGER NOT NULL,    --   this many bytes (without the newline)
+    client_key          TEXT                 -- the gateway client key's name; NULL elsewhere
+);
+CREATE INDEX IF NOT EXISTS llm_calls_role ON llm_calls(role);";
+
+/// The index schema's version (`PRAGMA user_version`): 2 is the schema of record format 2
+/// (segment files) with `client_key`. An index that lacks `client_key` gets the column
+/// when opened (empty for old rows).
+pub const INDEX_VERSION: i64 = 2;
+
+/// One row of `llm_calls`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexRow {
+    pub(super) number: u64,
+    pub(super) time: String,
+    pub(super) role: String,
+    pub(super) reference: String,
+    pub(super) backend: String,
+    pub(super) model: String,
+    pub(super) dialect: Option<String>,
+    pub(super) stream: bool,
+    pub(super) error_kind: Option<String>,
+    pub(super) usage: Option<switchyard_wire::Usage>,
+    pub(super) cost_usd: Option<f64>,
+    pub(super) provider_cost_usd: Option<f64>,
+    pub(super) latency_ms: f64,
+    pub(super) ttfb_ms: Option<f64>,
+    pub(super) attempts: u32,
+    pub(super) prompt_digest: String,
+    pub(super) location: Location,
+    pub(super) client_key: Option<String>,
+}
+
+impl IndexRow {
+    /// The row of a record whose line lies at `location`.
+    pub fn new(r: &CallRecord, location: Location) -> Self {
+        IndexRow {
+            number: r.number,
+            time: r.timings.started_at.clone(),
+            role: r.role_name().to_string(),
+            reference: r.reference.clone(),
+            backend: r.backend.clone(),
+            model: r.model.clone(),
+            dialect: r.dialect.map(|d| d.as_str().to_string()),
+            stream: r.stream,
+            error_kind: r.error.as_ref().map(|e| e.kind.clone()),
+            usage: r.usage,
+            cost_usd: r.cost_usd,
+            provider_cost_usd: r.provider_cost_usd,
+            latency_ms: r.timings.duration_ms,
+            ttfb_ms: r.timings.first_byte_ms,
+            attempts: r.attempts.len() as u32,
+            prompt_digest: r.prompt_digest.clone(),
+            location,
+            client_key: r.client_key.clone(),
+        }
+    }
+
+    /// Places the row's record at `location` (known once its batch is written).
+    pub(crate) fn set_location(&mut self, location: Location) {
+        self.location = location;
+    }
+}

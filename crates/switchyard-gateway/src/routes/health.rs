@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-/// What `/healthz` answers; [`crate::internal::probe`] looks for the `service` field.
+/// What `/healthz` answers; [`crate::probe`] looks for the `service` field.
 pub const SERVICE: &str = "switchyard-gateway";
 
 /// `GET /` and `HEAD /`.

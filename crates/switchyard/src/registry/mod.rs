@@ -30,7 +30,7 @@ mod url_template;
 mod tests;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub use backend::{Backend, EndpointError, KeyStatus};
 pub use builtin::BUILTINS_YAML;
@@ -95,6 +95,32 @@ impl Config {
     /// Precedence, lowest first: built-ins, the user's file, the run config's `backends:`,
     /// `<NAME>_BASE_URL` in the environment, command-line overrides.
     pub fn load(opts: &LoadOptions<'_>) -> Result<Config, ConfigErrors> {
+        let run_config = opts.run_config.as_deref().map(|path| {
+            (
+                path,
+                std::fs::read_to_string(path).map_err(|e| e.to_string()),
+            )
+        });
+        Config::load_layers(opts, run_config)
+    }
+
+    /// Loads as [`Config::load`] does, with the run config given as `text` instead of read
+    /// from `opts.run_config`; `path` names it (in errors and in [`Config::run_config`]).
+    /// No file is read but the user's file, and that only when `opts.user_file`: for a
+    /// config held in memory, and for fuzzing the loader.
+    pub fn load_run_config_text(
+        opts: &LoadOptions<'_>,
+        path: &Path,
+        text: &str,
+    ) -> Result<Config, ConfigErrors> {
+        Config::load_layers(opts, Some((path, Ok(text.to_string()))))
+    }
+
+    /// Loads every layer, with the run config's text (or why it could not be read) given.
+    fn load_layers(
+        opts: &LoadOptions<'_>,
+        run_config: Option<(&Path, Result<String, String>)>,
+    ) -> Result<Config, ConfigErrors> {
         let mut errors: Vec<ConfigError> = Vec::new();
         let builtins = builtin::builtin_file(&mut errors);
         let mut patches = builtins.patches;
@@ -121,18 +147,17 @@ impl Config {
         }
 
         let mut sections = BTreeMap::new();
-        if let Some(path) = &opts.run_config {
-            match std::fs::read_to_string(path) {
+        let run_config_path = run_config.as_ref().map(|(path, _)| path.to_path_buf());
+        if let Some((path, text)) = run_config {
+            match text {
                 Ok(text) => {
                     let rc = load::parse_run_config(&text, path, &mut errors);
                     patches.extend(rc.patches);
                     sections = rc.sections;
                 }
-                Err(e) => errors.push(ConfigError::new(
+                Err(message) => errors.push(ConfigError::new(
                     crate::config_error::Location::source(path.display().to_string()),
-                    crate::config_error::ConfigProblem::Io {
-                        message: e.to_string(),
-                    },
+                    crate::config_error::ConfigProblem::Io { message },
                 )),
             }
         }
@@ -168,7 +193,7 @@ impl Config {
                 prices_date: builtins.prices_date,
             },
             user_file,
-            run_config: opts.run_config.clone(),
+            run_config: run_config_path,
             sections,
             overrides: other_overrides,
         })

@@ -83,19 +83,31 @@ impl<'a> RawBody<'a> {
 
     /// The body with `edits` applied: each `(key, json text)` replaces that field's value
     /// where it stands, or is appended when absent. Everything else is copied byte for byte.
+    /// A key edited twice takes its last value where its first edit put it, as inserting
+    /// the edits in order into the parsed object would.
     pub fn patched(&self, edits: &[(&str, String)]) -> Vec<u8> {
         let mut replace: Vec<(Range<usize>, &str)> = Vec::new();
         let mut append: Vec<(&str, &str)> = Vec::new();
-        for (key, value) in edits {
+        for (i, (key, _)) in edits.iter().enumerate() {
+            // Splicing one range twice would copy bytes backwards (a panic), and appending
+            // a key twice would write it twice: each key is edited once.
+            if edits[..i].iter().any(|(earlier, _)| earlier == key) {
+                continue;
+            }
+            let value = edits[i..]
+                .iter()
+                .rev()
+                .find(|(k, _)| k == key)
+                .map_or("", |(_, v)| v.as_str());
             let mut found = false;
             for (k, r) in &self.fields {
                 if k == key {
-                    replace.push((r.clone(), value.as_str()));
+                    replace.push((r.clone(), value));
                     found = true;
                 }
             }
             if !found {
-                append.push((key, value.as_str()));
+                append.push((key, value));
             }
         }
         replace.sort_by_key(|(r, _)| r.start);
@@ -143,6 +155,10 @@ impl<'a> fmt::Debug for RawBody<'a> {
 }
 
 #[cfg(test)]
+#[path = "raw_proptests.rs"]
+mod proptests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::Value;
@@ -166,6 +182,22 @@ mod tests {
         let out = raw.patched(&[("model", "\"m\"".into())]);
         let v: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["model"], "m");
+    }
+
+    #[test]
+    fn a_key_edited_twice_takes_its_last_edit() {
+        // Two edits of one field used to splice the same range twice and panic.
+        let raw = RawBody::parse(br#"{"model":"a","n":1}"#).unwrap();
+        let out = raw.patched(&[
+            ("model", "\"b\"".into()),
+            ("seed", "1".into()),
+            ("model", "\"c\"".into()),
+            ("seed", "2".into()),
+        ]);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"model":"c","n":1,"seed":2}"#
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prints a Markdown table row per target from the logs `run.sh` left in fuzz/logs:
-# executions, median exec/s over the run's status lines, wall time, corpus size, and
+# executions, median exec/s over the run's status lines, wall time, corpus (inputs/size), and
 # whether libFuzzer reported a crash. `fuzz/stats.sh [TARGET...]` (default: every log).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -12,7 +12,8 @@ for t in "${logs[@]}"; do
     secs=$(grep -oE '^Done [0-9]+ runs in [0-9]+ second' "$log" | tail -1 | awk '{print $5}')
     median=$(grep -oE 'exec/s: [0-9]+' "$log" | awk '{print $2}' | sort -n |
         awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else print "?"}')
-    corpus=$(ls "corpus/$t" 2>/dev/null | wc -l)
+    # The corpus libFuzzer kept at the end (the directory also holds superseded inputs).
+    corpus=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -1 | grep -oE 'corp: [^ ]+' | cut -d' ' -f2)
     crash=$(grep -cE '^==[0-9]+== ERROR|panicked at|deadly signal' "$log" || true)
     printf '| `%s` | %s | %s | %s s | %s | %s |\n' "$t" "${runs:-?}" "$median" "${secs:-?}" "$corpus" \
         "$([ "$crash" -gt 0 ] && echo crash || echo none)"

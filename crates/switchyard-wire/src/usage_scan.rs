@@ -2,8 +2,8 @@
 //!
 //! Metering a reply that passes through untouched needs its token counts only. Every
 //! dialect keeps a whole reply's usage in one object under a top-level key (`usage`,
-//! Gemini's `usageMetadata`). The body is walked once at the byte level, stepping over
-//! strings and nested values without building them, to find the last such key of the
+//! Gemini's `usageMetadata`). The body is walked backwards at the byte level, stepping
+//! over strings and nested values without building them, to the last such key of the
 //! top-level object (the one a full parse keeps); only that key's value is parsed. A key
 //! of the same name nested deeper (a tool call's arguments written as an object, a
 //! decoy in a message's content) is not the reply's usage, wherever it stands. A body
@@ -37,57 +37,67 @@ pub fn find_usage_object(dialect: Dialect, body: &[u8]) -> Option<Map<String, Va
 
 /// Where the value of the last top-level `key` of the JSON object `body` starts.
 ///
-/// Only the structure is followed (string bounds, nesting depth), so this is a fast pass
-/// and not a validation: on a body that is not JSON it may find something a parse would
-/// not, which is harmless (the value is parsed, and must then be an object).
+/// The body is walked backwards from its closing brace, following only its structure
+/// (nesting depth and string bounds) without building anything: the usage object closes
+/// a reply, so the walk mostly reads the usage object's own bytes and stops. Strings can
+/// be bounded backwards because inside one every quote is escaped: a quote preceded by an
+/// even number of backslashes opens or closes a string. This is a fast pass, not a
+/// validation: on a body that is not JSON it may find something a parse would not, which
+/// is harmless (the value is parsed, and must then be an object).
 fn top_level_value(body: &[u8], key: &str) -> Option<usize> {
-    let start = body.iter().position(|b| !b.is_ascii_whitespace())?;
-    if body[start] != b'{' {
+    let close = body.iter().rposition(|b| !b.is_ascii_whitespace())?;
+    if body[close] != b'}' {
         return None;
     }
-    let mut found = None;
-    let mut depth = 0usize;
-    let mut at = start;
-    while at < body.len() {
+    let mut depth = 1usize;
+    // The token after the position being read, and where it is: a string followed by a
+    // `:` at depth 1 is a top-level key.
+    let mut next = (b'}', close);
+    let mut at = close;
+    while at > 0 {
+        at -= 1;
         match body[at] {
             b'"' => {
-                let end = string_end(body, at + 1)?;
-                if depth == 1 {
-                    // At the top level, a string followed by `:` is a key.
-                    let after = skip_whitespace(body, end);
-                    if body.get(after) == Some(&b':') && key_is(&body[at..end], key) {
-                        found = Some(skip_whitespace(body, after + 1));
+                let open = string_start(body, at)?;
+                if depth == 1 && next.0 == b':' && key_is(&body[open..=at], key) {
+                    return Some(skip_whitespace(body, next.1 + 1));
+                }
+                next = (b'"', open);
+                at = open;
+            }
+            b if b.is_ascii_whitespace() => {}
+            b => {
+                match b {
+                    b'}' | b']' => depth += 1,
+                    b'{' | b'[' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return None;
+                        }
                     }
+                    _ => {}
                 }
-                at = end;
-                continue;
+                next = (b, at);
             }
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => {
-                depth = depth.checked_sub(1)?;
-                if depth == 0 {
-                    break;
-                }
-            }
-            _ => {}
         }
-        at += 1;
     }
-    found
+    None
 }
 
-/// The index just past the closing quote of the string whose content starts at `from`.
-fn string_end(body: &[u8], mut from: usize) -> Option<usize> {
+/// The index of the quote opening the string whose closing quote is at `close`.
+fn string_start(body: &[u8], close: usize) -> Option<usize> {
+    let mut before = close;
     loop {
-        let i = from + memchr::memchr2(b'"', b'\\', &body[from..])?;
-        if body[i] == b'"' {
-            return Some(i + 1);
+        let quote = memchr::memrchr(b'"', &body[..before])?;
+        let backslashes = body[..quote]
+            .iter()
+            .rev()
+            .take_while(|&&b| b == b'\\')
+            .count();
+        if backslashes % 2 == 0 {
+            return Some(quote);
         }
-        // A backslash escapes the next byte (a quote, another backslash, `u`…).
-        from = i + 2;
-        if from > body.len() {
-            return None;
-        }
+        before = quote;
     }
 }
 
@@ -186,6 +196,10 @@ mod tests {
         let body = br#"{"a":"usage","b":"x\"usage\":{}","usage":{"prompt_tokens":3}}"#;
         let found = find_usage_object(Dialect::Chat, body).unwrap();
         assert_eq!(found["prompt_tokens"], 3);
+        // Walking backwards: a string ending in an escaped backslash, a decoy after.
+        let body = br#"{"t":"a\\","usage":{"prompt_tokens":5},"u":"\"usage\":{\"a\":1}"}"#;
+        let found = find_usage_object(Dialect::Chat, body).unwrap();
+        assert_eq!(found["prompt_tokens"], 5);
         assert_eq!(find_usage_object(Dialect::Chat, br#"[{"usage":{}}]"#), None);
         assert_eq!(
             find_usage_object(Dialect::Chat, br#"{"x":{"usage":{}}}"#),

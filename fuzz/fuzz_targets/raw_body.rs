@@ -2,7 +2,8 @@
 //!
 //! The input is a header then a body. The header's first byte says how many edits (1 to
 //! 4) follow, two bytes each: which key (one of the body's own keys, or a fixed one that
-//! may be absent) and which value. The body must be read as `serde_json` reads it, and
+//! may be absent) and which value. `RawBody` must accept exactly the JSON objects (numbers
+//! too large for an f64 aside), read each field as `serde_json` reads it, and
 //! the patched bytes must be JSON equal, key order included, to the parsed body with the
 //! same edits inserted in order.
 #![no_main]
@@ -45,8 +46,12 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
             return;
         }
     };
-    let Ok(Value::Object(object)) = parsed else {
-        panic!("RawBody accepted what is not a JSON object: {parsed:?}");
+    let object = match parsed {
+        Ok(Value::Object(object)) => object,
+        // JSON's grammar has no limit on a number, serde_json's values do (`1e400`):
+        // RawBody checks the grammar only and leaves the number to whoever reads it.
+        Err(e) if e.to_string().starts_with("number out of range") => return,
+        other => panic!("RawBody accepted what is not a JSON object: {other:?}"),
     };
     for (key, value) in &object {
         let text = raw.raw(key).expect("every key is found");

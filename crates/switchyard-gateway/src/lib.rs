@@ -43,7 +43,9 @@ pub mod metrics;
 mod open_files;
 mod passthrough;
 mod path_dialect;
-mod raw;
+// Public for the fuzz targets in `fuzz/` only: not part of the crate's API.
+#[doc(hidden)]
+pub mod raw;
 mod refusals;
 mod request_body;
 mod respond;

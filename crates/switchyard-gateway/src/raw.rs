@@ -8,7 +8,7 @@ use std::fmt;
 use std::ops::Range;
 
 /// A JSON object body and where each top-level value sits in it.
-pub(crate) struct RawBody<'a> {
+pub struct RawBody<'a> {
     bytes: &'a [u8],
     fields: Vec<(String, Range<usize>)>,
 }
@@ -38,7 +38,7 @@ impl<'de> serde::Deserialize<'de> for Fields<'de> {
 
 impl<'a> RawBody<'a> {
     /// Reads `bytes` as a JSON object; the error says what is wrong.
-    pub(crate) fn parse(bytes: &'a [u8]) -> Result<Self, String> {
+    pub fn parse(bytes: &'a [u8]) -> Result<Self, String> {
         let fields: Fields<'a> = serde_json::from_slice(bytes).map_err(|e| {
             if e.is_data() {
                 "the request body must be a JSON object".to_string()
@@ -59,7 +59,7 @@ impl<'a> RawBody<'a> {
     }
 
     /// The raw JSON text of a top-level field.
-    pub(crate) fn raw(&self, key: &str) -> Option<&'a str> {
+    pub fn raw(&self, key: &str) -> Option<&'a str> {
         self.fields
             .iter()
             .rev()
@@ -68,12 +68,12 @@ impl<'a> RawBody<'a> {
     }
 
     /// A top-level string field.
-    pub(crate) fn string(&self, key: &str) -> Option<String> {
+    pub fn string(&self, key: &str) -> Option<String> {
         self.raw(key).and_then(|r| serde_json::from_str(r).ok())
     }
 
     /// A top-level boolean field.
-    pub(crate) fn bool(&self, key: &str) -> Option<bool> {
+    pub fn bool(&self, key: &str) -> Option<bool> {
         match self.raw(key) {
             Some("true") => Some(true),
             Some("false") => Some(false),
@@ -83,19 +83,31 @@ impl<'a> RawBody<'a> {
 
     /// The body with `edits` applied: each `(key, json text)` replaces that field's value
     /// where it stands, or is appended when absent. Everything else is copied byte for byte.
-    pub(crate) fn patched(&self, edits: &[(&str, String)]) -> Vec<u8> {
+    /// A key edited twice takes its last value where its first edit put it, as inserting
+    /// the edits in order into the parsed object would.
+    pub fn patched(&self, edits: &[(&str, String)]) -> Vec<u8> {
         let mut replace: Vec<(Range<usize>, &str)> = Vec::new();
         let mut append: Vec<(&str, &str)> = Vec::new();
-        for (key, value) in edits {
+        for (i, (key, _)) in edits.iter().enumerate() {
+            // Splicing one range twice would copy bytes backwards (a panic), and appending
+            // a key twice would write it twice: each key is edited once.
+            if edits[..i].iter().any(|(earlier, _)| earlier == key) {
+                continue;
+            }
+            let value = edits[i..]
+                .iter()
+                .rev()
+                .find(|(k, _)| k == key)
+                .map_or("", |(_, v)| v.as_str());
             let mut found = false;
             for (k, r) in &self.fields {
                 if k == key {
-                    replace.push((r.clone(), value.as_str()));
+                    replace.push((r.clone(), value));
                     found = true;
                 }
             }
             if !found {
-                append.push((key, value.as_str()));
+                append.push((key, value));
             }
         }
         replace.sort_by_key(|(r, _)| r.start);
@@ -143,6 +155,10 @@ impl<'a> fmt::Debug for RawBody<'a> {
 }
 
 #[cfg(test)]
+#[path = "raw_proptests.rs"]
+mod proptests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::Value;
@@ -166,6 +182,22 @@ mod tests {
         let out = raw.patched(&[("model", "\"m\"".into())]);
         let v: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["model"], "m");
+    }
+
+    #[test]
+    fn a_key_edited_twice_takes_its_last_edit() {
+        // Two edits of one field used to splice the same range twice and panic.
+        let raw = RawBody::parse(br#"{"model":"a","n":1}"#).unwrap();
+        let out = raw.patched(&[
+            ("model", "\"b\"".into()),
+            ("seed", "1".into()),
+            ("model", "\"c\"".into()),
+            ("seed", "2".into()),
+        ]);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"model":"c","n":1,"seed":2}"#
+        );
     }
 
     #[test]

@@ -111,6 +111,7 @@ fn unknown_top(label: &str, spans: &SpanIndex, key: &str, accepted: &[&str]) -> 
 }
 
 /// A backends file (built-in or user): `backends:` and `prices_date:`.
+#[derive(Clone)]
 pub(crate) struct BackendsFile {
     pub patches: Vec<BackendPatch>,
     pub prices_date: Option<String>,

@@ -30,7 +30,7 @@ mod url_template;
 mod tests;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub use backend::{Backend, EndpointError, KeyStatus};
 pub use builtin::BUILTINS_YAML;
@@ -103,24 +103,56 @@ pub struct Loaded {
     pub run_config_read: bool,
 }
 
+impl Loaded {
+    /// The config when nothing was wrong, else every problem.
+    pub fn into_result(self) -> Result<Config, ConfigErrors> {
+        if self.problems.is_empty() {
+            Ok(self.config)
+        } else {
+            Err(ConfigErrors(self.problems))
+        }
+    }
+}
+
 impl Config {
     /// Loads every layer and resolves the backends, reporting every problem found.
     ///
     /// Precedence, lowest first: built-ins, the user's file, the run config's `backends:`,
     /// `<NAME>_BASE_URL` in the environment, command-line overrides.
     pub fn load(opts: &LoadOptions<'_>) -> Result<Config, ConfigErrors> {
-        let loaded = Config::load_all(opts);
-        if loaded.problems.is_empty() {
-            Ok(loaded.config)
-        } else {
-            Err(ConfigErrors(loaded.problems))
-        }
+        Config::load_all(opts).into_result()
+    }
+
+    /// Loads as [`Config::load`] does, with the run config given as `text` instead of read
+    /// from `opts.run_config`; `path` names it (in errors and in [`Config::run_config`]).
+    /// No file is read but the user's file, and that only when `opts.user_file`: for a
+    /// config held in memory, and for fuzzing the loader.
+    pub fn load_run_config_text(
+        opts: &LoadOptions<'_>,
+        path: &Path,
+        text: &str,
+    ) -> Result<Config, ConfigErrors> {
+        Config::load_layers(opts, Some((path, Ok(text.to_string())))).into_result()
     }
 
     /// Like [`load`](Self::load), but goes on past problems: the config is what could be
     /// read, beside every problem. This is what the run check builds on, so that one
     /// mistake in a file (an unknown key, a key written in it) does not hide the others.
     pub fn load_all(opts: &LoadOptions<'_>) -> Loaded {
+        let run_config = opts.run_config.as_deref().map(|path| {
+            (
+                path,
+                std::fs::read_to_string(path).map_err(|e| e.to_string()),
+            )
+        });
+        Config::load_layers(opts, run_config)
+    }
+
+    /// Loads every layer, with the run config's text (or why it could not be read) given.
+    fn load_layers(
+        opts: &LoadOptions<'_>,
+        run_config: Option<(&Path, Result<String, String>)>,
+    ) -> Loaded {
         let mut errors: Vec<ConfigError> = Vec::new();
         let builtins = builtin::builtin_file(&mut errors);
         let mut patches = builtins.patches;
@@ -148,21 +180,20 @@ impl Config {
 
         let mut sections = BTreeMap::new();
         let mut run_config_read = true;
-        if let Some(path) = &opts.run_config {
-            match std::fs::read_to_string(path) {
+        let run_config_path = run_config.as_ref().map(|(path, _)| path.to_path_buf());
+        if let Some((path, text)) = run_config {
+            match text {
                 Ok(text) => {
                     let rc = load::parse_run_config(&text, path, &mut errors);
                     patches.extend(rc.patches);
                     sections = rc.sections;
                     run_config_read = rc.parsed;
                 }
-                Err(e) => {
+                Err(message) => {
                     run_config_read = false;
                     errors.push(ConfigError::new(
                         crate::config_error::Location::source(path.display().to_string()),
-                        crate::config_error::ConfigProblem::Io {
-                            message: e.to_string(),
-                        },
+                        crate::config_error::ConfigProblem::Io { message },
                     ))
                 }
             }
@@ -204,7 +235,7 @@ impl Config {
                     prices_date: builtins.prices_date,
                 },
                 user_file,
-                run_config: opts.run_config.clone(),
+                run_config: run_config_path,
                 sections,
                 overrides: other_overrides,
             },

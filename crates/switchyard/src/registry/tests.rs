@@ -785,3 +785,23 @@ fn the_mocks_priced_models_keep_their_price_with_options() {
     let reference = r.require_reference("mock/large+cache").unwrap();
     assert_eq!(reference.model, "mock-large+cache");
 }
+
+#[test]
+fn a_run_config_given_as_text_loads_as_the_same_file_does() {
+    let text = "backends:\n  vllm: {base_url: \"http://gpu:8000/v1\"}\nmodel: vllm/q\n";
+    let (from_file, s) = load(None, Some(text), &[], &[]);
+    let from_file = from_file.unwrap();
+    let env = MapEnv::default();
+    let mut opts = LoadOptions::new(&env);
+    opts.user_file = false;
+    let from_text = Config::load_run_config_text(&opts, &s.run, text).unwrap();
+    assert_eq!(from_text.run_config.as_deref(), Some(s.run.as_path()));
+    assert_eq!(from_text.sections, from_file.sections);
+    assert_eq!(
+        from_text.registry.backend("vllm"),
+        from_file.registry.backend("vllm")
+    );
+    // Errors name the path given, as they name a file's.
+    let errors = Config::load_run_config_text(&opts, &s.run, "nope: 1\n").unwrap_err();
+    assert!(errors.to_string().contains(&s.run.display().to_string()));
+}

@@ -216,7 +216,13 @@ async fn calls_in_flight_at_shutdown_and_clients_that_leave_are_recorded() {
                 .unwrap()
         }));
     }
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    // Shut down once all eight reached the upstream (a fixed sleep let a loaded machine
+    // shut down before some had connected, and those were refused, not in flight).
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while mock.received() < 9 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(mock.received(), 9, "the eight calls reached the upstream");
     gw.shutdown().await.unwrap();
     for c in calls {
         assert!(!c.await.unwrap().is_empty());

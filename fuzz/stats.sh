@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Prints a Markdown table row per target from the logs `run.sh` left in fuzz/logs:
-# executions, median exec/s over the run's status lines, wall time, corpus (inputs/size), and
+# executions, median exec/s over the run's status lines, executions per wall-clock second,
+# wall time, corpus (inputs/size), and
 # whether libFuzzer reported a crash. `fuzz/stats.sh [TARGET...]` (default: every log).
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -17,6 +18,8 @@ for t in "${logs[@]}"; do
     # The corpus libFuzzer kept at the end (the directory also holds superseded inputs).
     corpus=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -1 | grep -oE 'corp: [^ ]+' | cut -d' ' -f2)
     crash=$(grep -cE '^==[0-9]+== ERROR|panicked at|deadly signal' "$log" || true)
-    printf '| `%s` | %s | %s | %s s | %s | %s |\n' "$t" "${runs:-?}" "$median" "${secs:-?}" "$corpus" \
+    overall=$([ -n "$secs" ] && [ "$secs" -gt 0 ] && echo $((runs / secs)) || echo "?")
+    printf '| `%s` | %s | %s | %s | %s s | %s | %s |\n' "$t" "${runs:-?}" "$median" "$overall" \
+        "${secs:-?}" "$corpus" \
         "$([ "$crash" -gt 0 ] && echo crash || echo none)"
 done

@@ -536,6 +536,10 @@ fn dialect_of(record: &CallRecord) -> Result<Dialect> {
 fn replay_stream(name: &str, record: &CallRecord) -> Result<ReplyStream> {
     let dialect = dialect_of(record)?;
     let raw = record.raw_bytes()?;
+    // A streamed call a server answered with one whole JSON body was taken as that reply.
+    if raw.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
+        return Ok(ReplyStream::from_reply(replay_reply(record)?));
+    }
     let mut items: Vec<Result<bytes::Bytes>> = vec![Ok(raw)];
     if let Some(e) = &record.error {
         if e.kind != "Dropped" {

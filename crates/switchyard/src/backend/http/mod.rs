@@ -227,6 +227,17 @@ impl Backend for HttpBackend {
     async fn stream(&self, call: &Call) -> Result<ReplyStream> {
         let response = self.send(call, true).await?;
         let headers = response.header_pairs();
+        if answers_whole(&response.headers) {
+            // A server that ignores `stream: true` (LiteLLM's proxy on a mocked model)
+            // answers one whole JSON body: a whole reply, delivered as its events, not a
+            // stream cut off before its first event (and asked again for nothing). An
+            // error object in it is still the provider's error.
+            let body = response.bytes().await?;
+            let reply = codec(self.config.dialect)
+                .decode_reply(&body)
+                .map_err(|e| decode_error(&self.config.name, &headers, e, body))?;
+            return Ok(ReplyStream::from_reply(reply));
+        }
         Ok(decode_stream(
             &self.config.name,
             self.config.dialect,
@@ -234,6 +245,24 @@ impl Backend for HttpBackend {
             response.into_stream(),
         ))
     }
+}
+
+/// Whether a reply to a streamed request came as one JSON body rather than a stream: its
+/// content type says JSON (`application/json`, `…+json`) and not `text/event-stream`.
+fn answers_whole(headers: &reqwest::header::HeaderMap) -> bool {
+    let Some(kind) = headers
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let kind = kind
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    kind == "application/json" || kind.ends_with("+json")
 }
 
 /// An HTTP client (a connection pool) for a backend: rustls, `TCP_NODELAY`, the connect

@@ -229,7 +229,7 @@ impl Drop for Relay {
 }
 
 /// The `created` time and a fallback response id in the client dialect's style.
-fn server_context(dialect: Dialect) -> ServerContext {
+pub(crate) fn server_context(dialect: Dialect) -> ServerContext {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     let created = SystemTime::now()

@@ -12,6 +12,7 @@
 //! | `think` | a thinking part, with opaque state tagged with the request's dialect |
 //! | `cache` / `cache-<read>-<write>` | usage with cached and cache-write input tokens (default 1024 and 256) |
 //! | `length` | finish reason "length" instead of a natural stop |
+//! | `ignore-stream` | a streamed request answered with one whole JSON body |
 //! | `chunk-<N>` | stream text in deltas of N characters (default 4, about a token) |
 //! | `delay-<dur>` / `slow` | wait `<dur>` (`5ms`, `1s`) before each streamed delta; `slow` is 25 ms |
 //! | `slow-first-byte[-<dur>]` | wait before sending the status line (default 500 ms) |
@@ -71,6 +72,9 @@ pub struct Behaviour {
     pub first_byte_delay: Duration,
     /// The fault to inject, if any.
     pub fault: Option<FaultSpec>,
+    /// Answer a streamed request with one whole JSON body, as a server that ignores
+    /// `stream: true` does (LiteLLM's proxy on a mocked model).
+    pub ignore_stream: bool,
 }
 
 impl Default for Behaviour {
@@ -85,6 +89,7 @@ impl Default for Behaviour {
             delay: Duration::ZERO,
             first_byte_delay: Duration::ZERO,
             fault: None,
+            ignore_stream: false,
         }
     }
 }
@@ -236,6 +241,7 @@ fn component_into(c: &str, b: &mut Behaviour) -> Result<(), GrammarError> {
         "think" => b.think = true,
         "cache" => b.cache = Some((DEFAULT_CACHE_READ, DEFAULT_CACHE_WRITE)),
         "length" => b.length = true,
+        "ignore-stream" => b.ignore_stream = true,
         "slow" => b.delay = SLOW_DELAY,
         "slow-first-byte" => b.first_byte_delay = DEFAULT_FIRST_BYTE_DELAY,
         _ => {

@@ -114,7 +114,7 @@ pub(crate) async fn serve_call(shared: &Shared, route: CallRoute, body: Bytes) -
         shared,
         dialect,
         model: &model,
-        stream,
+        stream: stream && !behaviour.ignore_stream,
         json_array: route.json_array,
         ids: &ids,
         behaviour: &behaviour,

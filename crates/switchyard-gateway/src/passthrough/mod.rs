@@ -27,9 +27,12 @@ use axum::response::Response;
 use bytes::Bytes;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Instant;
-use switchyard::backend::http::{decode_error, stream_error, RawRequest, RawResponse};
+use switchyard::backend::http::{
+    answers_whole, decode_error, stream_error, RawRequest, RawResponse,
+};
 use switchyard::record::ErrorRecord;
 use switchyard::{Dialect, Error};
+use switchyard_wire::codec;
 use watch::Watch;
 
 /// Response headers worth passing back: the content type, retry hints, request ids and
@@ -51,6 +54,9 @@ enum Answer {
         body: Bytes,
         usage: switchyard::Usage,
         answered: Instant,
+        /// What the client gets when it is not `body`: a whole reply to a streamed
+        /// request (a server that ignores `stream: true`), as the dialect's stream.
+        relayed: Option<Bytes>,
     },
     /// A stream whose output began (or that ended whole before any): the chunks read so
     /// far, and the rest still to read.
@@ -97,9 +103,11 @@ pub(crate) async fn forward(
             body,
             usage,
             answered,
+            relayed,
         }) => {
             meter.answered_at(answered);
             meter.draft().keep(&body);
+            let body = relayed.unwrap_or(body);
             meter.usage(usage);
             meter.outcome(status, None);
             meter.head();
@@ -184,22 +192,36 @@ async fn attempt(
     // Only the headers worth passing back are kept (they hold what an error's details
     // need too: retry hints, request ids).
     let headers = kept(&response.headers);
-    if !request.stream {
+    let whole_to_stream = request.stream && answers_whole(&response.headers);
+    if !request.stream || whole_to_stream {
         let body = response.bytes().await?;
-        let usage = switchyard_wire::shape::check_reply(dialect, &body).map_err(|e| {
-            decode_error(
-                &target.backend,
-                &switchyard::backend::http::header_pairs(&headers),
-                e,
-                body.clone(),
-            )
-        })?;
+        let pairs = switchyard::backend::http::header_pairs(&headers);
+        let usage = switchyard_wire::shape::check_reply(dialect, &body)
+            .map_err(|e| decode_error(&target.backend, &pairs, e, body.clone()))?;
+        let mut headers = headers;
+        let relayed = match whole_to_stream {
+            // Off the usual path: the reply is decoded whole and written as the stream the
+            // client asked for, in its own dialect.
+            true => {
+                let reply = codec(dialect)
+                    .decode_reply(&body)
+                    .map_err(|e| decode_error(&target.backend, &pairs, e, body.clone()))?;
+                headers.insert(
+                    axum::http::header::CONTENT_TYPE,
+                    axum::http::HeaderValue::from_static("text/event-stream"),
+                );
+                headers.remove(axum::http::header::CONTENT_LENGTH);
+                Some(as_stream(dialect, &reply))
+            }
+            false => None,
+        };
         return Ok(Answer::Whole {
             status,
             headers,
             body,
             usage,
             answered,
+            relayed,
         });
     }
     let mut watch = Watch::new(dialect);
@@ -270,6 +292,17 @@ async fn attempt(
         rest: Some(response),
         answered,
     })
+}
+
+/// A whole reply as the dialect's stream: its events through the dialect's stream encoder.
+fn as_stream(dialect: Dialect, reply: &switchyard::Reply) -> Bytes {
+    let mut encoder = codec(dialect).stream_encoder(&crate::translate::server_context(dialect));
+    let mut out = Vec::new();
+    for event in switchyard_wire::stream::reply_events(reply, 0) {
+        encoder.event(&event, &mut out);
+    }
+    encoder.finish(&mut out);
+    Bytes::from(out)
 }
 
 /// A call that failed upstream after its retries. A provider's refusal with an HTTP error

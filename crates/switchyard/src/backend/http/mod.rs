@@ -249,7 +249,7 @@ impl Backend for HttpBackend {
 
 /// Whether a reply to a streamed request came as one JSON body rather than a stream: its
 /// content type says JSON (`application/json`, `…+json`) and not `text/event-stream`.
-fn answers_whole(headers: &reqwest::header::HeaderMap) -> bool {
+pub fn answers_whole(headers: &reqwest::header::HeaderMap) -> bool {
     let Some(kind) = headers
         .get(reqwest::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())

@@ -103,6 +103,7 @@
 //!   `groundingMetadata` and error `details` (such as `RetryInfo.retryDelay`) stay in
 //!   the raw bytes only.
 
+mod field_names;
 mod parts;
 mod reply;
 mod request;

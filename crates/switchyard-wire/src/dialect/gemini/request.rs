@@ -308,7 +308,7 @@ fn merge_objects(target: &mut Map<String, Value>, extra: &Object) {
 /// (`…/models/{model}:streamGenerateContent?alt=sse`), so `model` is `None` and `stream`
 /// is `false`: the gateway's route sets them.
 pub(super) fn decode(body: &[u8]) -> Result<DecodedRequest, DecodeError> {
-    let obj = parse_object(body, "gemini request body")?;
+    let obj = super::field_names::json_names(parse_object(body, "gemini request body")?);
     let mut request = Request::default();
     let mut extra = Map::new();
 

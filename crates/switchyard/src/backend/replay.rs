@@ -170,23 +170,12 @@ impl ReplayLog {
     pub fn price(&self, backend: &str, model: &str) -> Option<Price> {
         let backend = self.run.get("backends")?.get(backend)?;
         let value = |field: &str, key: &str| backend.get(field)?.get(key)?.get("value");
-        let alias = |m: &str| {
-            value("models", m)
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        };
-        let sep = backend
+        let alias = |m: &str| value("models", m)?.as_str().map(str::to_string);
+        let options = backend
             .get("model_options")
             .and_then(|o| o.get("value"))
             .and_then(Value::as_str);
-        let split = |m: &str| -> Option<(String, String)> {
-            let at = m.find(sep?)?;
-            Some((m[..at].to_string(), m[at..].to_string()))
-        };
-        let model = alias(model)
-            .or_else(|| split(model).and_then(|(base, opts)| Some(alias(&base)? + &opts)))
-            .unwrap_or_else(|| model.to_string());
-        let p = value("prices", &model).or_else(|| value("prices", &split(&model)?.0))?;
+        let p = crate::registry::backend::price_of(model, options, alias, |m| value("prices", m))?;
         Some(Price {
             input: p.get("input")?.as_f64()?,
             cached_input: p.get("cached_input").and_then(Value::as_f64),

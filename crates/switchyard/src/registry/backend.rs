@@ -305,35 +305,62 @@ impl Backend {
     /// `model_options`, an alias before the options is expanded too (`large+cache` →
     /// `mock-large+cache`).
     pub fn expand_alias(&self, model: &str) -> String {
-        if let Some(r) = self.models.get(model) {
-            return r.value.clone();
-        }
-        match self.split_options(model) {
-            Some((base, options)) => match self.models.get(base) {
-                Some(r) => format!("{}{options}", r.value),
-                None => model.to_string(),
-            },
-            None => model.to_string(),
-        }
+        expand_alias(model, self.options(), |m| self.alias(m))
     }
 
     /// The price of `model` (after aliases), if known: its own, else — with
     /// `model_options` — that of the model before its options.
     pub fn price(&self, model: &str) -> Option<&Resolved<Price>> {
-        let model = self.expand_alias(model);
-        self.prices.get(&model).or_else(|| {
-            self.split_options(&model)
-                .and_then(|(base, _)| self.prices.get(base))
-        })
+        price_of(
+            model,
+            self.options(),
+            |m| self.alias(m),
+            |m| self.prices.get(m),
+        )
     }
 
-    /// `model` cut before its options (`("mock-large", "+cache")`), when the backend has
-    /// `model_options` and the model carries some.
-    fn split_options<'a>(&self, model: &'a str) -> Option<(&'a str, &'a str)> {
-        let sep = self.model_options.as_ref()?.value.as_str();
-        let at = model.find(sep)?;
-        Some((&model[..at], &model[at..]))
+    fn alias(&self, model: &str) -> Option<String> {
+        self.models.get(model).map(|r| r.value.clone())
     }
+
+    fn options(&self) -> Option<&str> {
+        self.model_options.as_ref().map(|o| o.value.as_str())
+    }
+}
+
+/// The model id an alias names, or `model` itself; with an options separator, an alias
+/// before the options is expanded too. The rule apart from where the tables live: a
+/// resolved backend and a recorded run's `run.yaml` both apply it.
+pub(crate) fn expand_alias(
+    model: &str,
+    options: Option<&str>,
+    alias: impl Fn(&str) -> Option<String>,
+) -> String {
+    if let Some(id) = alias(model) {
+        return id;
+    }
+    split_options(model, options)
+        .and_then(|(base, rest)| Some(alias(base)? + rest))
+        .unwrap_or_else(|| model.to_string())
+}
+
+/// The price of `model` after its alias: its own, else that of the model before its
+/// options (the same rule for a backend and a recorded run, as [`expand_alias`]).
+pub(crate) fn price_of<P>(
+    model: &str,
+    options: Option<&str>,
+    alias: impl Fn(&str) -> Option<String>,
+    price: impl Fn(&str) -> Option<P>,
+) -> Option<P> {
+    let model = expand_alias(model, options, alias);
+    price(&model).or_else(|| price(split_options(&model, options)?.0))
+}
+
+/// `model` cut before its options (`("mock-large", "+cache")`), when there is a separator
+/// and the model carries some.
+fn split_options<'a>(model: &'a str, options: Option<&str>) -> Option<(&'a str, &'a str)> {
+    let at = model.find(options?)?;
+    Some((&model[..at], &model[at..]))
 }
 
 /// Vertex AI's `global` location has no regional host: `global-aiplatform.googleapis.com`

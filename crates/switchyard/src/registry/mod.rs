@@ -16,7 +16,7 @@
 //! assert_eq!(url.as_str(), "http://gpu-box:8000/v1/chat/completions");
 //! ```
 
-mod backend;
+pub(crate) mod backend;
 mod builtin;
 mod load;
 mod overrides;

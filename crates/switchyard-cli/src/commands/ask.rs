@@ -5,9 +5,8 @@ use std::time::Instant;
 
 use super::CliEnv;
 use futures::StreamExt;
-use switchyard::env::EnvSource;
 use switchyard::registry::Config;
-use switchyard::run::{choose, Candidates, MODEL_VAR};
+use switchyard::run::MODEL_VAR;
 use switchyard::wire::{Event, Request};
 use switchyard::{FinishReason, Llm, Reply, RetryPolicy};
 
@@ -100,21 +99,8 @@ fn reference(config: &Config, args: &AskArgs) -> Result<String, String> {
     if let Some(r) = &args.reference {
         return Ok(r.clone());
     }
-    let model_override = config
-        .overrides
-        .iter()
-        .rev()
-        .find(|o| o.path == ["model"])
-        .and_then(|o| o.value.as_str());
-    let env_var = CliEnv.var(MODEL_VAR);
-    let candidates = Candidates {
-        model_override,
-        env_var: env_var.as_deref(),
-        top_level: config.sections.get("model").and_then(|m| m.as_str()),
-        ..Candidates::default()
-    };
-    match choose(&candidates) {
-        Some((reference, _)) => Ok(reference.to_string()),
+    match switchyard::run::default_model(config, &CliEnv) {
+        Some(reference) => Ok(reference),
         None => Err(format!(
             "error: no model: give a reference first (`switchyard ask mock/echo \"{}\"`), or name one with the override `model=…`, the environment variable {MODEL_VAR} or `model:` in the run config",
             args.prompt

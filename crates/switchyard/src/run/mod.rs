@@ -30,8 +30,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use check::{CheckReport, Problem, RoleCheck};
-pub use precedence::{choose, Candidates, ModelSource, MODEL_VAR};
-pub use resolve::{call_policy, RoleInfo};
+pub use precedence::{ModelSource, MODEL_VAR};
+pub use resolve::{call_policy, default_model, RoleInfo};
 pub use role_backend::RoleBackend;
 pub use roles::{InlineKind, RoleForm, INLINE_KEYS, MAPPING_KEYS};
 pub use settings::{accepted as accepted_settings, SettingSpec, Settings, ValueShape, SETTINGS};

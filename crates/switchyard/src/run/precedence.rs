@@ -47,7 +47,7 @@ impl ModelSource {
 
 /// Every place a role's model can come from.
 #[derive(Debug, Clone, Default)]
-pub struct Candidates<'a> {
+pub(crate) struct Candidates<'a> {
     /// `llm.<role>.model=…` given in code or on the command line.
     pub role_override: Option<&'a str>,
     /// The role's own entry.
@@ -61,7 +61,7 @@ pub struct Candidates<'a> {
 }
 
 /// The model a role gets and where it came from; `None` when nothing names one.
-pub fn choose<'a>(c: &Candidates<'a>) -> Option<(&'a str, ModelSource)> {
+pub(crate) fn choose<'a>(c: &Candidates<'a>) -> Option<(&'a str, ModelSource)> {
     [
         (c.role_override, ModelSource::RoleOverride),
         (c.role_entry, ModelSource::RoleEntry),

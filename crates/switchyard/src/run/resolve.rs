@@ -329,6 +329,21 @@ fn read_budget(
     budget
 }
 
+/// The model a call made by no role gets (`switchyard ask` without a reference): by the
+/// precedence of a role that names none — the `model=` override, `SWITCHYARD_MODEL`, the
+/// run config's top-level `model:`.
+pub fn default_model(config: &Config, env: &dyn EnvSource) -> Option<String> {
+    let model_override = roles::model_override(&config.overrides);
+    let env_var = env.var(MODEL_VAR);
+    let candidates = Candidates {
+        model_override: model_override.as_ref().map(|m| m.value.as_str()),
+        env_var: env_var.as_deref(),
+        top_level: config.sections.get("model").and_then(|m| m.as_str()),
+        ..Candidates::default()
+    };
+    precedence::choose(&candidates).map(|(model, _)| model.to_string())
+}
+
 struct Defaults {
     model_override: Option<Located<String>>,
     env_var: Option<Located<String>>,

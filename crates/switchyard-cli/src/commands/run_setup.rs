@@ -1,7 +1,6 @@
 //! What a command that makes calls adds to its handle: the run directory it records
 //! into (`--log`, `log=` or `log:`), and the budget of the run config.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use switchyard::record::RecorderOptions;
@@ -10,26 +9,6 @@ use switchyard::{Budget, BudgetTracker, Llm, Recorder, RunInfo};
 
 use crate::cli::AskArgs;
 
-/// The run directory: `--log`, else the override `log=<dir>`, else `log:` in the run config.
-fn log_dir(config: &Config, flag: Option<&PathBuf>) -> Result<Option<PathBuf>, String> {
-    if let Some(dir) = flag {
-        return Ok(Some(dir.clone()));
-    }
-    let from_override = config
-        .overrides
-        .iter()
-        .rev()
-        .find(|o| o.path == ["log"])
-        .map(|o| &o.value);
-    match from_override.or_else(|| config.sections.get("log")) {
-        None | Some(serde_json::Value::Null) => Ok(None),
-        Some(serde_json::Value::String(s)) => Ok(Some(PathBuf::from(s))),
-        Some(other) => Err(format!(
-            "error: `log` must be a directory path (e.g. `log: runs/today`), not {other}"
-        )),
-    }
-}
-
 /// The handle with the run's budget and recorder attached.
 pub(super) fn attach(
     config: &Config,
@@ -37,7 +16,11 @@ pub(super) fn attach(
     args: &AskArgs,
 ) -> Result<(Llm, Option<Arc<Recorder>>), String> {
     let err = |e: switchyard::Error| format!("error: {e}");
-    let dir = log_dir(config, args.log.as_ref())?;
+    // `--log` wins over the config's `log:` (and its override `log=<dir>`).
+    let dir = match &args.log {
+        Some(dir) => Some(dir.clone()),
+        None => switchyard::run::log_dir(config).map_err(err)?,
+    };
     if let Some(budget) = Budget::from_sections(&config.sections).map_err(err)? {
         budget
             .check_prices([("", llm.label(), llm.price())])

@@ -139,16 +139,7 @@ impl Run {
 
     /// Gives every role's handle the run's budget and, with `log:`, the recorder.
     fn attach_budget_and_log(&mut self, resume: bool) -> Result<()> {
-        let dir = match resolve::effective_section(&self.config, "log") {
-            None | Some(serde_json::Value::Null) => None,
-            Some(serde_json::Value::String(dir)) => Some(PathBuf::from(dir)),
-            Some(other) => {
-                return Err(Error::Config(format!(
-                    "{}: `log` must be a directory path (e.g. `log: runs/today`), not {other}",
-                    self.report.config
-                )))
-            }
-        };
+        let dir = log_dir(&self.config)?;
         if let Some(budget) = Budget::from_sections(&self.config.sections)? {
             let resumed = dir.as_deref().filter(|_| resume);
             let tracker = Arc::new(BudgetTracker::for_run(budget, resumed)?);
@@ -303,6 +294,22 @@ impl<'a> RunBuilder<'a> {
             .map_err(|report| Error::Config(report.problems_text()))?;
         run.attach_budget_and_log(resume)?;
         Ok(run)
+    }
+}
+
+/// The run directory a config records into: `log:`, with the override `log=<dir>` over it
+/// (`None`: it records nowhere).
+pub fn log_dir(config: &Config) -> Result<Option<PathBuf>> {
+    match resolve::effective_section(config, "log") {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(dir)) => Ok(Some(PathBuf::from(dir))),
+        Some(other) => Err(Error::Config(format!(
+            "{}: `log` must be a directory path (e.g. `log: runs/today`), not {other}",
+            config
+                .run_config
+                .as_ref()
+                .map_or("the overrides".to_string(), |p| p.display().to_string())
+        ))),
     }
 }
 

@@ -195,26 +195,32 @@ async fn attempt(
     let whole_to_stream = request.stream && answers_whole(&response.headers);
     if !request.stream || whole_to_stream {
         let body = response.bytes().await?;
-        let pairs = switchyard::backend::http::header_pairs(&headers);
-        let usage = switchyard_wire::shape::check_reply(dialect, &body)
-            .map_err(|e| decode_error(&target.backend, &pairs, e, body.clone()))?;
-        let mut headers = headers;
+        // The headers as pairs only for an error's details: not built on a success.
+        let failed = |e, body: &Bytes| {
+            let pairs = switchyard::backend::http::header_pairs(&headers);
+            decode_error(&target.backend, &pairs, e, body.clone())
+        };
+        let usage =
+            switchyard_wire::shape::check_reply(dialect, &body).map_err(|e| failed(e, &body))?;
         let relayed = match whole_to_stream {
             // Off the usual path: the reply is decoded whole and written as the stream the
             // client asked for, in its own dialect.
-            true => {
-                let reply = codec(dialect)
+            true => Some(as_stream(
+                dialect,
+                &codec(dialect)
                     .decode_reply(&body)
-                    .map_err(|e| decode_error(&target.backend, &pairs, e, body.clone()))?;
-                headers.insert(
-                    axum::http::header::CONTENT_TYPE,
-                    axum::http::HeaderValue::from_static("text/event-stream"),
-                );
-                headers.remove(axum::http::header::CONTENT_LENGTH);
-                Some(as_stream(dialect, &reply))
-            }
+                    .map_err(|e| failed(e, &body))?,
+            )),
             false => None,
         };
+        let mut headers = headers;
+        if relayed.is_some() {
+            headers.insert(
+                axum::http::header::CONTENT_TYPE,
+                axum::http::HeaderValue::from_static("text/event-stream"),
+            );
+            headers.remove(axum::http::header::CONTENT_LENGTH);
+        }
         return Ok(Answer::Whole {
             status,
             headers,

@@ -116,7 +116,8 @@ async fn run(
         }
     }
     let target = state.upstreams.target(&reference, dialect)?;
-    let passthrough = target.dialect == dialect;
+    // A body carrying envelopes is opened by translation, even to its own dialect.
+    let passthrough = target.dialect == dialect && !crate::envelope::may_carry(&bytes);
     meter.set_target(&target, stream && !inbound.count_tokens, passthrough);
     if let Some(key) = &key {
         key.limiter.admit().map_err(|l| {
@@ -170,6 +171,6 @@ async fn run(
         )
         .await
     } else {
-        translate::forward(&target, &bytes, stream, dialect, meter).await
+        translate::forward(&target, &bytes, stream, dialect, &state.state_key, meter).await
     }
 }

@@ -4,6 +4,7 @@
 //! the drain timeout).
 
 use crate::config::GatewayConfig;
+use crate::envelope::StateKey;
 use crate::keys::Keys;
 use crate::metrics::{CallRecorder, Metrics};
 use crate::routes;
@@ -60,6 +61,7 @@ impl Gateway {
             sleeper,
             max_targets: config.max_targets,
         };
+        let state_key_env = env.var(crate::envelope::STATE_KEY_ENV);
         let upstreams = Upstreams::new(registry, config.models.clone(), env, calling);
         if let Err(e) = upstreams.check_models() {
             errors.extend(e);
@@ -77,6 +79,11 @@ impl Gateway {
         if let Some(store) = &store {
             resume_budgets(&keys, store, &mut errors);
         }
+        let state_key = StateKey::load(state_key_env, store.as_ref().map(Store::dir))
+            .unwrap_or_else(|e| {
+                errors.push(e);
+                StateKey::from_bytes(Vec::new())
+            });
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -92,6 +99,7 @@ impl Gateway {
                 body_timeout: config.body_timeout,
                 max_json_depth: config.max_json_depth,
                 drain_expired: AtomicBool::new(false),
+                state_key,
             }),
             listen: crate::listener::Options::from_config(config),
         })

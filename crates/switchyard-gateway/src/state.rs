@@ -31,4 +31,6 @@ pub struct State {
     /// Set once the drain deadline passed, before the calls still in flight are aborted:
     /// their meters record them as `cancelled` rather than as clients that left.
     pub drain_expired: AtomicBool,
+    /// What envelopes of opaque state are signed with.
+    pub state_key: crate::envelope::StateKey,
 }

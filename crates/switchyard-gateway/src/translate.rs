@@ -2,6 +2,7 @@
 //! for the target (see [`crate::ids`]), sent by the library's HTTP backend, and the reply
 //! or each streamed chunk's events are encoded in the client's dialect as they arrive.
 
+use crate::envelope::{self, StateKey, StreamSealer};
 use crate::errors::ApiError;
 use crate::ids::{self, Restore};
 use crate::meter::Meter;
@@ -25,6 +26,7 @@ pub(crate) async fn forward(
     bytes: &Bytes,
     stream: bool,
     dialect: Dialect,
+    key: &StateKey,
     meter: &mut Meter,
 ) -> Result<Response, ApiError> {
     let decoded = codec(dialect).decode_request(bytes).map_err(|e| {
@@ -43,6 +45,7 @@ pub(crate) async fn forward(
             .and_then(|o| o.get("include_usage"))
             .and_then(|v| v.as_bool())
             == Some(true);
+    envelope::open_request(&mut request, dialect, key);
     let mut restore = ids::prepare(&mut request, target.dialect);
     let context = server_context(dialect);
     meter.sent();
@@ -55,6 +58,7 @@ pub(crate) async fn forward(
         // The bytes as received (a reference count); the record decodes them itself.
         meter.draft().keep(&reply.raw);
         restore.reply(&mut reply);
+        envelope::seal_reply(&mut reply, dialect, key);
         if let Some(u) = reply.usage {
             meter.usage(u);
         }
@@ -80,6 +84,7 @@ pub(crate) async fn forward(
         upstream,
         encoder: codec(dialect).stream_encoder(&context),
         restore: std::mem::take(&mut restore),
+        sealer: StreamSealer::new(dialect, key),
         dialect,
         client_wants_usage,
         meter: meter.detach(),
@@ -115,6 +120,7 @@ struct Relay {
     upstream: ReplyStream,
     encoder: Box<dyn StreamEncoder>,
     restore: Restore,
+    sealer: Option<StreamSealer>,
     dialect: Dialect,
     client_wants_usage: bool,
     meter: Meter,
@@ -158,7 +164,14 @@ impl Relay {
         match item {
             Some(Ok(event)) => {
                 for event in self.restore.event(event) {
-                    self.encode(event, out);
+                    match &mut self.sealer {
+                        Some(sealer) => {
+                            for event in sealer.event(event) {
+                                self.encode(event, out);
+                            }
+                        }
+                        None => self.encode(event, out),
+                    }
                 }
             }
             Some(Err(e)) => {
@@ -173,6 +186,14 @@ impl Relay {
                 self.ended = true;
             }
             None => {
+                for event in self
+                    .sealer
+                    .as_mut()
+                    .map(StreamSealer::finish)
+                    .unwrap_or_default()
+                {
+                    self.encode(event, out);
+                }
                 self.encoder.finish(out);
                 self.meter.complete();
                 self.ended = true;

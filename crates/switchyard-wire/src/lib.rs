@@ -26,6 +26,7 @@ pub mod reply;
 pub mod request;
 pub mod shape;
 pub mod sse;
+pub mod state_owner;
 pub mod stream;
 pub mod usage_scan;
 

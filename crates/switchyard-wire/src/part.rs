@@ -7,12 +7,17 @@ use serde::{Deserialize, Serialize};
 /// (Anthropic thinking `signature` or `redacted_thinking` data, Responses reasoning
 /// `encrypted_content`, Gemini `thoughtSignature`). It is tagged with the dialect that
 /// produced it, because only that dialect can carry it: encoders for other dialects drop it.
+/// A value that came from a backend is also tagged with that backend's name, so it is
+/// sent back to that backend only (see [`crate::state_owner`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Opaque {
     /// The dialect that produced the value.
     pub dialect: Dialect,
     /// The value exactly as received.
     pub value: String,
+    /// The backend that issued it, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
 }
 
 impl Opaque {
@@ -21,7 +26,14 @@ impl Opaque {
         Opaque {
             dialect,
             value: value.into(),
+            backend: None,
         }
+    }
+
+    /// The same value, tagged as issued by `backend`.
+    pub fn from_backend(mut self, backend: impl Into<String>) -> Self {
+        self.backend = Some(backend.into());
+        self
     }
 
     /// The value when it was produced by `dialect`, else `None`.

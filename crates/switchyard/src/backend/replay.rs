@@ -549,12 +549,15 @@ fn replay_reply(record: &CallRecord) -> Result<Reply> {
         return Err(e.to_error());
     }
     let raw = record.raw_bytes()?;
-    codec(dialect_of(record)?).decode_reply(&raw).map_err(|e| {
+    let mut reply = codec(dialect_of(record)?).decode_reply(&raw).map_err(|e| {
         Error::Unsupported(format!(
             "recorded call {} no longer decodes: {e:?}",
             record.number
         ))
-    })
+    })?;
+    // As the backend tagged it when the call was made.
+    reply.tag_state(&record.backend);
+    Ok(reply)
 }
 
 #[async_trait]

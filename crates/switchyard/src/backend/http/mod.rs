@@ -141,11 +141,13 @@ impl HttpBackend {
 
     /// The body that would be sent for a call (for records and `--dry-run`).
     pub fn encode_body(&self, call: &Call, stream: bool) -> Result<Map<String, Value>> {
-        let request = if self.config.developer_as_system {
+        let mut request = if self.config.developer_as_system {
             developer_to_system(&call.request)
         } else {
             call.request.clone()
         };
+        // Signatures and encrypted reasoning another backend issued would be refused here.
+        request.drop_state_not_from(&self.config.name);
         let mut body = codec(self.config.dialect)
             .encode_request(
                 &request,
@@ -219,9 +221,11 @@ impl Backend for HttpBackend {
         let response = self.send(call, false).await?;
         let headers = response.header_pairs();
         let body = response.bytes().await?;
-        codec(self.config.dialect)
+        let mut reply = codec(self.config.dialect)
             .decode_reply(&body)
-            .map_err(|e| decode_error(&self.config.name, &headers, e, body))
+            .map_err(|e| decode_error(&self.config.name, &headers, e, body))?;
+        reply.tag_state(&self.config.name);
+        Ok(reply)
     }
 
     async fn stream(&self, call: &Call) -> Result<ReplyStream> {
@@ -233,9 +237,10 @@ impl Backend for HttpBackend {
             // stream cut off before its first event (and asked again for nothing). An
             // error object in it is still the provider's error.
             let body = response.bytes().await?;
-            let reply = codec(self.config.dialect)
+            let mut reply = codec(self.config.dialect)
                 .decode_reply(&body)
                 .map_err(|e| decode_error(&self.config.name, &headers, e, body))?;
+            reply.tag_state(&self.config.name);
             return Ok(ReplyStream::from_reply(reply));
         }
         Ok(decode_stream(

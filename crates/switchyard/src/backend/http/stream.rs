@@ -54,24 +54,31 @@ impl StreamState {
         match self.bytes.next().await {
             Some(Ok(bytes)) => {
                 self.received.extend_from_slice(&bytes);
-                let events = self
+                let mut events = self
                     .decoder
                     .push(&bytes)
                     .map_err(|e| self.decode_error(e))?;
                 self.check_events(&events)?;
+                self.tag(&mut events);
                 Ok(Chunk { raw: bytes, events })
             }
             Some(Err(e)) => Err(e),
             None => {
                 self.done = true;
-                let events = self.decoder.finish().map_err(|e| self.decode_error(e))?;
+                let mut events = self.decoder.finish().map_err(|e| self.decode_error(e))?;
                 self.check_events(&events)?;
+                self.tag(&mut events);
                 Ok(Chunk {
                     raw: Bytes::new(),
                     events,
                 })
             }
         }
+    }
+
+    /// Opaque state in the events is this backend's, to be sent back here only.
+    fn tag(&self, events: &mut [Event]) {
+        events.iter_mut().for_each(|e| e.tag_state(&self.name));
     }
 
     /// An error event inside the stream ends it with a typed error.

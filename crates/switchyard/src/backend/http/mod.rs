@@ -2,6 +2,7 @@
 //! with the backend's auth over a pooled connection ([`send`]: the one send path, which
 //! the gateway's pass-through uses too), and decodes the reply or stream ([`stream`]).
 
+mod history;
 mod send;
 mod stream;
 
@@ -148,6 +149,7 @@ impl HttpBackend {
         };
         // Signatures and encrypted reasoning another backend issued would be refused here.
         request.drop_state_not_from(&self.config.name);
+        history::fit(&mut request, self.config.dialect, &call.model);
         let mut body = codec(self.config.dialect)
             .encode_request(
                 &request,

@@ -1,4 +1,6 @@
-//! `GET /v1/models` (and Gemini's `GET /v1beta/models`): the models the caller may use —
+//! `GET /v1/models` (and Gemini's `GET /v1beta/models`, and one model's
+//! `GET /v1beta/models/{model}`, what `google-genai`'s `models.get` asks): the models the
+//! caller may use —
 //! the gateway's `models:` names, then every model the backends know by name (their
 //! aliases and priced model ids, as references `<backend>/<model>`), less what the key may
 //! not use — in OpenAI's list shape, Anthropic's when the client sends
@@ -7,7 +9,7 @@
 
 use crate::errors::{ApiError, Category};
 use crate::state::State;
-use axum::extract::{Request, State as S};
+use axum::extract::{Path, Request, State as S};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -36,20 +38,72 @@ pub(crate) async fn list_gemini(S(state): S<Arc<State>>, request: Request) -> Re
     answer(&state, &request, Dialect::Gemini)
 }
 
+/// `GET /v1beta/models/{model}`: one model in Gemini's shape, any name that routes (listed
+/// or not) the key may use; a method path (`…:generateContent`) asked with GET is a 405.
+pub(crate) async fn get_gemini(
+    S(state): S<Arc<State>>,
+    Path(rest): Path<String>,
+    request: Request,
+) -> Response {
+    if rest.contains(':') {
+        return crate::fallback::method_not_allowed(S(state), request).await;
+    }
+    let key = match caller(&state, &request, Dialect::Gemini) {
+        Ok(key) => key,
+        Err(refused) => return refused,
+    };
+    let name = rest.strip_prefix("models/").unwrap_or(&rest);
+    let found = known(&state).into_iter().find(|m| m.id == name);
+    let listed = match found {
+        Some(m) => m,
+        None => match state.upstreams.resolve(name) {
+            Ok(reference) => Listed {
+                id: name.to_string(),
+                reference: reference.to_string(),
+            },
+            Err(e) => return e.into_response_for(Dialect::Gemini),
+        },
+    };
+    if key
+        .as_ref()
+        .is_some_and(|k| !k.allows(&listed.id, &listed.reference))
+    {
+        return ApiError::new(
+            Category::NotFound,
+            format!("model `models/{name}` is not found or not available to this key"),
+        )
+        .into_response_for(Dialect::Gemini);
+    }
+    (
+        [("content-type", "application/json")],
+        gemini_model(&listed).to_string(),
+    )
+        .into_response()
+}
+
+/// The caller's key when the gateway has keys (`None` when it has none), or the refusal.
+fn caller(
+    state: &State,
+    request: &Request,
+    dialect: Dialect,
+) -> Result<Option<Arc<crate::keys::Key>>, Response> {
+    if state.keys.is_empty() {
+        return Ok(None);
+    }
+    state
+        .keys
+        .authenticate(request.headers(), request.uri().query())
+        .map(Some)
+        .map_err(|_| {
+            ApiError::new(Category::Unauthenticated, "a valid gateway key is required")
+                .into_response_for(dialect)
+        })
+}
+
 fn answer(state: &State, request: &Request, dialect: Dialect) -> Response {
-    let key = if state.keys.is_empty() {
-        None
-    } else {
-        match state
-            .keys
-            .authenticate(request.headers(), request.uri().query())
-        {
-            Ok(k) => Some(k),
-            Err(_) => {
-                return ApiError::new(Category::Unauthenticated, "a valid gateway key is required")
-                    .into_response_for(dialect)
-            }
-        }
+    let key = match caller(state, request, dialect) {
+        Ok(key) => key,
+        Err(refused) => return refused,
     };
     let listed: Vec<Listed> = known(state)
         .into_iter()
@@ -130,15 +184,18 @@ fn anthropic_shape(listed: &[Listed]) -> Value {
 }
 
 fn gemini_shape(listed: &[Listed]) -> Value {
-    let models: Vec<_> = listed
-        .iter()
-        .map(|m| {
-            json!({
-                "name": format!("models/{}", m.id),
-                "displayName": m.reference,
-                "supportedGenerationMethods": ["generateContent", "streamGenerateContent", "countTokens"],
-            })
-        })
-        .collect();
+    let models: Vec<_> = listed.iter().map(gemini_model).collect();
     json!({"models": models})
+}
+
+/// One Gemini `Model`.
+fn gemini_model(m: &Listed) -> Value {
+    json!({
+        "name": format!("models/{}", m.id),
+        "baseModelId": m.id,
+        "version": "switchyard",
+        "displayName": m.reference,
+        "description": format!("{} through the Switchyard gateway", m.reference),
+        "supportedGenerationMethods": ["generateContent", "streamGenerateContent", "countTokens"],
+    })
 }

@@ -89,7 +89,10 @@ fn a_request_decodes_the_same_by_either_name() {
         "integer"
     );
     assert!(a.tools[1].parameters["properties"]["the_name"].is_object());
-    assert!(a.reasoning.as_ref().is_some_and(|r| r.budget_tokens == Some(1024)));
+    assert!(a
+        .reasoning
+        .as_ref()
+        .is_some_and(|r| r.budget_tokens == Some(1024)));
     assert!(a.response_format.is_some());
     assert!(a.passthrough.fields.is_empty(), "{:?}", a.passthrough);
 }
@@ -126,9 +129,10 @@ fn each_field_decodes_the_same_by_either_name_alone() {
 fn data_keeps_its_keys_whatever_their_case() {
     let (_, snake) = by_both_names();
     let r = decode(&snake);
-    let call = r.messages[1]
-        .content
+    let call = r
+        .messages
         .iter()
+        .flat_map(|m| &m.content)
         .find_map(|p| match p {
             switchyard_wire::Part::ToolCall(c) => Some(c.clone()),
             _ => None,

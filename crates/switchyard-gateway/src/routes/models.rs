@@ -80,9 +80,8 @@ async fn one(state: Arc<State>, rest: &str, request: Request, dialect: Dialect) 
     if rest.contains(':') {
         return crate::fallback::method_not_allowed(S(state), request).await;
     }
-    let key = match caller(&state, &request, dialect) {
-        Ok(key) => key,
-        Err(refused) => return refused,
+    let Ok(key) = caller(&state, &request) else {
+        return unauthenticated(dialect);
     };
     let name = rest.strip_prefix("models/").unwrap_or(rest);
     let found = known(&state).into_iter().find(|m| m.id == name);
@@ -114,12 +113,9 @@ async fn one(state: Arc<State>, rest: &str, request: Request, dialect: Dialect) 
     ([("content-type", "application/json")], body.to_string()).into_response()
 }
 
-/// The caller's key when the gateway has keys (`None` when it has none), or the refusal.
-fn caller(
-    state: &State,
-    request: &Request,
-    dialect: Dialect,
-) -> Result<Option<Arc<crate::keys::Key>>, Response> {
+/// The caller's key when the gateway has keys (`None` when it has none), or `Err` when
+/// the key is missing or unknown (answered by [`unauthenticated`]).
+fn caller(state: &State, request: &Request) -> Result<Option<Arc<crate::keys::Key>>, ()> {
     if state.keys.is_empty() {
         return Ok(None);
     }
@@ -127,16 +123,17 @@ fn caller(
         .keys
         .authenticate(request.headers(), request.uri().query())
         .map(Some)
-        .map_err(|_| {
-            ApiError::new(Category::Unauthenticated, "a valid gateway key is required")
-                .into_response_for(dialect)
-        })
+        .map_err(|_| ())
+}
+
+fn unauthenticated(dialect: Dialect) -> Response {
+    ApiError::new(Category::Unauthenticated, "a valid gateway key is required")
+        .into_response_for(dialect)
 }
 
 fn answer(state: &State, request: &Request, dialect: Dialect) -> Response {
-    let key = match caller(state, request, dialect) {
-        Ok(key) => key,
-        Err(refused) => return refused,
+    let Ok(key) = caller(state, request) else {
+        return unauthenticated(dialect);
     };
     let listed: Vec<Listed> = known(state)
         .into_iter()

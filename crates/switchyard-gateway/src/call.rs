@@ -19,7 +19,7 @@ pub(crate) struct Inbound {
     pub dialect: Dialect,
     /// For Gemini, the model and the streaming choice come from the URL.
     pub gemini: Option<(String, bool)>,
-    /// `POST /v1/messages/count_tokens`.
+    /// `POST /v1/messages/count_tokens` or Gemini's `:countTokens`.
     pub count_tokens: bool,
 }
 
@@ -133,7 +133,7 @@ async fn run(
     }
     if inbound.count_tokens {
         meter.not_recorded();
-        return count_tokens::answer(&target, &raw, &bytes, &parts.headers, meter).await;
+        return count_tokens::answer(&target, &raw, &bytes, &parts.headers, dialect, meter).await;
     }
     if let Some(key) = &key {
         let place = key.concurrency.enter().map_err(|max| {

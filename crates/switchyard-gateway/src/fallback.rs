@@ -19,15 +19,16 @@ const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1beta/models/…"),
     ("POST", "/v1/models/…"),
     ("GET", "/v1/models"),
+    ("GET", "/v1beta/models"),
     ("GET, HEAD", "/"),
     ("GET", "/healthz"),
     ("GET", "/metrics"),
 ];
 
 const LISTED: &str = "POST /v1/chat/completions, POST /v1/responses, POST /v1/messages, \
-     POST /v1/messages/count_tokens, POST /v1beta/models/{model}:generateContent or \
-     :streamGenerateContent (also under /v1/models/), GET /v1/models, GET or HEAD /, \
-     GET /healthz, GET /metrics";
+     POST /v1/messages/count_tokens, POST /v1beta/models/{model}:generateContent, \
+     :streamGenerateContent or :countTokens (also under /v1/models/), GET /v1/models, \
+     GET /v1beta/models and /v1beta/models/{model}, GET or HEAD /, GET /healthz, GET /metrics";
 
 /// The router's fallback: no route has this path.
 pub(crate) async fn not_found(S(state): S<Arc<State>>, request: Request) -> Response {

@@ -157,8 +157,14 @@ impl Gateway {
                 "/v1/messages/count_tokens",
                 post(routes::messages::count_tokens),
             )
-            .route("/v1beta/models/{*rest}", post(routes::gemini::call))
-            .route("/v1/models/{*rest}", post(routes::gemini::call))
+            .route(
+                "/v1beta/models/{*rest}",
+                post(routes::gemini::call).get(routes::models::get_gemini),
+            )
+            .route(
+                "/v1/models/{*rest}",
+                post(routes::gemini::call).get(routes::models::get),
+            )
             // Both in the path's dialect, naming the routes that exist.
             .method_not_allowed_fallback(crate::fallback::method_not_allowed)
             .fallback(crate::fallback::not_found)

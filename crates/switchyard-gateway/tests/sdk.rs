@@ -1,6 +1,7 @@
-//! The official OpenAI and Anthropic Python SDKs against a gateway on 127.0.0.1:0: chat,
-//! Responses and Messages, whole and streamed, with tool calls, through pass-through and
-//! translation (tests/python/sdk_clients.py). `.ci/run` installs the pinned SDKs in a
+//! The official OpenAI, Anthropic and Google GenAI Python SDKs against a gateway on
+//! 127.0.0.1:0: chat, Responses, Messages and Gemini, whole and streamed, with tool calls,
+//! token counts and model lists, through pass-through and translation
+//! (tests/python/sdk_clients.py). `.ci/run` installs the pinned SDKs in a
 //! virtual environment and sets SWITCHYARD_TEST_PYTHON; without it the test fails under
 //! CI and is skipped loudly elsewhere.
 
@@ -27,6 +28,10 @@ async fn the_official_sdks_work_through_the_gateway() {
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("OPENAI_BASE_URL")
         .env_remove("ANTHROPIC_BASE_URL")
+        .env_remove("GOOGLE_API_KEY")
+        .env_remove("GEMINI_API_KEY")
+        .env_remove("GOOGLE_GEMINI_BASE_URL")
+        .env_remove("GOOGLE_GENAI_USE_VERTEXAI")
         .stdin(Stdio::null())
         .output()
         .await
@@ -36,7 +41,7 @@ async fn the_official_sdks_work_through_the_gateway() {
     assert!(output.status.success(), "SDK script failed:\n{out}\n{err}");
     assert!(out.contains("all ok"), "{out}\n{err}");
     assert!(
-        out.lines().filter(|l| l.starts_with("ok ")).count() >= 34,
+        out.lines().filter(|l| l.starts_with("ok ")).count() >= 67,
         "{out}"
     );
 }

@@ -37,7 +37,7 @@ pub use codec::{
 pub use dialect::codec;
 pub use dialect_name::{Dialect, UnknownDialect};
 pub use event::{Event, StreamError};
-pub use part::{Image, Opaque, Part, Thinking, ToolCall, ToolKind, ToolResult};
+pub use part::{flat_name, Image, Opaque, Part, Thinking, ToolCall, ToolKind, ToolResult};
 pub use reply::{FinishReason, Reply, Usage};
 pub use request::{
     Message, Passthrough, Reasoning, Request, ResponseFormat, Role, Tool, ToolChoice,

@@ -165,6 +165,23 @@ pub struct ToolCall {
     pub state: Option<Opaque>,
 }
 
+impl ToolCall {
+    /// The name on a wire without namespaces (every dialect but Responses):
+    /// `<namespace><name>` (`mcp__fs__` + `read` → `mcp__fs__read`), else the name.
+    pub fn flat_name(&self) -> String {
+        flat_name(&self.name, self.namespace.as_deref())
+    }
+}
+
+/// `<namespace><name>`, or the name alone: how a namespaced tool or call is named where
+/// namespaces cannot be carried.
+pub fn flat_name(name: &str, namespace: Option<&str>) -> String {
+    match namespace {
+        Some(ns) => format!("{ns}{name}"),
+        None => name.to_string(),
+    }
+}
+
 /// The result of a tool call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolResult {

@@ -68,6 +68,13 @@ pub struct Tool {
     pub namespace: Option<String>,
 }
 
+impl Tool {
+    /// The name on a wire without namespaces: see [`crate::ToolCall::flat_name`].
+    pub fn flat_name(&self) -> String {
+        crate::part::flat_name(&self.name, self.namespace.as_deref())
+    }
+}
+
 /// Which tool the model must use.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

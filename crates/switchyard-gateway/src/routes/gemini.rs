@@ -1,5 +1,5 @@
-//! `POST /v1beta/models/{model}:generateContent` and `:streamGenerateContent` (Gemini),
-//! also under `/v1/`. The model is in the path and may hold slashes (`mock/echo`); the
+//! `POST /v1beta/models/{model}:generateContent`, `:streamGenerateContent` and
+//! `:countTokens` (Gemini), also under `/v1/`. The model is in the path and may hold slashes (`mock/echo`); the
 //! method is after its last `:`.
 
 use crate::call::{handle, Inbound};
@@ -19,13 +19,15 @@ pub(crate) async fn call(
     let Some((model, method)) = rest.rsplit_once(':') else {
         return not_found(&rest);
     };
-    let stream = match method {
-        "generateContent" => false,
-        "streamGenerateContent" => true,
+    let (stream, count_tokens) = match method {
+        "generateContent" => (false, false),
+        "streamGenerateContent" => (true, false),
+        "countTokens" => (false, true),
         _ => return not_found(&rest),
     };
     let inbound = Inbound {
         gemini: Some((model.to_string(), stream)),
+        count_tokens,
         ..Inbound::body(Dialect::Gemini)
     };
     handle(state, inbound, request).await
@@ -34,7 +36,7 @@ pub(crate) async fn call(
 fn not_found(rest: &str) -> Response {
     ApiError::new(
         Category::NotFound,
-        format!("`models/{rest}`: expected models/<model>:generateContent or models/<model>:streamGenerateContent"),
+        format!("`models/{rest}`: expected models/<model>:generateContent, :streamGenerateContent or :countTokens"),
     )
     .into_response_for(Dialect::Gemini)
 }

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod recording;
+pub(crate) mod stub;
 
 use std::sync::Arc;
 use switchyard::env::MapEnv;

@@ -1,4 +1,4 @@
-"""Drives a Switchyard gateway with the official OpenAI and Anthropic Python SDKs.
+"""Drives a Switchyard gateway with the official OpenAI, Anthropic and Google GenAI Python SDKs.
 
 Usage: python sdk_clients.py BASE_URL
 
@@ -12,10 +12,19 @@ import sys
 
 import anthropic
 import openai
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types
 
 BASE = sys.argv[1].rstrip("/")
 oa = openai.OpenAI(base_url=BASE + "/v1", api_key="sk-test", max_retries=0)
 an = anthropic.Anthropic(base_url=BASE, api_key="sk-test", max_retries=0)
+# google-genai joins base_url, api_version and `models/<model>:<method>`.
+gm = genai.Client(
+    api_key="sk-test",
+    http_options=types.HttpOptions(
+        base_url=BASE, api_version="v1beta",
+        retry_options=types.HttpRetryOptions(attempts=1)))
 
 WEATHER_CHAT = [{
     "type": "function",
@@ -36,6 +45,13 @@ WEATHER_ANTHROPIC = [{
     "description": "Weather in a city",
     "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
 }]
+
+# Given as `parameters_json_schema`, which the SDK sends by its proto name.
+WEATHER_GEMINI = types.Tool(function_declarations=[types.FunctionDeclaration(
+    name="get_weather",
+    description="Weather in a city",
+    parameters_json_schema={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+)])
 
 
 def ok(name):
@@ -175,6 +191,77 @@ def messages(upstream):
     ok(f"messages {upstream} count_tokens")
 
 
+def gemini(upstream):
+    model = f"up-{upstream}/echo"
+    r = gm.models.generate_content(
+        model=model, contents="hello gemini",
+        config=types.GenerateContentConfig(system_instruction="be brief", max_output_tokens=64, temperature=0.5))
+    assert r.text == "hello gemini", r
+    assert r.usage_metadata.prompt_token_count > 0 and r.usage_metadata.candidates_token_count > 0, r.usage_metadata
+    assert r.candidates[0].finish_reason == types.FinishReason.STOP, r
+    ok(f"gemini {upstream} whole")
+
+    text, usage = "", None
+    for chunk in gm.models.generate_content_stream(model=model, contents="hello stream"):
+        text += chunk.text or ""
+        if chunk.usage_metadata:
+            usage = chunk.usage_metadata
+    assert text == "hello stream", text
+    assert usage and usage.total_token_count > 0, usage
+    ok(f"gemini {upstream} stream")
+
+    config = types.GenerateContentConfig(tools=[WEATHER_GEMINI])
+    tools = f"up-{upstream}/tools"
+    r = gm.models.generate_content(model=tools, contents="weather?", config=config)
+    calls = r.function_calls
+    assert calls and calls[0].name == "get_weather" and calls[0].args == {"city": "Paris"}, r
+    r2 = gm.models.generate_content(
+        model=tools,
+        contents=[
+            types.Content(role="user", parts=[types.Part.from_text(text="weather?")]),
+            r.candidates[0].content,
+            types.Content(role="user", parts=[
+                types.Part.from_function_response(name="get_weather", response={"result": "18C"})]),
+        ],
+        config=config)
+    assert "18C" in r2.text, r2
+    ok(f"gemini {upstream} tools")
+
+    calls = []
+    for chunk in gm.models.generate_content_stream(model=tools, contents="weather?", config=config):
+        calls += chunk.function_calls or []
+    assert [c.name for c in calls] == ["get_weather"] and calls[0].args == {"city": "Paris"}, calls
+    ok(f"gemini {upstream} tools stream")
+
+    n = gm.models.count_tokens(model=model, contents="count me please")
+    assert n.total_tokens > 0, n
+    ok(f"gemini {upstream} count_tokens")
+
+    m = gm.models.get(model=model)
+    assert m.name == f"models/{model}", m
+    assert "generateContent" in (m.supported_actions or []), m
+    ok(f"gemini {upstream} models.get")
+
+
+def gemini_models():
+    listed = list(gm.models.list())
+    assert listed and all(m.name.startswith("models/") for m in listed), listed
+    assert any("countTokens" in (m.supported_actions or []) for m in listed), listed
+    ok("gemini models.list")
+
+    # With api_version v1 the SDK asks `/v1/models`, the OpenAI clients' path too: the
+    # gateway answers in Gemini's shape when the caller speaks Gemini (x-goog-api-key).
+    v1 = genai.Client(api_key="sk-test", http_options=types.HttpOptions(base_url=BASE, api_version="v1"))
+    assert [m.name for m in v1.models.list()] == [m.name for m in listed]
+    assert v1.models.get(model="up-chat/echo").name == "models/up-chat/echo"
+    assert v1.models.generate_content(model="up-chat/echo", contents="hello v1").text == "hello v1"
+    ok("gemini v1 models.list, models.get, generate_content")
+
+    m = oa.models.retrieve("up-chat/echo")
+    assert m.id == "up-chat/echo" and m.object == "model", m
+    ok("openai models.retrieve")
+
+
 def errors():
     try:
         an.messages.create(model="up-chat/context-overflow", max_tokens=16, messages=[{"role": "user", "content": "x"}])
@@ -186,6 +273,11 @@ def errors():
         raise AssertionError("no error")
     except openai.RateLimitError as e:
         assert e.code == "rate_limit_exceeded", e
+    try:
+        gm.models.generate_content(model="up-chat/context-overflow", contents="x")
+        raise AssertionError("no error")
+    except genai_errors.ClientError as e:
+        assert e.code == 400 and e.status == "INVALID_ARGUMENT", e
     ok("errors")
 
 
@@ -195,5 +287,8 @@ for upstream in ["responses", "chat", "messages"]:
     responses(upstream)
 for upstream in ["messages", "chat", "responses"]:
     messages(upstream)
+for upstream in ["gemini", "chat", "responses", "messages"]:
+    gemini(upstream)
+gemini_models()
 errors()
 print("all ok", flush=True)

@@ -239,10 +239,7 @@ fn scalar_string(value: Option<&Value>) -> Option<String> {
 
 /// The name a tool or call goes by on the chat wire: namespaced tools are flattened.
 fn wire_tool_name(name: &str, namespace: Option<&str>) -> String {
-    match namespace {
-        Some(ns) => format!("{ns}{name}"),
-        None => name.to_string(),
-    }
+    crate::part::flat_name(name, namespace)
 }
 
 /// The arguments of a custom (free-form) call as chat function arguments.

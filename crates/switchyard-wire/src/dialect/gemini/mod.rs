@@ -88,7 +88,8 @@
 //! - Unsigned thinking and other dialects' thinking are not sent; text-part signatures
 //!   from other dialects are dropped.
 //! - Tool-call ids are not sent; custom tools are declared as functions taking one
-//!   string `input` (calls decode as ordinary function calls); namespaces, `strict` and
+//!   string `input` (calls decode as ordinary function calls); a namespaced tool or call
+//!   is named `<namespace><name>`, as chat names it; `strict` and
 //!   `parallel_tool_calls` have no Gemini field. A response schema's name and `strict`
 //!   flag are dropped (decoded schemas are named [`RESPONSE_SCHEMA_NAME`]); the
 //!   reasoning `summary` is dropped; a tool result's text parts are joined and its

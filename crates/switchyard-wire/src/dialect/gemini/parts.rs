@@ -483,7 +483,7 @@ pub(crate) fn function_call_part(call: &ToolCall, args: Value) -> Value {
     let mut part = Map::new();
     part.insert(
         "functionCall".into(),
-        json!({ "name": call.name, "args": args }),
+        json!({ "name": call.flat_name(), "args": args }),
     );
     if let Some(sig) = Opaque::for_dialect(&call.state, Dialect::Gemini) {
         part.insert(SIGNATURE.into(), Value::String(sig.to_string()));

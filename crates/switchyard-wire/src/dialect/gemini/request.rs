@@ -108,20 +108,24 @@ pub(super) fn encode(request: &Request, model: &str) -> Result<Map<String, Value
     Ok(body)
 }
 
-/// Tool-call id → tool name over the whole request, for results that carry no name.
-fn call_names(request: &Request) -> HashMap<&str, &str> {
+/// Tool-call id → tool name (flattened, as the call was written) over the whole
+/// request, for results that carry no name.
+fn call_names(request: &Request) -> HashMap<&str, String> {
     request
         .messages
         .iter()
         .flat_map(|m| &m.content)
         .filter_map(|p| match p {
-            Part::ToolCall(c) => Some((c.id.as_str(), c.name.as_str())),
+            Part::ToolCall(c) => Some((c.id.as_str(), c.flat_name())),
             _ => None,
         })
         .collect()
 }
 
-fn encode_parts(message: &Message, names: &HashMap<&str, &str>) -> Result<Vec<Value>, EncodeError> {
+fn encode_parts(
+    message: &Message,
+    names: &HashMap<&str, String>,
+) -> Result<Vec<Value>, EncodeError> {
     let mut parts = Vec::with_capacity(message.content.len());
     for part in &message.content {
         match part {
@@ -139,7 +143,7 @@ fn encode_parts(message: &Message, names: &HashMap<&str, &str>) -> Result<Vec<Va
                 let name = result
                     .name
                     .as_deref()
-                    .or_else(|| names.get(result.call_id.as_str()).copied())
+                    .or_else(|| names.get(result.call_id.as_str()).map(String::as_str))
                     .ok_or_else(|| {
                         EncodeError(format!(
                             "tool result for call `{}` has no tool name and no earlier tool \
@@ -163,7 +167,7 @@ fn encode_parts(message: &Message, names: &HashMap<&str, &str>) -> Result<Vec<Va
 
 fn encode_tool(tool: &Tool) -> Value {
     let mut decl = Map::new();
-    decl.insert("name".into(), Value::String(tool.name.clone()));
+    decl.insert("name".into(), Value::String(tool.flat_name()));
     if let Some(d) = &tool.description {
         decl.insert("description".into(), Value::String(d.clone()));
     }

@@ -25,7 +25,7 @@ pub(super) fn part_to_block(part: &Part, unsigned: Unsigned) -> Option<Value> {
         Part::ToolCall(call) => Some(json!({
             "type": "tool_use",
             "id": call.id,
-            "name": call.name,
+            "name": call.flat_name(),
             "input": input_object(&call.arguments),
         })),
         Part::ToolResult(result) => Some(tool_result_block(result)),

@@ -24,7 +24,8 @@
 //!   is not a JSON object (invalid or truncated JSON, an array) is sent as
 //!   `{"_raw_arguments": "<text>"}` so the call stays in the transcript. Decoded `input`
 //!   is written back as compact JSON. Ids are kept as given. Custom (free-form) tools and
-//!   namespaces have no Messages form: they are sent as plain function tools.
+//!   namespaces have no Messages form: they are sent as plain function tools, a
+//!   namespaced tool or call named `<namespace><name>` as chat names it.
 //! - **Thinking**: only thinking parts whose state is tagged `messages` go upstream
 //!   (`thinking{thinking,signature}`, `redacted_thinking{data}`); unsigned thinking and
 //!   thinking of other dialects is dropped from requests, always. Replies and streams to a

@@ -217,7 +217,7 @@ fn messages_field(messages: &[Message]) -> Vec<Value> {
 
 fn tool_to_wire(tool: &Tool) -> Value {
     let mut out = Map::new();
-    out.insert("name".into(), tool.name.clone().into());
+    out.insert("name".into(), tool.flat_name().into());
     if let Some(d) = &tool.description {
         out.insert("description".into(), d.clone().into());
     }

@@ -245,7 +245,14 @@ impl StreamEncoder for MessagesStreamEncoder {
                     _ => {}
                 }
             }
-            Event::ToolCallStart { part, id, name, .. } => {
+            Event::ToolCallStart {
+                part,
+                id,
+                name,
+                namespace,
+                ..
+            } => {
+                let name = &crate::part::flat_name(name, namespace.as_deref());
                 if matches!(self.open, Some((_, _, Open::Tool))) || !self.queued.is_empty() {
                     self.queued.push(QueuedCall {
                         part: *part,

@@ -1,8 +1,11 @@
 //! Building the canonical [`Reply`] a behaviour gives for a request: echo, fixed text,
-//! tool calls with arguments fitting the tool's schema, thinking, and deterministic usage.
+//! tool calls with arguments fitting the tool's schema, the agent loop, thinking signed
+//! with verifiable opaque state, and deterministic usage.
 
+use crate::agent;
 use crate::behaviour::{Behaviour, Content};
 use crate::scenario::ScriptedReply;
+use crate::signing;
 use serde_json::{json, Map, Value};
 use switchyard_wire::{
     Dialect, FinishReason, Message, Opaque, Part, Reply, Request, Role, Thinking, ToolCall,
@@ -147,21 +150,22 @@ pub fn build_reply(
     };
     let prompt = last_user_text(request);
 
+    let agent_step = (script.is_none() && behaviour.agent).then(|| agent::step(request, ids.digest));
     let thinking_text = match script.and_then(|s| s.thinking.clone()) {
         Some(t) => Some(t),
-        None if behaviour.think => Some(format!(
-            "The user wrote {} characters; I will answer plainly.",
-            prompt.chars().count()
-        )),
+        None if behaviour.think => Some(match &agent_step {
+            Some(step) => agent::thinking(step),
+            None => format!(
+                "The user wrote {} characters; I will answer plainly.",
+                prompt.chars().count()
+            ),
+        }),
         None => None,
     };
     if let Some(text) = &thinking_text {
         content.push(Part::Thinking(Thinking {
             text: text.clone(),
-            state: Some(Opaque::new(
-                ids.dialect,
-                format!("mock-signature-{}-{:016x}", ids.dialect, ids.digest),
-            )),
+            state: Some(thinking_state(ids, text)),
             redacted: false,
             id: (ids.dialect == Dialect::Responses).then(|| format!("rs_mock_{:016x}", ids.digest)),
         }));
@@ -192,6 +196,14 @@ pub fn build_reply(
         if let Some(f) = script.finish {
             finish = f;
         }
+    } else if let Some(step) = agent_step {
+        match step {
+            agent::Step::Call(calls) => {
+                content.extend(calls.into_iter().map(Part::ToolCall));
+                finish = FinishReason::ToolCalls;
+            }
+            agent::Step::Answer(text) => content.push(Part::text(text)),
+        }
     } else if behaviour.tools {
         match last_tool_results(request) {
             Some(result) => content.push(Part::text(format!("The tool returned: {result}"))),
@@ -208,6 +220,10 @@ pub fn build_reply(
             Content::Lorem(n) => lorem(*n),
         };
         content.push(Part::text(text));
+    }
+
+    if ids.dialect == Dialect::Gemini {
+        sign_first_call(&mut content, ids.digest);
     }
 
     let output_chars: usize = content.iter().map(part_chars).sum();
@@ -242,26 +258,32 @@ pub fn build_reply(
 /// `get_weather {"city":"Paris"}` when none is offered.
 fn tool_call(request: &Request, ids: &ReplyIds) -> ToolCall {
     let id = format!("call_mock_{:012x}", ids.digest & 0xffff_ffff_ffff);
-    match request.tools.first() {
-        None => ToolCall {
-            id,
-            name: "get_weather".into(),
-            arguments: r#"{"city":"Paris"}"#.into(),
-            kind: ToolKind::Function,
-            namespace: None,
-            state: None,
-        },
-        Some(tool) => ToolCall {
-            id,
-            name: tool.name.clone(),
-            arguments: match tool.kind {
-                ToolKind::Custom => "mock input".into(),
-                ToolKind::Function => value_for(&tool.parameters, "").to_string(),
-            },
-            kind: tool.kind,
-            namespace: tool.namespace.clone(),
-            state: None,
-        },
+    agent::call(request.tools.first(), id)
+}
+
+/// The opaque state of a thinking part, verifiable later ([`signing`]): an Anthropic
+/// signature binding the text, a Responses `encrypted_content`, a Gemini
+/// `thoughtSignature` (chat carries none; it gets a value the chat codec drops).
+fn thinking_state(ids: &ReplyIds, text: &str) -> Opaque {
+    let value = match ids.dialect {
+        Dialect::Messages => signing::thinking_signature(text, ids.digest),
+        Dialect::Responses | Dialect::Chat => signing::encrypted_content(ids.digest),
+        Dialect::Gemini => signing::thought_signature(ids.digest),
+    };
+    Opaque::new(ids.dialect, value)
+}
+
+/// Gemini 3 signs the first function call of each step (parallel calls after it carry
+/// none), as the mock's Gemini 3 rule then expects back.
+fn sign_first_call(content: &mut [Part], digest: u64) {
+    if let Some(call) = content.iter_mut().find_map(|p| match p {
+        Part::ToolCall(c) => Some(c),
+        _ => None,
+    }) {
+        call.state = Some(Opaque::new(
+            Dialect::Gemini,
+            signing::thought_signature(digest.rotate_left(17) ^ 1),
+        ));
     }
 }
 

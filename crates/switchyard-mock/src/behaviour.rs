@@ -9,7 +9,10 @@
 //! | `say:<text>` | reply with `<text>`; must come last (everything after `say:` is the text) |
 //! | `lorem-<N>` | reply with N words of lorem ipsum |
 //! | `tools` | call the first tool offered (or `get_weather {"city":"Paris"}`); after a tool result, answer with text quoting it |
-//! | `think` | a thinking part, with opaque state tagged with the request's dialect |
+//! | `think` | a thinking part first, signed with opaque state the mock can verify ([`crate::signing`]) |
+//! | `agent` | a deterministic tool loop: two calls, then one, then a final answer quoting the results |
+//! | `lenient` | accept any history: the providers' multi-turn rules are not checked (docs/mock.md) |
+//! | `gemini-<…>` | a model label (`gemini-2.5-flash`, `gemini-3-pro`); one starting `gemini-3` turns on Gemini 3's thought-signature rule |
 //! | `cache` / `cache-<read>-<write>` | usage with cached and cache-write input tokens (default 1024 and 256) |
 //! | `length` | finish reason "length" instead of a natural stop |
 //! | `ignore-stream` | a streamed request answered with one whole JSON body |
@@ -60,6 +63,12 @@ pub struct Behaviour {
     pub tools: bool,
     /// Add a thinking part.
     pub think: bool,
+    /// Run a deterministic agent loop (two tool calls, one, then a final answer).
+    pub agent: bool,
+    /// Do not check the history against the provider's multi-turn rules.
+    pub lenient: bool,
+    /// A Gemini 3 model: function calls in the current turn must carry their signatures.
+    pub gemini3: bool,
     /// Cache read and cache write tokens to report.
     pub cache: Option<(u64, u64)>,
     /// Finish with "length".
@@ -83,6 +92,9 @@ impl Default for Behaviour {
             content: Content::Echo,
             tools: false,
             think: false,
+            agent: false,
+            lenient: false,
+            gemini3: false,
             cache: None,
             length: false,
             chunk_chars: DEFAULT_CHUNK_CHARS,
@@ -189,7 +201,7 @@ impl fmt::Display for GrammarError {
         write!(
             f,
             "{}; the mock accepts components joined by `+`: echo, say:<text>, lorem-<N>, tools, \
-             think, cache[-<read>-<write>], length, chunk-<N>, delay-<dur>, slow, \
+             think, agent, lenient, gemini-<…>, cache[-<read>-<write>], length, chunk-<N>, delay-<dur>, slow, \
              slow-first-byte[-<dur>], and one fault (fault-<status>, quota, context-overflow, \
              null-body, no-text, no-usage, not-json, cut-stream, error-mid-stream, hang) \
              optionally with -retry-<s>, -retry-ms-<ms>, -then-ok, -<N>-then-ok \
@@ -239,6 +251,11 @@ fn component_into(c: &str, b: &mut Behaviour) -> Result<(), GrammarError> {
         "mock-small" | "mock-large" | "mock-free" => b.content = Content::Echo,
         "tools" => b.tools = true,
         "think" => b.think = true,
+        "agent" => b.agent = true,
+        "lenient" => b.lenient = true,
+        // A provider's model name as a label, so `gemini-3-pro` works on the Gemini
+        // route; Gemini 3 models enforce thought signatures on function calls.
+        _ if c.starts_with("gemini-") => b.gemini3 |= c.starts_with("gemini-3"),
         "cache" => b.cache = Some((DEFAULT_CACHE_READ, DEFAULT_CACHE_WRITE)),
         "length" => b.length = true,
         "ignore-stream" => b.ignore_stream = true,
@@ -414,6 +431,19 @@ mod tests {
         assert_eq!(parse("cache-10-3").unwrap().cache, Some((10, 3)));
         assert_eq!(parse("lorem-50").unwrap().content, Content::Lorem(50));
         assert!(parse("length").unwrap().length);
+    }
+
+    #[test]
+    fn agent_lenient_and_gemini_labels() {
+        let b = parse("mock/agent+think+lenient").unwrap();
+        assert!(b.agent && b.think && b.lenient && !b.gemini3);
+        assert!(parse("gemini-3-pro").unwrap().gemini3);
+        assert!(parse("gemini-3-flash-preview+agent").unwrap().gemini3);
+        assert!(parse("think+tools+gemini-3").unwrap().gemini3);
+        let b = parse("gemini-2.5-flash").unwrap();
+        assert!(!b.gemini3);
+        assert_eq!(b.content, Content::Echo);
+        assert!(parse("gemini").is_err());
     }
 
     #[test]

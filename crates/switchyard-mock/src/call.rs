@@ -6,6 +6,7 @@ use crate::answer::{self, ReplyIds};
 use crate::behaviour::{self, Behaviour, Fault, FaultSpec};
 use crate::body::{self, Ending, StreamPlan};
 use crate::faults::{self, ErrorResponse};
+use crate::rules;
 use crate::scenario::{Per, ScriptedReply};
 use crate::state::{self, Shared};
 use axum::body::Body;
@@ -110,8 +111,12 @@ pub(crate) async fn serve_call(shared: &Shared, route: CallRoute, body: Bytes) -
         tokio::time::sleep(behaviour.first_byte_delay).await;
     }
 
+    let mut behaviour = behaviour;
+    // A Gemini 3 model by its name, whether a grammar label or a scenario's name.
+    behaviour.gemini3 |= name.contains("gemini-3");
     let call = Call {
         shared,
+        body: &body,
         dialect,
         model: &model,
         stream: stream && !behaviour.ignore_stream,
@@ -144,6 +149,7 @@ fn model_and_stream(body: &[u8]) -> Result<(String, bool), String> {
 
 struct Call<'a> {
     shared: &'a Shared,
+    body: &'a [u8],
     dialect: Dialect,
     model: &'a str,
     stream: bool,
@@ -237,6 +243,13 @@ impl Call<'_> {
         ending: Ending,
         alter: impl FnOnce(&mut switchyard_wire::Reply),
     ) -> Response {
+        if self.shared.config.enforce_history && !self.behaviour.lenient {
+            if let Some(refusal) =
+                rules::check(self.dialect, self.body, self.behaviour, &self.ids.request_id)
+            {
+                return self.error(refusal);
+            }
+        }
         let decoded = match decoded {
             Ok(d) => d,
             Err(e) => {

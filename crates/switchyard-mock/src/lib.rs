@@ -20,6 +20,7 @@
 //! codec, so the mock speaks exactly what the codecs speak; error bodies are literal
 //! JSON in each provider's shape ([`faults`]).
 
+pub mod agent;
 pub mod answer;
 pub mod behaviour;
 mod body;
@@ -27,8 +28,10 @@ mod call;
 pub mod faults;
 pub mod recorder;
 mod routes;
+mod rules;
 pub mod scenario;
 mod server;
+pub mod signing;
 mod state;
 
 pub use behaviour::{parse as parse_model, Behaviour, Fault, FaultSpec, GrammarError, RetryAfter};

@@ -43,6 +43,11 @@ pub struct MockConfig {
     /// How many of the latest requests [`crate::MockServer::requests`] keeps (the
     /// count of all of them is [`crate::MockServer::received`]).
     pub keep_requests: usize,
+    /// Refuse histories that break the providers' multi-turn rules (forged signatures,
+    /// tool results without their calls, missing thinking or thought signatures) with the
+    /// providers' 400 bodies. On by default; the model-name component `lenient` turns it
+    /// off for one call, `enforce_history: false` in a scenario file for the server.
+    pub enforce_history: bool,
 }
 
 impl Default for MockConfig {
@@ -51,6 +56,7 @@ impl Default for MockConfig {
             scenarios: BTreeMap::new(),
             created: DEFAULT_CREATED,
             keep_requests: crate::recorder::DEFAULT_KEEP_REQUESTS,
+            enforce_history: true,
         }
     }
 }
@@ -148,6 +154,8 @@ struct FileDef {
     scenarios: BTreeMap<String, ScenarioDef>,
     #[serde(default)]
     created: Option<u64>,
+    #[serde(default)]
+    enforce_history: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -234,6 +242,7 @@ impl MockConfig {
         Ok(MockConfig {
             scenarios,
             created: file.created.unwrap_or(DEFAULT_CREATED),
+            enforce_history: file.enforce_history.unwrap_or(true),
             ..MockConfig::default()
         })
     }

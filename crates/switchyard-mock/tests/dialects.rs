@@ -6,6 +6,7 @@ mod common;
 use common::*;
 use serde_json::json;
 use std::time::{Duration, Instant};
+use switchyard_mock::signing::{self, Kind};
 use switchyard_mock::MockServer;
 use switchyard_wire::{
     assemble, codec, Dialect, EncodeOptions, Event, FinishReason, Message, Part, Reply, Request,
@@ -149,7 +150,16 @@ async fn thinking_in_every_dialect() {
                 .as_ref()
                 .unwrap_or_else(|| panic!("{d}: state kept"));
             assert_eq!(state.dialect, d);
-            assert!(state.value.contains(d.as_str()), "{d}: {}", state.value);
+            // Standard base64 the mock can verify (docs/mock.md, "Signatures").
+            use base64::Engine;
+            let bytes = base64::engine::general_purpose::STANDARD.decode(&state.value);
+            assert!(bytes.is_ok(), "{d}: {}", state.value);
+            let ours = match d {
+                Dialect::Messages => signing::verify_thinking(&t.text, &state.value),
+                Dialect::Responses => signing::verify_unbound(Kind::EncryptedContent, &state.value),
+                _ => signing::verify_unbound(Kind::ThoughtSignature, &state.value),
+            };
+            assert!(ours, "{d}: {}", state.value);
         }
     }
 }

@@ -79,7 +79,10 @@ pub fn thinking(step: &Step) -> String {
     match step {
         Step::Call(calls) => {
             let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
-            format!("I need more information; I will call {}.", names.join(" and "))
+            format!(
+                "I need more information; I will call {}.",
+                names.join(" and ")
+            )
         }
         Step::Answer(_) => "I have what the tools returned; I will answer.".to_string(),
     }
@@ -160,7 +163,10 @@ mod tests {
         assert_ne!(calls[0].id, calls[1].id);
         assert_eq!(calls[0].arguments, r#"{"city":"Paris","n":1}"#);
         assert_eq!(step(&req, 5), step(&req, 5));
-        assert_eq!(thinking(&step(&req, 5)), "I need more information; I will call a and b.");
+        assert_eq!(
+            thinking(&step(&req, 5)),
+            "I need more information; I will call a and b."
+        );
 
         assistant_calls(&mut req, calls);
         assert_eq!(round(&req), 1);
@@ -176,8 +182,14 @@ mod tests {
             panic!()
         };
         assert!(text.starts_with("Done after 2 tool rounds."), "{text}");
-        assert!(text.contains("result of call_mock_000000000005_1"), "{text}");
-        assert!(text.contains("result of call_mock_000000000006_1"), "{text}");
+        assert!(
+            text.contains("result of call_mock_000000000005_1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("result of call_mock_000000000006_1"),
+            "{text}"
+        );
 
         req.messages.push(Message::text(Role::Assistant, "done"));
         req.messages.push(Message::text(Role::User, "again"));
@@ -191,7 +203,10 @@ mod tests {
         let Step::Call(calls) = step(&req, 1) else {
             panic!()
         };
-        assert_eq!((calls[0].name.as_str(), calls[1].name.as_str()), ("only", "only"));
+        assert_eq!(
+            (calls[0].name.as_str(), calls[1].name.as_str()),
+            ("only", "only")
+        );
         let Step::Call(calls) = step(&Request::user("x"), 1) else {
             panic!()
         };

@@ -150,7 +150,8 @@ pub fn build_reply(
     };
     let prompt = last_user_text(request);
 
-    let agent_step = (script.is_none() && behaviour.agent).then(|| agent::step(request, ids.digest));
+    let agent_step =
+        (script.is_none() && behaviour.agent).then(|| agent::step(request, ids.digest));
     let thinking_text = match script.and_then(|s| s.thinking.clone()) {
         Some(t) => Some(t),
         None if behaviour.think => Some(match &agent_step {

@@ -244,9 +244,12 @@ impl Call<'_> {
         alter: impl FnOnce(&mut switchyard_wire::Reply),
     ) -> Response {
         if self.shared.config.enforce_history && !self.behaviour.lenient {
-            if let Some(refusal) =
-                rules::check(self.dialect, self.body, self.behaviour, &self.ids.request_id)
-            {
+            if let Some(refusal) = rules::check(
+                self.dialect,
+                self.body,
+                self.behaviour,
+                &self.ids.request_id,
+            ) {
                 return self.error(refusal);
             }
         }

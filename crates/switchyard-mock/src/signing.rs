@@ -121,7 +121,10 @@ mod tests {
         let g = thought_signature(1);
         assert!(verify_unbound(Kind::ThoughtSignature, &g));
         assert!(!verify_unbound(Kind::EncryptedContent, &g));
-        assert!(verify_unbound(Kind::EncryptedContent, &encrypted_content(2)));
+        assert!(verify_unbound(
+            Kind::EncryptedContent,
+            &encrypted_content(2)
+        ));
         assert!(verify_unbound(Kind::Redacted, &redacted_data(3)));
     }
 
@@ -131,7 +134,13 @@ mod tests {
         let mut bytes = STANDARD.decode(&s).unwrap();
         bytes[20] ^= 1;
         assert!(!verify_thinking("x", &STANDARD.encode(&bytes)));
-        for v in ["", "c2ln", "not base64!", "mock-signature-messages-01", "===="] {
+        for v in [
+            "",
+            "c2ln",
+            "not base64!",
+            "mock-signature-messages-01",
+            "====",
+        ] {
             assert!(!verify_thinking("x", v), "{v}");
             assert!(!verify_unbound(Kind::ThoughtSignature, v), "{v}");
         }

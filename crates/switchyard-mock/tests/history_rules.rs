@@ -16,8 +16,12 @@ async fn post(url: String, body: &Value) -> (u16, reqwest::header::HeaderMap, Va
 }
 
 fn assert_base64(value: &Value) {
-    let text = value.as_str().unwrap_or_else(|| panic!("not a string: {value}"));
-    let bytes = STANDARD.decode(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+    let text = value
+        .as_str()
+        .unwrap_or_else(|| panic!("not a string: {value}"));
+    let bytes = STANDARD
+        .decode(text)
+        .unwrap_or_else(|e| panic!("{text}: {e}"));
     assert_eq!(bytes.len(), 44, "{text}");
     assert!(text.ends_with('='), "padded: {text}");
 }
@@ -86,7 +90,13 @@ async fn anthropic_accepts_its_own_thinking_and_refuses_tampering() {
     let good = messages_body("think+tools", "enabled", anthropic_turn_two(&content));
     let (status, _, reply) = post(url.clone(), &good).await;
     assert_eq!(status, 200, "{reply}");
-    assert!(reply["content"][1]["text"].as_str().unwrap().contains("sunny, 21C"), "{reply}");
+    assert!(
+        reply["content"][1]["text"]
+            .as_str()
+            .unwrap()
+            .contains("sunny, 21C"),
+        "{reply}"
+    );
 
     let invalid = "messages.1.content.0: Invalid `signature` in `thinking` block";
     let mut forged = content.clone();
@@ -141,10 +151,9 @@ async fn anthropic_needs_thinking_before_tool_use_only_when_thinking_is_on() {
                      {"role": "user", "content": [{"type": "tool_result", "tool_use_id": content[1]["id"], "content": "ok"}]}]});
     let (status, _, got) = post(format!("{}/v1/messages", mock.url()), &adaptive).await;
     assert_eq!(status, 400);
-    assert!(got["error"]["message"]
-        .as_str()
-        .unwrap()
-        .starts_with("messages.3.content.0.type: Expected `thinking` or `redacted_thinking`, but found `text`."));
+    assert!(got["error"]["message"].as_str().unwrap().starts_with(
+        "messages.3.content.0.type: Expected `thinking` or `redacted_thinking`, but found `text`."
+    ));
 
     let body = messages_body("think+tools", "disabled", anthropic_turn_two(&without));
     let (status, _, reply) = post(format!("{}/v1/messages", mock.url()), &body).await;
@@ -171,7 +180,9 @@ async fn anthropic_streamed_signatures_verify_too() {
         .lines()
         .filter_map(|l| l.strip_prefix("data: "))
         .filter_map(|d| serde_json::from_str::<Value>(d).ok())
-        .find_map(|e| (e["delta"]["type"] == "signature_delta").then(|| e["delta"]["signature"].clone()))
+        .find_map(|e| {
+            (e["delta"]["type"] == "signature_delta").then(|| e["delta"]["signature"].clone())
+        })
         .unwrap_or_else(|| panic!("no signature_delta: {text}"));
     assert_base64(&sig);
 }
@@ -216,7 +227,11 @@ async fn gemini_refusal(url: String, body: &Value, message: &str) {
 async fn gemini_3_parallel_calls_with_only_the_first_signed_are_accepted() {
     let mock = MockServer::start().await;
     let model = "gemini-3-pro+agent+think";
-    let (status, _, reply) = post(gemini_url(&mock, model), &gemini_body(json!([user_text("plan")]))).await;
+    let (status, _, reply) = post(
+        gemini_url(&mock, model),
+        &gemini_body(json!([user_text("plan")])),
+    )
+    .await;
     assert_eq!(status, 200, "{reply}");
     let parts = reply["candidates"][0]["content"]["parts"].clone();
     assert_eq!(parts[0]["thought"], true, "{parts}");
@@ -226,7 +241,11 @@ async fn gemini_3_parallel_calls_with_only_the_first_signed_are_accepted() {
     assert_eq!(parts[2]["functionCall"]["name"], "get_time", "{parts}");
     assert!(parts[2].get("thoughtSignature").is_none(), "{parts}");
 
-    let mut contents = vec![user_text("plan"), json!({"role": "model", "parts": parts}), responses_for(&parts)];
+    let mut contents = vec![
+        user_text("plan"),
+        json!({"role": "model", "parts": parts}),
+        responses_for(&parts),
+    ];
     let (status, _, reply) = post(gemini_url(&mock, model), &gemini_body(json!(contents))).await;
     assert_eq!(status, 200, "{reply}");
     let parts2 = reply["candidates"][0]["content"]["parts"].clone();
@@ -236,12 +255,26 @@ async fn gemini_3_parallel_calls_with_only_the_first_signed_are_accepted() {
     contents.push(responses_for(&parts2));
     let (status, _, reply) = post(gemini_url(&mock, model), &gemini_body(json!(contents))).await;
     assert_eq!(status, 200, "{reply}");
-    let last = reply["candidates"][0]["content"]["parts"].as_array().unwrap().last().unwrap().clone();
-    assert!(last["text"].as_str().unwrap().contains("Done after 2 tool rounds"), "{reply}");
+    let last = reply["candidates"][0]["content"]["parts"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(
+        last["text"]
+            .as_str()
+            .unwrap()
+            .contains("Done after 2 tool rounds"),
+        "{reply}"
+    );
 
     // The first call of the second step unsigned: refused at its content's position.
     let mut unsigned = contents.clone();
-    unsigned[3]["parts"][1].as_object_mut().unwrap().remove("thoughtSignature");
+    unsigned[3]["parts"][1]
+        .as_object_mut()
+        .unwrap()
+        .remove("thoughtSignature");
     gemini_refusal(
         gemini_url(&mock, model),
         &gemini_body(json!(unsigned)),
@@ -252,8 +285,11 @@ async fn gemini_3_parallel_calls_with_only_the_first_signed_are_accepted() {
     )
     .await;
     // A Gemini 2.5 model does not require them.
-    let (status, _, reply) =
-        post(gemini_url(&mock, "gemini-2.5-flash+agent+think"), &gemini_body(json!(unsigned))).await;
+    let (status, _, reply) = post(
+        gemini_url(&mock, "gemini-2.5-flash+agent+think"),
+        &gemini_body(json!(unsigned)),
+    )
+    .await;
     assert_eq!(status, 200, "{reply}");
 }
 
@@ -265,7 +301,12 @@ async fn gemini_refuses_forged_signatures_on_every_model() {
                                      "thoughtSignature": STANDARD.encode(b"a signature from somewhere else")}]},
         {"role": "user", "parts": [{"functionResponse": {"name": "get_weather", "response": {"content": "sunny"}}}]}]);
     for model in ["gemini-3-pro+tools", "gemini-2.5-flash+tools", "tools"] {
-        gemini_refusal(gemini_url(&mock, model), &gemini_body(forged.clone()), "Corrupted thought signature.").await;
+        gemini_refusal(
+            gemini_url(&mock, model),
+            &gemini_body(forged.clone()),
+            "Corrupted thought signature.",
+        )
+        .await;
     }
     let mut not_base64 = forged.clone();
     not_base64[1]["parts"][0]["thoughtSignature"] = json!("a signature!");
@@ -282,10 +323,20 @@ async fn gemini_refuses_forged_signatures_on_every_model() {
     assert_eq!(status, 200, "{got}");
     // Missing on Gemini 3.
     let mut missing = forged;
-    missing[1]["parts"][0].as_object_mut().unwrap().remove("thoughtSignature");
-    let (status, _, got) = post(gemini_url(&mock, "mock/gemini-3-flash-preview"), &gemini_body(missing)).await;
+    missing[1]["parts"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("thoughtSignature");
+    let (status, _, got) = post(
+        gemini_url(&mock, "mock/gemini-3-flash-preview"),
+        &gemini_body(missing),
+    )
+    .await;
     assert_eq!(status, 400);
-    assert!(got["error"]["message"].as_str().unwrap().contains("`default_api:get_weather` , position 2."));
+    assert!(got["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("`default_api:get_weather` , position 2."));
 }
 
 #[tokio::test]
@@ -295,13 +346,23 @@ async fn gemini_streamed_calls_are_signed() {
         "{}/v1beta/models/gemini-3-pro+tools:streamGenerateContent?alt=sse",
         mock.url()
     );
-    let r = client().post(url).json(&gemini_body(json!([user_text("x")]))).send().await.unwrap();
+    let r = client()
+        .post(url)
+        .json(&gemini_body(json!([user_text("x")])))
+        .send()
+        .await
+        .unwrap();
     let text = r.text().await.unwrap();
     let call = text
         .lines()
         .filter_map(|l| l.strip_prefix("data: "))
         .filter_map(|d| serde_json::from_str::<Value>(d).ok())
-        .flat_map(|c| c["candidates"][0]["content"]["parts"].as_array().cloned().unwrap_or_default())
+        .flat_map(|c| {
+            c["candidates"][0]["content"]["parts"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
         .find(|p| p.get("functionCall").is_some())
         .unwrap_or_else(|| panic!("{text}"));
     assert_base64(&call["thoughtSignature"]);
@@ -339,7 +400,8 @@ async fn responses_outputs_need_their_calls_and_reasoning_must_be_the_mocks() {
     let (status, _, reply) = post(url.clone(), &responses_body("think+tools", json!(input))).await;
     assert_eq!(status, 200, "{reply}");
 
-    let orphan = json!([user, {"type": "function_call_output", "call_id": "call_elsewhere", "output": "x"}]);
+    let orphan =
+        json!([user, {"type": "function_call_output", "call_id": "call_elsewhere", "output": "x"}]);
     openai_refusal(
         url.clone(),
         &responses_body("tools", orphan.clone()),

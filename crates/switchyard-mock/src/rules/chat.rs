@@ -11,9 +11,11 @@ pub(super) fn check(body: &Value) -> Option<Value> {
     let mut calls: HashSet<&str> = HashSet::new();
     for (i, message) in array(body, "messages").iter().enumerate() {
         match str_at(message, "role") {
-            Some("assistant") => {
-                calls.extend(array(message, "tool_calls").iter().filter_map(|c| str_at(c, "id")))
-            }
+            Some("assistant") => calls.extend(
+                array(message, "tool_calls")
+                    .iter()
+                    .filter_map(|c| str_at(c, "id")),
+            ),
             Some("tool") => {
                 let answered = str_at(message, "tool_call_id").is_some_and(|id| calls.contains(id));
                 if !answered {
@@ -50,7 +52,10 @@ mod tests {
         assert_eq!(e["error"]["param"], "messages.[2].role");
         assert_eq!(e["error"]["code"], Value::Null);
         let orphan = json!({"messages":[{"role":"tool","content":"ok"}]});
-        assert_eq!(check(&orphan).unwrap()["error"]["param"], "messages.[0].role");
+        assert_eq!(
+            check(&orphan).unwrap()["error"]["param"],
+            "messages.[0].role"
+        );
         assert_eq!(check(&json!({"messages": 3})), None);
         assert_eq!(check(&json!([1])), None);
     }

@@ -28,7 +28,8 @@ fn field<'a>(part: &'a Value, camel: &str, snake: &str) -> Option<&'a Value> {
 
 /// Google reads `bytes` fields as base64 of either alphabet, padded or not.
 fn is_base64(text: &str) -> bool {
-    let config = GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent);
+    let config =
+        GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent);
     GeneralPurpose::new(&alphabet::STANDARD, config)
         .decode(text)
         .is_ok()
@@ -56,8 +57,9 @@ pub(super) fn check(body: &Value, gemini3: bool) -> Option<Value> {
             }
             if !is_base64(sig) {
                 let at = format!("contents[{i}].parts[{j}].thought_signature");
-                let description =
-                    format!("Invalid value at '{at}' (TYPE_BYTES), Base64 decoding failed for \"{sig}\"");
+                let description = format!(
+                    "Invalid value at '{at}' (TYPE_BYTES), Base64 decoding failed for \"{sig}\""
+                );
                 let violation = json!({
                     "@type": "type.googleapis.com/google.rpc.BadRequest",
                     "fieldViolations": [{"field": at, "description": description}],
@@ -135,7 +137,10 @@ mod tests {
     #[test]
     fn gemini_3_needs_the_first_call_of_each_step_signed() {
         let sig = signing::thought_signature(1);
-        assert_eq!(check(&body(vec![call("f", Some(&sig)), call("g", None)]), true), None);
+        assert_eq!(
+            check(&body(vec![call("f", Some(&sig)), call("g", None)]), true),
+            None
+        );
         let e = check(&body(vec![call("f", None)]), true).unwrap();
         assert!(message(&e).contains("function call `default_api:f` , position 2. Please"));
         assert_eq!(e["error"]["status"], "INVALID_ARGUMENT");
@@ -164,7 +169,10 @@ mod tests {
             message(&e),
             "Invalid value at 'contents[1].parts[0].thought_signature' (TYPE_BYTES), Base64 decoding failed for \"not base64!\""
         );
-        assert_eq!(e["error"]["details"][0]["fieldViolations"][0]["field"], "contents[1].parts[0].thought_signature");
+        assert_eq!(
+            e["error"]["details"][0]["fieldViolations"][0]["field"],
+            "contents[1].parts[0].thought_signature"
+        );
         assert_eq!(check(&json!({"contents": "x"}), true), None);
     }
 }

@@ -71,9 +71,7 @@ pub(super) fn check(body: &Value, request_id: &str) -> Option<Value> {
         .rev()
         .find(|(_, m)| str_at(m, "role") == Some("assistant"))?;
     let blocks = array(last, "content");
-    let uses_tools = blocks
-        .iter()
-        .any(|b| str_at(b, "type") == Some("tool_use"));
+    let uses_tools = blocks.iter().any(|b| str_at(b, "type") == Some("tool_use"));
     let first = blocks.first().and_then(|b| str_at(b, "type"))?;
     if uses_tools && !matches!(first, "thinking" | "redacted_thinking") {
         return refuse(format!(

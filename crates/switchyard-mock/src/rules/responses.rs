@@ -21,7 +21,9 @@ pub(super) fn check(body: &Value) -> Option<Value> {
                 let call_id = str_at(item, "call_id").unwrap_or_default();
                 if !calls.contains(call_id) {
                     return Some(openai_envelope(
-                        &format!("No tool call found for function call output with call_id {call_id}."),
+                        &format!(
+                            "No tool call found for function call output with call_id {call_id}."
+                        ),
                         "invalid_request_error",
                         Some("input"),
                         Value::Null,
@@ -75,7 +77,8 @@ mod tests {
         let stateful = json!({"previous_response_id":"resp_1","input":[output("c9")]});
         assert_eq!(check(&stateful), None);
         assert_eq!(check(&json!({"input":"hi"})), None);
-        let custom = json!({"input":[{"type":"custom_tool_call_output","call_id":"x","output":"o"}]});
+        let custom =
+            json!({"input":[{"type":"custom_tool_call_output","call_id":"x","output":"o"}]});
         assert!(check(&custom).is_some());
     }
 
@@ -86,10 +89,14 @@ mod tests {
         assert_eq!(check(&json!({"input":[ours]})), None);
         let plain = json!({"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":null});
         assert_eq!(check(&json!({"input":[plain]})), None);
-        let forged = json!({"type":"reasoning","id":"rs_2","summary":[],"encrypted_content":"gAAAAB"});
+        let forged =
+            json!({"type":"reasoning","id":"rs_2","summary":[],"encrypted_content":"gAAAAB"});
         let e = check(&json!({"previous_response_id":"r","input":[forged]})).unwrap();
         assert_eq!(e["error"]["code"], "invalid_encrypted_content");
         assert_eq!(e["error"]["param"], Value::Null);
-        assert!(e["error"]["message"].as_str().unwrap().contains("item rs_2 could"));
+        assert!(e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("item rs_2 could"));
     }
 }

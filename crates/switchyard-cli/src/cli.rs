@@ -252,6 +252,12 @@ pub(crate) struct MockArgs {
     /// A scenario file (YAML or JSON) scripting more behaviours (see docs/mock.md).
     #[arg(long, value_name = "FILE")]
     pub scenarios: Option<PathBuf>,
+
+    /// Accept any history: do not refuse forged signatures, tool results without their
+    /// calls and the like with the providers' 400s (the `lenient` model-name component,
+    /// for every call).
+    #[arg(long)]
+    pub lenient: bool,
 }
 
 /// `switchyard log ...`

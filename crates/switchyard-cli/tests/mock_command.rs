@@ -153,3 +153,31 @@ fn a_busy_port_is_a_clear_error() {
     assert!(r.err.contains(&format!("127.0.0.1:{port}")), "{}", r.err);
     assert!(r.err.contains("--port"), "{}", r.err);
 }
+
+/// The status line of a raw HTTP/1.1 POST (std only: no async runtime in these tests).
+fn post_status(origin: &str, path: &str, body: &str) -> String {
+    let addr = origin.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(addr).expect("the mock listens");
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer.lines().next().unwrap_or_default().to_string()
+}
+
+#[test]
+fn lenient_accepts_a_history_the_rules_refuse() {
+    // A tool message answering no call: refused by default, accepted with --lenient.
+    let orphan = r#"{"model":"echo","messages":[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"nowhere","content":"x"}]}"#;
+    let home = tempfile::tempdir().unwrap();
+    let strict = start(home.path(), &["--port", "0"]);
+    let status = post_status(&origin(&strict.line), "/v1/chat/completions", orphan);
+    assert!(status.contains(" 400 "), "{status}");
+    let lenient = start(home.path(), &["--port", "0", "--lenient"]);
+    let status = post_status(&origin(&lenient.line), "/v1/chat/completions", orphan);
+    assert!(status.contains(" 200 "), "{status}");
+}

@@ -21,6 +21,7 @@ pub(super) fn run(args: &MockArgs) -> Result<(), String> {
     // for days stays the size it started.
     let config = MockConfig {
         keep_requests: 0,
+        enforce_history: config.enforce_history && !args.lenient,
         ..config
     };
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, args.port));

@@ -18,7 +18,11 @@
 //!
 //! Replies are canonical [`switchyard_wire::Reply`] values encoded by the dialect's own
 //! codec, so the mock speaks exactly what the codecs speak; error bodies are literal
-//! JSON in each provider's shape ([`faults`]).
+//! JSON in each provider's shape ([`faults`]). Like the providers, the mock refuses
+//! histories they refuse (forged or tampered signatures, which it issues verifiably
+//! ([`signing`]), tool results without their calls, a thinking turn without its thinking,
+//! an unsigned Gemini 3 call) with their 400 bodies, unless the model name says
+//! `lenient` or [`MockConfig::enforce_history`] is false.
 
 pub mod agent;
 pub mod answer;

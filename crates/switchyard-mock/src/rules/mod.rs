@@ -55,3 +55,39 @@ fn array<'a>(value: &'a Value, key: &str) -> &'a [Value] {
 fn str_at<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
     value.get(key).and_then(Value::as_str)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn odd_bodies_are_left_alone_never_a_panic() {
+        let odd = [
+            json!(null),
+            json!([1, 2]),
+            json!("text"),
+            json!({"messages": null, "input": 7, "contents": {"a": 1}}),
+            json!({"messages": [null, 1, "x", {"role": 5}, {"role": "assistant", "content": [null, 3, {"type": 9}]},
+                                {"role": "assistant", "tool_calls": [null, {"id": 4}]}],
+                   "thinking": {"type": "enabled"}}),
+            json!({"input": [null, [], {"type": "reasoning", "encrypted_content": 5}, {"type": "function_call_output"}],
+                   "previous_response_id": null}),
+            json!({"contents": [null, {"role": "model", "parts": [null, {"functionCall": 1}, {"thoughtSignature": 2}]}]}),
+            json!({"messages": [{"role": "assistant", "content": [{"type": "thinking", "signature": null}]}]}),
+        ];
+        let behaviour = Behaviour {
+            gemini3: true,
+            ..Behaviour::default()
+        };
+        for body in &odd {
+            let bytes = body.to_string();
+            for d in Dialect::ALL {
+                let _ = check(d, bytes.as_bytes(), &behaviour, "req");
+            }
+        }
+        for d in Dialect::ALL {
+            assert!(check(d, b"not json", &behaviour, "req").is_none());
+        }
+    }
+}

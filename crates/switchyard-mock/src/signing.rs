@@ -64,9 +64,15 @@ pub fn issue(kind: Kind, nonce: u64, bound: &[u8]) -> String {
 
 /// Whether `value` is one the mock issued as `kind` for `bound`.
 pub fn verify(kind: Kind, value: &str, bound: &[u8]) -> bool {
-    let Ok(bytes) = STANDARD.decode(value) else {
-        return false;
-    };
+    STANDARD
+        .decode(value)
+        .is_ok_and(|bytes| verify_bytes(kind, &bytes, bound))
+}
+
+/// Whether `bytes`, a value already decoded from base64 (Gemini's `bytes` fields may come
+/// back in either alphabet: the google-genai SDK re-encodes them URL-safe), are one the
+/// mock issued as `kind` for `bound`.
+pub fn verify_bytes(kind: Kind, bytes: &[u8], bound: &[u8]) -> bool {
     if bytes.len() != LEN || &bytes[..3] != MAGIC || bytes[3] != kind as u8 {
         return false;
     }

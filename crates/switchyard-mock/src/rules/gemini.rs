@@ -26,16 +26,15 @@ fn field<'a>(part: &'a Value, camel: &str, snake: &str) -> Option<&'a Value> {
     part.get(camel).or_else(|| part.get(snake))
 }
 
-/// Google reads `bytes` fields as base64 of either alphabet, padded or not.
-fn is_base64(text: &str) -> bool {
+/// Google reads `bytes` fields as base64 of either alphabet, padded or not (the
+/// google-genai SDK sends back URL-safe what it received standard).
+fn decode_base64(text: &str) -> Option<Vec<u8>> {
     let config =
         GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent);
     GeneralPurpose::new(&alphabet::STANDARD, config)
         .decode(text)
-        .is_ok()
-        || GeneralPurpose::new(&alphabet::URL_SAFE, config)
-            .decode(text)
-            .is_ok()
+        .or_else(|_| GeneralPurpose::new(&alphabet::URL_SAFE, config).decode(text))
+        .ok()
 }
 
 fn invalid_argument(message: &str, details: Vec<Value>) -> Value {
@@ -55,7 +54,7 @@ pub(super) fn check(body: &Value, gemini3: bool) -> Option<Value> {
             if DUMMY_SIGNATURES.contains(&sig) {
                 continue;
             }
-            if !is_base64(sig) {
+            let Some(bytes) = decode_base64(sig) else {
                 let at = format!("contents[{i}].parts[{j}].thought_signature");
                 let description = format!(
                     "Invalid value at '{at}' (TYPE_BYTES), Base64 decoding failed for \"{sig}\""
@@ -65,8 +64,8 @@ pub(super) fn check(body: &Value, gemini3: bool) -> Option<Value> {
                     "fieldViolations": [{"field": at, "description": description}],
                 });
                 return Some(invalid_argument(&description, vec![violation]));
-            }
-            if !signing::verify_unbound(Kind::ThoughtSignature, sig) {
+            };
+            if !signing::verify_bytes(Kind::ThoughtSignature, &bytes, b"") {
                 return Some(invalid_argument("Corrupted thought signature.", Vec::new()));
             }
         }
@@ -158,6 +157,9 @@ mod tests {
         assert_eq!(check(&snake, true), None);
         let dummy = body(vec![call("f", Some("skip_thought_signature_validator"))]);
         assert_eq!(check(&dummy, true), None);
+        // Sent back URL-safe and unpadded, as the google-genai SDK re-encodes bytes.
+        let url_safe = sig.replace('+', "-").replace('/', "_").replace('=', "");
+        assert_eq!(check(&body(vec![call("f", Some(&url_safe))]), true), None);
     }
 
     #[test]

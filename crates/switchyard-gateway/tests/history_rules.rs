@@ -203,3 +203,47 @@ async fn chat_gets_tool_messages_answering_its_tool_calls() {
     let answered: Vec<_> = messages[2..].iter().map(|m| &m["tool_call_id"]).collect();
     assert_eq!(ids, answered, "{sent}");
 }
+
+#[tokio::test]
+async fn an_envelope_for_another_backend_is_dropped_never_sent() {
+    // Two Gemini backends on one mock: state the first issued is never sent to the second.
+    let mock = switchyard_mock::MockServer::start().await;
+    let extra = [
+        "backends.other-gemini.from=mock".to_string(),
+        "backends.other-gemini.apis=[gemini]".to_string(),
+    ];
+    let config = switchyard_gateway::GatewayConfig {
+        retry: switchyard::RetryPolicy::never(),
+        ..Default::default()
+    };
+    let gateway = common::gateway_for(&mock.base_url(), config, Default::default(), &extra);
+    let running = switchyard_gateway::start(gateway, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let h = Harness {
+        url: running.url(),
+        mock,
+        gateway: Some(running),
+        http: reqwest::Client::new(),
+    };
+    let issuing = "up-gemini/gemini-3-pro+agent+think";
+    let request = second_turn(&h, Dialect::Messages, issuing, |_| {}).await;
+    let sent = accepted(
+        &h,
+        Dialect::Messages,
+        "other-gemini/gemini-3-pro+agent+think",
+        &request,
+    )
+    .await;
+    let call = sent["contents"][1]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p.get("functionCall").is_some())
+        .unwrap()
+        .clone();
+    assert_eq!(
+        call["thoughtSignature"], "skip_thought_signature_validator",
+        "the other backend gets Google's placeholder, not the first backend's signature: {call}"
+    );
+}

@@ -247,3 +247,32 @@ async fn an_envelope_for_another_backend_is_dropped_never_sent() {
         "the other backend gets Google's placeholder, not the first backend's signature: {call}"
     );
 }
+
+#[tokio::test]
+async fn a_client_moving_to_a_backend_of_its_own_dialect_sends_no_envelope_there() {
+    // A Messages client's history from a Gemini backend holds envelopes; sent to an
+    // Anthropic backend (its own dialect, normally passed through untouched) the body is
+    // opened instead, and only what Anthropic can take goes up.
+    let h = Harness::start().await;
+    let request = second_turn(
+        &h,
+        Dialect::Messages,
+        "up-gemini/gemini-3-pro+agent+think",
+        |_| {},
+    )
+    .await;
+    let sent = accepted(&h, Dialect::Messages, "up-messages/agent+think", &request).await;
+    let text = sent.to_string();
+    assert!(
+        !text.contains("U1kB"),
+        "no envelope reaches the upstream: {text}"
+    );
+    assert!(
+        !text.contains("signature"),
+        "Gemini's state is not Anthropic's: {text}"
+    );
+    assert!(
+        sent.get("thinking").is_none(),
+        "the unsigned tool turn goes up with thinking off: {text}"
+    );
+}

@@ -68,6 +68,15 @@ async fn second_turn(
     request
 }
 
+/// The first `functionCall` part of the model's turn in a Gemini body.
+fn first_call(sent: &Value) -> Value {
+    sent["contents"][1]["parts"]
+        .as_array()
+        .and_then(|parts| parts.iter().find(|p| p.get("functionCall").is_some()))
+        .cloned()
+        .unwrap_or_else(|| panic!("no function call in the model's turn: {sent}"))
+}
+
 /// Turn 2 must be accepted; the body that reached the mock.
 async fn accepted(h: &Harness, client: Dialect, model: &str, request: &Request) -> Value {
     let reply = h.ask(client, model, request, false).await;
@@ -82,13 +91,7 @@ async fn gemini_3_gets_its_function_call_signature_back() {
     let model = "up-gemini/gemini-3-pro+agent+think";
     let request = second_turn(&h, Dialect::Messages, model, |_| {}).await;
     let sent = accepted(&h, Dialect::Messages, model, &request).await;
-    let call = sent["contents"][1]["parts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p.get("functionCall").is_some())
-        .unwrap()
-        .clone();
+    let call = first_call(&sent);
     let signature = call["thoughtSignature"].as_str().unwrap();
     assert!(
         signing::verify_unbound(Kind::ThoughtSignature, signature),
@@ -235,13 +238,7 @@ async fn an_envelope_for_another_backend_is_dropped_never_sent() {
         &request,
     )
     .await;
-    let call = sent["contents"][1]["parts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p.get("functionCall").is_some())
-        .unwrap()
-        .clone();
+    let call = first_call(&sent);
     assert_eq!(
         call["thoughtSignature"], "skip_thought_signature_validator",
         "the other backend gets Google's placeholder, not the first backend's signature: {call}"

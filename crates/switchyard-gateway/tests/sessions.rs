@@ -8,43 +8,19 @@
 
 mod common;
 
+use common::python::run_sdk_script;
 use common::Harness;
 use serde_json::Value;
-use std::process::Stdio;
 use switchyard_mock::signing::{self, Kind};
 use switchyard_mock::RecordedRequest;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_sessions_keep_their_state_across_every_pair_of_dialects() {
-    let Some(python) = std::env::var_os("SWITCHYARD_TEST_PYTHON") else {
-        if std::env::var_os("CI").is_some() {
-            panic!("SWITCHYARD_TEST_PYTHON is unset under CI: .ci/run must create the venv (requirements-test.txt) and set it");
-        }
-        eprintln!("\n\n*** SKIPPED agent_sessions_keep_their_state_across_every_pair_of_dialects: set SWITCHYARD_TEST_PYTHON to a Python with the SDKs of requirements-test.txt (see .ci/run) ***\n\n");
+    let h = Harness::start().await;
+    let test = "agent_sessions_keep_their_state_across_every_pair_of_dialects";
+    let Some(out) = run_sdk_script(test, "sdk_sessions.py", &h.url).await else {
         return;
     };
-    let h = Harness::start().await;
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/sdk_sessions.py");
-    let output = tokio::process::Command::new(python)
-        .arg(script)
-        .arg(&h.url)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("GEMINI_API_KEY")
-        .env_remove("GOOGLE_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("ANTHROPIC_BASE_URL")
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .expect("the Python interpreter named by SWITCHYARD_TEST_PYTHON runs");
-    let out = String::from_utf8_lossy(&output.stdout);
-    let err = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "SDK sessions failed:\n{out}\n{err}"
-    );
-    assert!(out.contains("all ok"), "{out}\n{err}");
     assert_eq!(
         out.lines().filter(|l| l.starts_with("ok ")).count(),
         32,

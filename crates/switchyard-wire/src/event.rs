@@ -100,6 +100,23 @@ pub enum Event {
     Error(StreamError),
 }
 
+impl Event {
+    /// The index of the reply part a content event builds (`None` for the start, usage,
+    /// finish and error events), to read or to renumber.
+    pub fn part_mut(&mut self) -> Option<&mut usize> {
+        match self {
+            Event::TextDelta { part, .. }
+            | Event::TextState { part, .. }
+            | Event::ThinkingDelta { part, .. }
+            | Event::ThinkingState { part, .. }
+            | Event::ToolCallStart { part, .. }
+            | Event::ToolCallDelta { part, .. }
+            | Event::ToolCallEnd { part } => Some(part),
+            Event::Start { .. } | Event::Usage(_) | Event::Finish { .. } | Event::Error(_) => None,
+        }
+    }
+}
+
 /// An error reported inside a stream (or in a 200 body).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StreamError {

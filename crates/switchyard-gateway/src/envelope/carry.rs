@@ -117,9 +117,9 @@ impl StreamSealer {
     }
 
     /// The events to send for one upstream event.
-    pub(crate) fn event(&mut self, event: Event) -> Vec<Event> {
+    pub(crate) fn event(&mut self, mut event: Event) -> Vec<Event> {
         let mut out = Vec::with_capacity(1);
-        let part = part_of(&event);
+        let part = event.part_mut().map(|p| *p);
         if let Some((text_part, _)) = &self.text_state {
             if part != Some(*text_part) {
                 self.flush_text(&mut out);
@@ -179,7 +179,9 @@ impl StreamSealer {
                 self.text_state = Some((part, state));
             }
             mut other => {
-                shift_part(&mut other, self.shift);
+                if let Some(part) = other.part_mut() {
+                    *part += self.shift;
+                }
                 out.push(other);
             }
         }
@@ -204,32 +206,6 @@ impl StreamSealer {
                 id: None,
             });
         }
-    }
-}
-
-fn part_of(event: &Event) -> Option<usize> {
-    match event {
-        Event::TextDelta { part, .. }
-        | Event::TextState { part, .. }
-        | Event::ThinkingDelta { part, .. }
-        | Event::ThinkingState { part, .. }
-        | Event::ToolCallStart { part, .. }
-        | Event::ToolCallDelta { part, .. }
-        | Event::ToolCallEnd { part } => Some(*part),
-        _ => None,
-    }
-}
-
-fn shift_part(event: &mut Event, by: usize) {
-    match event {
-        Event::TextDelta { part, .. }
-        | Event::TextState { part, .. }
-        | Event::ThinkingDelta { part, .. }
-        | Event::ThinkingState { part, .. }
-        | Event::ToolCallStart { part, .. }
-        | Event::ToolCallDelta { part, .. }
-        | Event::ToolCallEnd { part } => *part += by,
-        _ => {}
     }
 }
 

@@ -109,6 +109,15 @@ fn states(parts: &[Part]) -> Vec<(String, Opaque)> {
         .collect()
 }
 
+/// What comes back: everything `origin` issued, but nothing through a chat client.
+fn expected_states(origin: Dialect, client: Dialect) -> Vec<(String, Opaque)> {
+    if client == Dialect::Chat {
+        Vec::new()
+    } else {
+        states(&issued(origin))
+    }
+}
+
 /// The next turn's history as the client sends it, opened by the gateway.
 fn next_turn(client: Dialect, content: Vec<Part>) -> Vec<Part> {
     let mut request = Request::user("weather?");
@@ -145,11 +154,7 @@ fn whole_replies_carry_state_to_every_client_and_back() {
                 .decode_reply(&c.encode_reply(&sealed, &context()))
                 .unwrap();
             let back = next_turn(client, as_read.content);
-            let expected = if client == Dialect::Chat {
-                Vec::new()
-            } else {
-                states(&issued(origin))
-            };
+            let expected = expected_states(origin, client);
             assert_eq!(states(&back), expected, "{origin} to a {client} client");
         }
     }
@@ -185,11 +190,7 @@ fn streams_carry_state_to_every_client_and_back() {
             events.extend(decoder.finish().unwrap());
             let as_read = assemble(&events).unwrap();
             let back = next_turn(client, as_read.content);
-            let expected = if client == Dialect::Chat {
-                Vec::new()
-            } else {
-                states(&issued(origin))
-            };
+            let expected = expected_states(origin, client);
             assert_eq!(
                 states(&back),
                 expected,

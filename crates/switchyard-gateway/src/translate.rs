@@ -45,7 +45,14 @@ pub(crate) async fn forward(
             .and_then(|o| o.get("include_usage"))
             .and_then(|v| v.as_bool())
             == Some(true);
-    envelope::open_request(&mut request, dialect, key);
+    let opened = envelope::open_request(&mut request, dialect, key);
+    if opened.dropped > 0 {
+        // Forged, altered, or sealed under another key (a rotated `SWITCHYARD_STATE_KEY`).
+        tracing::debug!(
+            dropped = opened.dropped,
+            "envelopes of opaque state that do not verify were dropped"
+        );
+    }
     let mut restore = ids::prepare(&mut request, target.dialect);
     let context = server_context(dialect);
     meter.sent();

@@ -145,4 +145,23 @@ mod tests {
         assert!(err.contains("at least 32"), "{err}");
         assert_eq!(format!("{first:?}"), "StateKey(<secret>)");
     }
+
+    #[test]
+    fn the_environment_wins_and_short_keys_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let given = "k".repeat(32);
+        let key = StateKey::load(Some(given.clone()), Some(dir.path())).unwrap();
+        assert_eq!(key.0, given.as_bytes());
+        assert!(
+            !dir.path().join(STATE_KEY_FILE).exists(),
+            "no file when the environment gives the key"
+        );
+        let err = StateKey::load(Some("short".into()), None).unwrap_err();
+        assert!(
+            err.contains(STATE_KEY_ENV) && err.contains("at least 32"),
+            "{err}"
+        );
+        assert!(!err.contains("short"), "the value is never printed: {err}");
+        assert_eq!(StateKey::load(None, None).unwrap().0.len(), 32);
+    }
 }

@@ -170,16 +170,15 @@ impl Relay {
     fn take(&mut self, item: Option<switchyard::Result<Event>>, out: &mut Vec<u8>) {
         match item {
             Some(Ok(event)) => {
+                // Taken out for the loop, so that encoding may borrow the rest of `self`.
+                let mut sealer = self.sealer.take();
                 for event in self.restore.event(event) {
-                    match &mut self.sealer {
-                        Some(sealer) => {
-                            for event in sealer.event(event) {
-                                self.encode(event, out);
-                            }
-                        }
+                    match &mut sealer {
+                        Some(sealer) => sealer.event(event, |e| self.encode(e, out)),
                         None => self.encode(event, out),
                     }
                 }
+                self.sealer = sealer;
             }
             Some(Err(e)) => {
                 self.meter.draft().error = Some(ErrorRecord::new(&e));
@@ -193,13 +192,8 @@ impl Relay {
                 self.ended = true;
             }
             None => {
-                for event in self
-                    .sealer
-                    .as_mut()
-                    .map(StreamSealer::finish)
-                    .unwrap_or_default()
-                {
-                    self.encode(event, out);
+                if let Some(mut sealer) = self.sealer.take() {
+                    sealer.finish(|e| self.encode(e, out));
                 }
                 self.encoder.finish(out);
                 self.meter.complete();

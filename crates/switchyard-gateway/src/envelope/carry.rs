@@ -116,19 +116,19 @@ impl StreamSealer {
         })
     }
 
-    /// The events to send for one upstream event.
-    pub(crate) fn event(&mut self, mut event: Event) -> Vec<Event> {
-        let mut out = Vec::with_capacity(1);
+    /// Hands `emit` the events to send for one upstream event (no allocation for the
+    /// events that carry no foreign state, nearly all of them).
+    pub(crate) fn event(&mut self, mut event: Event, mut emit: impl FnMut(Event)) {
         let part = event.part_mut().map(|p| *p);
         if let Some((text_part, _)) = &self.text_state {
             if part != Some(*text_part) {
-                self.flush_text(&mut out);
+                self.flush_text(&mut emit);
             }
         }
         match event {
             Event::ThinkingDelta { part, text } => {
                 self.thinking.entry(part).or_default().push_str(&text);
-                out.push(Event::ThinkingDelta {
+                emit(Event::ThinkingDelta {
                     part: part + self.shift,
                     text,
                 });
@@ -143,7 +143,7 @@ impl StreamSealer {
                 p.text = self.thinking.remove(&part).unwrap_or_default();
                 p.id = id;
                 p.redacted = redacted;
-                out.push(Event::ThinkingState {
+                emit(Event::ThinkingState {
                     part: part + self.shift,
                     state: sealed(&self.key, self.client, &p),
                     redacted: false,
@@ -159,14 +159,14 @@ impl StreamSealer {
                 state: Some(state),
             } if foreign(&state, self.client) => {
                 let p = payload(state, Slot::Call);
-                out.push(Event::ThinkingState {
+                emit(Event::ThinkingState {
                     part: part + self.shift,
                     state: sealed(&self.key, self.client, &p),
                     redacted: false,
                     id: None,
                 });
                 self.shift += 1;
-                out.push(Event::ToolCallStart {
+                emit(Event::ToolCallStart {
                     part: part + self.shift,
                     id,
                     name,
@@ -182,24 +182,21 @@ impl StreamSealer {
                 if let Some(part) = other.part_mut() {
                     *part += self.shift;
                 }
-                out.push(other);
+                emit(other);
             }
         }
-        out
     }
 
-    /// Events still held back, sent before the stream's end.
-    pub(crate) fn finish(&mut self) -> Vec<Event> {
-        let mut out = Vec::new();
-        self.flush_text(&mut out);
-        out
+    /// Hands `emit` the events still held back, before the stream's end.
+    pub(crate) fn finish(&mut self, mut emit: impl FnMut(Event)) {
+        self.flush_text(&mut emit);
     }
 
-    fn flush_text(&mut self, out: &mut Vec<Event>) {
+    fn flush_text(&mut self, emit: &mut impl FnMut(Event)) {
         if let Some((part, state)) = self.text_state.take() {
             let p = payload(state, Slot::Text);
             self.shift += 1;
-            out.push(Event::ThinkingState {
+            emit(Event::ThinkingState {
                 part: part + self.shift,
                 state: sealed(&self.key, self.client, &p),
                 redacted: false,

@@ -169,20 +169,13 @@ fn streams_carry_state_to_every_client_and_back() {
             let mut sealer = StreamSealer::new(client, &key());
             let mut bytes = Vec::new();
             for event in reply_events(&reply(origin), 3) {
-                let events = match &mut sealer {
-                    Some(s) => s.event(event),
-                    None => vec![event],
-                };
-                for e in events {
-                    encoder.event(&e, &mut bytes);
+                match &mut sealer {
+                    Some(s) => s.event(event, |e| encoder.event(&e, &mut bytes)),
+                    None => encoder.event(&event, &mut bytes),
                 }
             }
-            for e in sealer
-                .as_mut()
-                .map(StreamSealer::finish)
-                .unwrap_or_default()
-            {
-                encoder.event(&e, &mut bytes);
+            if let Some(s) = &mut sealer {
+                s.finish(|e| encoder.event(&e, &mut bytes));
             }
             encoder.finish(&mut bytes);
             let mut decoder = ByteStreamDecoder::new(c);

@@ -15,8 +15,19 @@ pub fn prompt_digest(request: &Request) -> String {
     let mut writer = HashWriter(&mut hasher);
     let ok = serde_json::to_writer(&mut writer, &(&request.messages, &request.tools)).is_ok();
     debug_assert!(ok, "canonical requests always serialise");
-    let digest = hasher.finalize();
-    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+    lower_hex(&hasher.finalize()[..16])
+}
+
+/// Bytes as lowercase hex, without a `format!` per byte (which cost more than the hash
+/// itself on every recorded call).
+pub(crate) fn lower_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 0x0f)] as char);
+    }
+    out
 }
 
 struct HashWriter<'a>(&'a mut Sha256);
@@ -121,6 +132,13 @@ pub fn short_diff(recorded: &[String], now: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lower_hex_matches_format() {
+        let bytes: Vec<u8> = (0..=255).collect();
+        let expected: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(lower_hex(&bytes), expected);
+    }
 
     #[test]
     fn digest_covers_the_prompt_not_the_parameters() {

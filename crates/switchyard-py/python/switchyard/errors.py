@@ -103,7 +103,7 @@ class ConfigError(Error):
         self.column: Optional[int] = None
         first = problems[0]["location"] + ": " if problems else message
         for candidate in [first] + first.splitlines()[1:2]:
-            found = _LOCATION.match(candidate.strip())
+            found = _LOCATION.match(candidate.lstrip())
             if found:
                 self.file = found["file"]
                 self.line = int(found["line"])

@@ -27,7 +27,7 @@ pub(crate) struct PyBackend {
 
 impl PyBackend {
     /// `object` as the backend of `role`; refused unless it has a `complete` method.
-    pub(crate) fn new(role: &str, object: &Bound<'_, PyAny>) -> PyResult<Arc<dyn Backend>> {
+    pub(crate) fn for_role(role: &str, object: &Bound<'_, PyAny>) -> PyResult<Arc<dyn Backend>> {
         let callable = object
             .getattr("complete")
             .map(|m| m.is_callable())
@@ -80,11 +80,8 @@ impl Backend for PyBackend {
             fallback_id: "python".into(),
         };
         reply.raw = codec(Dialect::Chat).encode_reply(&reply, &context).into();
-        call.notes.sent_body(
-            serde_json::to_vec(&call.request)
-                .unwrap_or_default()
-                .into(),
-        );
+        call.notes
+            .sent_body(serde_json::to_vec(&call.request).unwrap_or_default().into());
         Ok(reply)
     }
 }
@@ -110,7 +107,9 @@ fn reply_from(value: &Bound<'_, PyAny>) -> PyResult<Reply> {
     let Value::Object(mut map) = to_json(value, "the reply")? else {
         return Err(PyTypeError::new_err("the reply must be a dict"));
     };
-    let bad = |what: &str, e: serde_json::Error| PyValueError::new_err(format!("the reply's `{what}`: {e}"));
+    let bad = |what: &str, e: serde_json::Error| {
+        PyValueError::new_err(format!("the reply's `{what}`: {e}"))
+    };
     let mut reply = Reply::default();
     if let Some(content) = map.remove("content") {
         reply.content = serde_json::from_value(content).map_err(|e| bad("content", e))?;
@@ -131,7 +130,9 @@ fn reply_from(value: &Bound<'_, PyAny>) -> PyResult<Reply> {
     reply.model = map
         .remove("model")
         .and_then(|m| m.as_str().map(str::to_string));
-    reply.id = map.remove("id").and_then(|m| m.as_str().map(str::to_string));
+    reply.id = map
+        .remove("id")
+        .and_then(|m| m.as_str().map(str::to_string));
     Ok(reply)
 }
 
@@ -212,6 +213,11 @@ impl Request {
     }
 
     fn __repr__(&self) -> String {
-        format!("Request(model={:?}, role={:?}, prompt={:?})", self.model, self.role, self.prompt())
+        format!(
+            "Request(model={:?}, role={:?}, prompt={:?})",
+            self.model,
+            self.role,
+            self.prompt()
+        )
     }
 }

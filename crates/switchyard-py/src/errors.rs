@@ -219,9 +219,9 @@ pub(crate) fn from_backend(py: Python<'_>, backend: &str, err: PyErr) -> Error {
         "Auth" => Error::Auth(details()),
         "BadRequest" => Error::BadRequest(details()),
         "ContextLengthExceeded" => Error::ContextLengthExceeded {
-            prompt_tokens: attr_u64(&value, "prompt_tokens"),
-            max_tokens: attr_u64(&value, "max_tokens"),
-            limit: attr_u64(&value, "limit"),
+            prompt_tokens: attr_u64(value, "prompt_tokens"),
+            max_tokens: attr_u64(value, "max_tokens"),
+            limit: attr_u64(value, "limit"),
             message: message.clone(),
             details: Some(details()),
         },

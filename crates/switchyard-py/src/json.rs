@@ -41,9 +41,9 @@ fn convert(obj: &Bound<'_, PyAny>, path: &str, depth: usize) -> PyResult<Value> 
         )));
     }
     if let Ok(f) = obj.downcast::<PyFloat>() {
-        return Number::from_f64(f.value()).map(Value::Number).ok_or_else(|| {
-            PyValueError::new_err(format!("{path}: {obj} is not a finite number"))
-        });
+        return Number::from_f64(f.value())
+            .map(Value::Number)
+            .ok_or_else(|| PyValueError::new_err(format!("{path}: {obj} is not a finite number")));
     }
     if let Ok(s) = obj.downcast::<PyString>() {
         return Ok(Value::String(s.to_cow()?.into_owned()));

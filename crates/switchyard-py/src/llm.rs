@@ -27,7 +27,10 @@ pub(crate) struct Llm {
 /// The handle for `reference`, or for the default model when it is `None`.
 #[pyfunction]
 #[pyo3(signature = (reference = None, **settings))]
-pub(crate) fn llm(reference: Option<String>, settings: Option<&Bound<'_, PyDict>>) -> PyResult<Llm> {
+pub(crate) fn llm(
+    reference: Option<String>,
+    settings: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Llm> {
     let env = ProcessEnv;
     let config = Config::load(&LoadOptions::new(&env))
         .map_err(|e| Error::Config(e.to_string()))
@@ -68,9 +71,9 @@ pub(crate) fn reply_of(
 
 /// The call's cost as the call log prices it: the backend's own report, else the price.
 pub(crate) fn cost(llm: &switchyard::Llm, reply: &switchyard::Reply) -> Option<f64> {
-    llm.backend().reported_cost(&reply.raw).or_else(|| {
-        switchyard::internal::cost::call_cost(llm.price(), reply.usage.as_ref())
-    })
+    llm.backend()
+        .reported_cost(&reply.raw)
+        .or_else(|| switchyard::internal::cost::call_cost(llm.price(), reply.usage.as_ref()))
 }
 
 #[pymethods]

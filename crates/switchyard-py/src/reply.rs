@@ -146,7 +146,9 @@ impl Reply {
             shown,
             finish_name(self.reply.finish),
             self.reply.model.as_deref().unwrap_or(""),
-            self.reply.usage.map_or("None".into(), |u| Usage(u).__repr__())
+            self.reply
+                .usage
+                .map_or("None".into(), |u| Usage(u).__repr__())
         )
     }
 }
@@ -177,7 +179,7 @@ pub(crate) fn finish_name(finish: FinishReason) -> &'static str {
 /// Token usage with the library's meanings: `input` includes `cached_input` and
 /// `cache_write`; `output` includes `reasoning`.
 #[pyclass(module = "switchyard", frozen, eq)]
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub(crate) struct Usage(pub(crate) switchyard::Usage);
 
 #[pymethods]
@@ -222,7 +224,7 @@ impl Usage {
         json::serde_to_py(py, &self.0)
     }
     fn __repr__(&self) -> String {
-        let u = self.0;
+        let u = &self.0;
         format!(
             "Usage(input={}, cached_input={}, cache_write={}, output={}, reasoning={})",
             u.input, u.cached_input, u.cache_write, u.output, u.reasoning

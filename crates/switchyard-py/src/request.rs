@@ -46,7 +46,9 @@ pub(crate) fn build(
         match key.as_str() {
             "system" => {
                 let text: String = extract(&value, "system", "a str")?;
-                request.messages.insert(0, Message::text(Role::System, text));
+                request
+                    .messages
+                    .insert(0, Message::text(Role::System, text));
             }
             "tools" => request.tools = tools(&value)?,
             "tool_choice" => request.tool_choice = Some(tool_choice(&value)?),
@@ -138,7 +140,9 @@ fn message(item: &Bound<'_, PyAny>, i: usize) -> PyResult<Message> {
     };
     // OpenAI's tool-result message: {"role": "tool", "tool_call_id": …, "content": "…"}.
     if let Some(call_id) = map.remove("tool_call_id") {
-        let content = map.remove("content").unwrap_or(Value::String(String::new()));
+        let content = map
+            .remove("content")
+            .unwrap_or(Value::String(String::new()));
         let content = parts(content);
         map.insert(
             "content".into(),
@@ -197,7 +201,11 @@ fn tools(value: &Bound<'_, PyAny>) -> PyResult<Vec<Tool>> {
 }
 
 fn tool_choice(value: &Bound<'_, PyAny>) -> PyResult<ToolChoice> {
-    let text: String = extract(value, "tool_choice", "\"auto\", \"none\", \"required\" or a tool's name")?;
+    let text: String = extract(
+        value,
+        "tool_choice",
+        "\"auto\", \"none\", \"required\" or a tool's name",
+    )?;
     Ok(match text.as_str() {
         "auto" => ToolChoice::Auto,
         "none" => ToolChoice::None,

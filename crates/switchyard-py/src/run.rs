@@ -82,7 +82,7 @@ impl Run {
         if let Some(backends) = backends {
             for (role, object) in backends.iter() {
                 let role: String = role.extract()?;
-                custom.push((role.clone(), PyBackend::new(&role, &object)?));
+                custom.push((role.clone(), PyBackend::for_role(&role, &object)?));
             }
         }
         let opened = py.detach(|| {
@@ -127,7 +127,11 @@ impl Run {
     /// The roles' names, sorted.
     #[getter]
     fn roles(&self) -> Vec<String> {
-        self.run.role_names().into_iter().map(str::to_string).collect()
+        self.run
+            .role_names()
+            .into_iter()
+            .map(str::to_string)
+            .collect()
     }
 
     /// Writes every pending record and the index, and stops recording.

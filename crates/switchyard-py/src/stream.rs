@@ -18,7 +18,8 @@ use crate::reply::Reply;
 use crate::runtime;
 
 enum State {
-    Pending(Request),
+    // Boxed: a request is large beside the other states.
+    Pending(Box<Request>),
     Open {
         stream: Box<ReplyStream>,
         attempts: Vec<Attempt>,
@@ -41,15 +42,18 @@ impl Stream {
     pub(crate) fn pending(llm: switchyard::Llm, request: Request) -> Stream {
         Stream {
             llm,
-            state: Arc::new(Mutex::new(State::Pending(request))),
+            state: Arc::new(Mutex::new(State::Pending(Box::new(request)))),
         }
     }
 
     /// Starts the call now, raising its failure.
     pub(crate) fn start_blocking(&self, py: Python<'_>) -> PyResult<()> {
         let (llm, state) = (self.llm.clone(), self.state.clone());
-        runtime::wait(py, async move { start(&llm, &mut *state.lock().await).await })?
-            .map_err(errors::to_py)
+        runtime::wait(
+            py,
+            async move { start(&llm, &mut *state.lock().await).await },
+        )?
+        .map_err(errors::to_py)
     }
 }
 
@@ -57,7 +61,7 @@ async fn start(llm: &switchyard::Llm, state: &mut State) -> Result<(), Error> {
     let State::Pending(request) = state else {
         return Ok(());
     };
-    let request = std::mem::take(request);
+    let request = std::mem::take(&mut **request);
     let outcome = llm.stream_detailed(request).await;
     match outcome.result {
         Ok(stream) => {
@@ -194,7 +198,10 @@ impl Event {
     /// The event's type.
     #[getter(r#type)]
     fn kind(&self) -> &str {
-        self.fields.get("type").and_then(Value::as_str).unwrap_or("")
+        self.fields
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
     }
 
     /// The text of a text or thinking delta, else `None`.

@@ -1,19 +1,8 @@
-//! The `switchyard` command line: parses arguments and hands each command to its module.
-
-mod cli;
-mod commands;
+//! The `switchyard` command line: the library's [`switchyard_cli::main_with_args`] on the
+//! process's arguments.
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
-    match commands::run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{e}");
-            ExitCode::FAILURE
-        }
-    }
+    switchyard_cli::main_with_args(std::env::args_os())
 }

@@ -1,0 +1,87 @@
+"""Switchyard for Python: the Switchyard library in-process.
+
+A model is named by a reference, ``<backend>/<model id>`` (``openai/gpt-5.4``,
+``vllm/qwen``, ``mock/echo``)::
+
+    import switchyard
+
+    llm = switchyard.llm("mock/echo")          # or llm() for $SWITCHYARD_MODEL
+    reply = llm.complete("hello", max_tokens=100)
+    print(reply.text, reply.usage.output, reply.cost_usd)
+
+A run config gives each role its model, settings, budget and call log::
+
+    with switchyard.Run.open("run.yaml") as run:
+        plan = run.llm("planner").complete("plan the work")
+
+Every failure raises a subclass of :class:`switchyard.Error` (see
+:mod:`switchyard.errors`). See ``docs/python.md``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Iterator
+
+from . import errors
+from ._switchyard import Event, Llm, Mock, Reply, Request, Run, Stream, Usage, check, llm
+from .errors import (
+    AuthError,
+    BadRequest,
+    BudgetExceeded,
+    Cancelled,
+    ConfigError,
+    ContextOverflow,
+    Error,
+    MissingKey,
+    NotAReference,
+    Overloaded,
+    ProviderError,
+    ProviderQuotaExhausted,
+    ProviderReplyMalformed,
+    RateLimited,
+    ReplayExhausted,
+    Timeout,
+    Transport,
+    UnknownBackend,
+    Unsupported,
+)
+
+__all__ = [
+    "llm",
+    "check",
+    "mock",
+    "Llm",
+    "Reply",
+    "Usage",
+    "Stream",
+    "Event",
+    "Run",
+    "Request",
+    "Mock",
+    "errors",
+] + errors.__all__
+
+
+@contextlib.contextmanager
+def mock(host: str = "127.0.0.1", port: int = 0, point_backend: bool = True) -> Iterator[Mock]:
+    """The mock provider in this process, on a free loopback port, for the ``with`` block.
+
+    With ``point_backend`` (the default) the built-in ``mock`` backend is pointed at it
+    for the block (``MOCK_BASE_URL``, restored after), so ``switchyard.llm("mock/echo")``
+    and run configs naming ``mock/...`` reach it.
+    """
+    server = Mock(host, port)
+    before = os.environ.get("MOCK_BASE_URL")
+    if point_backend:
+        os.environ["MOCK_BASE_URL"] = server.base_url
+    try:
+        yield server
+    finally:
+        if point_backend:
+            if before is None:
+                os.environ.pop("MOCK_BASE_URL", None)
+            else:
+                os.environ["MOCK_BASE_URL"] = before
+        server.stop()

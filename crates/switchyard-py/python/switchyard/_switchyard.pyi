@@ -1,0 +1,229 @@
+"""Type stubs of the native module (re-exported by ``switchyard``)."""
+
+from os import PathLike
+from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional, Sequence, Union
+
+Message = Union[Dict[str, Any], "Reply"]
+Prompt = Union[str, Sequence[Message]]
+StrPath = Union[str, "PathLike[str]"]
+
+def llm(reference: Optional[str] = None, **settings: Any) -> Llm:
+    """A handle for ``reference`` (``<backend>/<model id>``), else the default model
+    (``SWITCHYARD_MODEL``). ``settings`` are role settings (``max_tokens``,
+    ``temperature``, ``reasoning_effort``, ``retry`` — ``False`` never retries —,
+    ``timeout_seconds``, ``extra_body``…)."""
+
+def check(
+    path: StrPath, overrides: Optional[Sequence[str]] = None, env_file: Optional[StrPath] = None
+) -> Dict[str, Any]:
+    """A run config's check report as data (``ok``, ``roles``, ``problems``)."""
+
+def cli_main(argv: List[str]) -> int:
+    """Runs the ``switchyard`` command line on ``argv``; its exit code."""
+
+class Llm:
+    """A handle on one model, safe to share between threads and asyncio tasks."""
+
+    @property
+    def label(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def backend(self) -> str: ...
+    @property
+    def role(self) -> Optional[str]: ...
+    @property
+    def context_window(self) -> Optional[int]: ...
+    @property
+    def price_known(self) -> bool: ...
+    def complete(
+        self,
+        prompt: Prompt,
+        *,
+        system: Optional[str] = None,
+        tools: Optional[Sequence[Dict[str, Any]]] = None,
+        tool_choice: Optional[str] = None,
+        max_tokens: Optional[int] = None,
+        temperature: Optional[float] = None,
+        top_p: Optional[float] = None,
+        stop: Union[str, Sequence[str], None] = None,
+        reasoning_effort: Optional[str] = None,
+        thinking_budget: Optional[int] = None,
+    ) -> Reply:
+        """Sends the prompt and waits for the whole reply (the GIL released)."""
+    async def acomplete(
+        self,
+        prompt: Prompt,
+        *,
+        system: Optional[str] = None,
+        tools: Optional[Sequence[Dict[str, Any]]] = None,
+        tool_choice: Optional[str] = None,
+        max_tokens: Optional[int] = None,
+        temperature: Optional[float] = None,
+        top_p: Optional[float] = None,
+        stop: Union[str, Sequence[str], None] = None,
+        reasoning_effort: Optional[str] = None,
+        thinking_budget: Optional[int] = None,
+    ) -> Reply:
+        """``complete`` for asyncio."""
+    def stream(
+        self,
+        prompt: Prompt,
+        *,
+        system: Optional[str] = None,
+        tools: Optional[Sequence[Dict[str, Any]]] = None,
+        tool_choice: Optional[str] = None,
+        max_tokens: Optional[int] = None,
+        temperature: Optional[float] = None,
+        top_p: Optional[float] = None,
+        stop: Union[str, Sequence[str], None] = None,
+        reasoning_effort: Optional[str] = None,
+        thinking_budget: Optional[int] = None,
+    ) -> Stream:
+        """Streams the reply; failures before the first output raise here."""
+    def astream(
+        self,
+        prompt: Prompt,
+        *,
+        system: Optional[str] = None,
+        tools: Optional[Sequence[Dict[str, Any]]] = None,
+        tool_choice: Optional[str] = None,
+        max_tokens: Optional[int] = None,
+        temperature: Optional[float] = None,
+        top_p: Optional[float] = None,
+        stop: Union[str, Sequence[str], None] = None,
+        reasoning_effort: Optional[str] = None,
+        thinking_budget: Optional[int] = None,
+    ) -> Stream:
+        """``stream`` for ``async for``; the call starts at the first event."""
+
+class Usage:
+    """Tokens: ``input`` includes ``cached_input`` and ``cache_write``; ``output``
+    includes ``reasoning``."""
+
+    @property
+    def input(self) -> int: ...
+    @property
+    def cached_input(self) -> int: ...
+    @property
+    def cache_write(self) -> int: ...
+    @property
+    def output(self) -> int: ...
+    @property
+    def reasoning(self) -> int: ...
+    @property
+    def uncached_input(self) -> int: ...
+    @property
+    def total(self) -> int: ...
+    def to_dict(self) -> Dict[str, int]: ...
+
+class Reply:
+    """A model's answer."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def thinking(self) -> str: ...
+    @property
+    def content(self) -> List[Dict[str, Any]]: ...
+    @property
+    def tool_calls(self) -> List[Dict[str, Any]]: ...
+    @property
+    def finish(self) -> str: ...
+    @property
+    def finish_raw(self) -> Optional[str]: ...
+    @property
+    def usage(self) -> Optional[Usage]: ...
+    @property
+    def cost_usd(self) -> Optional[float]: ...
+    @property
+    def model(self) -> Optional[str]: ...
+    @property
+    def id(self) -> Optional[str]: ...
+    @property
+    def raw(self) -> bytes: ...
+    @property
+    def attempts(self) -> List[Dict[str, Any]]: ...
+    def to_message(self) -> Dict[str, Any]: ...
+    def to_dict(self) -> Dict[str, Any]: ...
+
+class Event:
+    """One stream event; its other fields (``reason``, ``usage``…) are attributes too."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def text(self) -> Optional[str]: ...
+    @property
+    def part(self) -> Optional[int]: ...
+    def __getattr__(self, name: str) -> Any: ...
+    def __getitem__(self, name: str) -> Any: ...
+    def to_dict(self) -> Dict[str, Any]: ...
+
+class Stream(Iterator[Event], AsyncIterator[Event]):
+    """A streamed reply's events; ``reply`` is the reply assembled so far."""
+
+    def __iter__(self) -> Stream: ...
+    def __next__(self) -> Event: ...
+    def __aiter__(self) -> Stream: ...
+    async def __anext__(self) -> Event: ...
+    @property
+    def reply(self) -> Optional[Reply]: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Stream: ...
+    def __exit__(self, *exc: Any) -> bool: ...
+
+class Request:
+    """What a Python backend's ``complete`` receives."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def role(self) -> Optional[str]: ...
+    @property
+    def messages(self) -> List[Dict[str, Any]]: ...
+    @property
+    def system(self) -> Optional[str]: ...
+    @property
+    def prompt(self) -> str: ...
+    @property
+    def tools(self) -> List[Dict[str, Any]]: ...
+    @property
+    def max_tokens(self) -> Optional[int]: ...
+    @property
+    def temperature(self) -> Optional[float]: ...
+    def to_dict(self) -> Dict[str, Any]: ...
+
+class Run:
+    """An opened run config: a handle per role, one budget, the call log."""
+
+    @staticmethod
+    def open(
+        path: StrPath,
+        overrides: Optional[Sequence[str]] = None,
+        env_file: Optional[StrPath] = None,
+        backends: Optional[Mapping[str, Any]] = None,
+        resume: bool = False,
+    ) -> Run: ...
+    def llm(self, role: str) -> Llm: ...
+    def check(self) -> Dict[str, Any]: ...
+    @property
+    def dir(self) -> Optional[str]: ...
+    @property
+    def roles(self) -> List[str]: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Run: ...
+    def __exit__(self, *exc: Any) -> bool: ...
+
+class Mock:
+    """The mock provider running in this process."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None: ...
+    @property
+    def url(self) -> str: ...
+    @property
+    def base_url(self) -> str: ...
+    @property
+    def received(self) -> int: ...
+    def clear(self) -> None: ...
+    def stop(self) -> None: ...

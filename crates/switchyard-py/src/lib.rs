@@ -1,0 +1,39 @@
+//! Switchyard for Python: the `_switchyard` extension module under the `switchyard`
+//! package (`python/switchyard/`).
+//!
+//! A skin over the library: every module here converts between Python and library
+//! values and holds no logic of its own (resolution, retries, recording, budgets and
+//! replay are the library's). The Python package re-exports these classes and adds the
+//! exceptions (`switchyard/errors.py`) and the context managers.
+
+mod backend;
+mod cli;
+mod errors;
+mod json;
+mod llm;
+mod mock;
+mod reply;
+mod request;
+mod run;
+mod runtime;
+mod settings;
+mod stream;
+
+use pyo3::prelude::*;
+
+/// The native module; `switchyard/__init__.py` is its public face.
+#[pymodule]
+fn _switchyard(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(llm::llm, m)?)?;
+    m.add_function(wrap_pyfunction!(run::check, m)?)?;
+    m.add_function(wrap_pyfunction!(cli::cli_main, m)?)?;
+    m.add_class::<llm::Llm>()?;
+    m.add_class::<reply::Reply>()?;
+    m.add_class::<reply::Usage>()?;
+    m.add_class::<stream::Stream>()?;
+    m.add_class::<stream::Event>()?;
+    m.add_class::<run::Run>()?;
+    m.add_class::<backend::Request>()?;
+    m.add_class::<mock::Mock>()?;
+    Ok(())
+}

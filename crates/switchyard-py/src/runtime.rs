@@ -1,0 +1,48 @@
+//! The one tokio runtime of the module, and waiting on it from Python.
+//!
+//! It is pyo3-async-runtimes' runtime (multi-threaded, started on first use), so that
+//! `acomplete`/`astream` futures and blocking `complete` calls share one connection pool
+//! and one set of worker threads: the asyncio side needs that crate anyway to turn a
+//! Rust future into an awaitable on the caller's event loop.
+
+use std::future::Future;
+use std::time::Duration;
+
+use pyo3::prelude::*;
+
+/// How often a blocked call looks for Ctrl-C: the GIL is released while it waits, so a
+/// signal is only seen when it comes back for a moment.
+const SIGNAL_POLL: Duration = Duration::from_millis(100);
+
+pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
+    pyo3_async_runtimes::tokio::get_runtime()
+}
+
+/// Runs `fut` on the runtime and waits for it with the GIL released. A `KeyboardInterrupt`
+/// (or any signal handler raising) drops the future, which ends the call.
+pub(crate) fn wait<F>(py: Python<'_>, fut: F) -> PyResult<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let mut task = runtime().spawn(fut);
+    loop {
+        let done = py.detach(|| {
+            runtime().block_on(async { tokio::time::timeout(SIGNAL_POLL, &mut task).await })
+        });
+        match done {
+            Ok(Ok(output)) => return Ok(output),
+            Ok(Err(join)) => {
+                return Err(pyo3::exceptions::PySystemError::new_err(format!(
+                    "switchyard: the call's task failed: {join}"
+                )))
+            }
+            Err(_elapsed) => {
+                if let Err(e) = py.check_signals() {
+                    task.abort();
+                    return Err(e);
+                }
+            }
+        }
+    }
+}

@@ -512,6 +512,11 @@ pub(crate) struct ShowArgs {
     #[arg(long)]
     pub json: bool,
 
+    /// Print only what `litellm.completion(...)` needs to reach the same endpoint: the
+    /// `model` string (`<litellm prefix>/<model id>`), the `api_base` and the key variable.
+    #[arg(long)]
+    pub litellm: bool,
+
     #[command(flatten)]
     pub files: ConfigArgs,
 

@@ -5,6 +5,31 @@
 mod cli;
 mod commands;
 
+/// What `switchyard backends list|show --json` print, as values, for another front end
+/// (the Python package's `switchyard.backends`) to give its callers the same data.
+pub mod data {
+    use serde_json::Value;
+    use switchyard::env::EnvSource;
+    use switchyard::registry::Config;
+
+    /// `switchyard backends list --json`: `{prices_date, backends: [...]}`, each backend
+    /// with every field, its layer, and `key` (`set`, `unset` or `not needed`).
+    pub fn backends_list(config: &Config, env: &dyn EnvSource) -> Result<Value, String> {
+        crate::commands::backends_list::list_json(config, env)
+    }
+
+    /// `switchyard backends show REFERENCE --json`: the reference resolved field by field
+    /// with layers, its URLs, and `litellm` (`{model, api_base, api_key_env}` or `null`).
+    /// A backend's name alone shows the backend with the model left open (`{model}`).
+    pub fn backends_show(
+        config: &Config,
+        reference: &str,
+        env: &dyn EnvSource,
+    ) -> Result<Value, String> {
+        crate::commands::backends_show::show_json(config, reference, env)
+    }
+}
+
 use std::ffi::OsString;
 use std::process::ExitCode;
 

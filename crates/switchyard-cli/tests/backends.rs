@@ -314,3 +314,98 @@ fn show_a_bare_backend_and_fields_copied_by_from() {
     assert!(line("auth ").ends_with("from mock (default)"), "{out}");
     assert!(line("apis").ends_with("override"), "{out}");
 }
+
+/// `--litellm`: what `litellm.completion(...)` needs for the same endpoint — the route
+/// prefix before the model id (aliases expanded), the api_base, the key variable.
+#[test]
+fn show_litellm_hands_off_the_endpoint() {
+    let home = tempfile::tempdir().unwrap();
+    let show = |args: &[&str]| {
+        let mut all = vec!["backends", "show"];
+        all.extend_from_slice(args);
+        run(switchyard(home.path())
+            .args(&all)
+            .env("VLLM_BASE_URL", "http://gpu-box:8000/v1"))
+    };
+    let (ok, out, err) = show(&["vllm/Qwen/Qwen3-8B", "--litellm"]);
+    assert!(ok, "{err}");
+    assert!(
+        has_row(&out, &["model", "hosted_vllm/Qwen/Qwen3-8B"]),
+        "{out}"
+    );
+    assert!(
+        has_row(&out, &["api_base", "http://gpu-box:8000/v1"]),
+        "{out}"
+    );
+    assert!(has_row(&out, &["api_key_env", "VLLM_API_KEY"]), "{out}");
+
+    let (ok, out, err) = show(&["anthropic/sonnet", "--litellm", "--json"]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({
+            "model": "anthropic/claude-sonnet-4-5",
+            "api_base": "https://api.anthropic.com",
+            "api_key_env": "ANTHROPIC_API_KEY",
+        })
+    );
+
+    let (ok, out, err) = show(&[
+        "fireworks/accounts/fireworks/models/glm-4p6",
+        "--litellm",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["model"], "fireworks_ai/accounts/fireworks/models/glm-4p6");
+    assert_eq!(v["api_base"], "https://api.fireworks.ai/inference/v1");
+
+    // Google's routes know their endpoint; Vertex sends no key (ADC).
+    let (ok, out, _) = show(&["vertex/gemini-2.5-pro", "--litellm", "--json"]);
+    assert!(ok);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["model"], "vertex_ai/gemini-2.5-pro");
+    assert_eq!(v["api_base"], serde_json::Value::Null);
+    assert_eq!(v["api_key_env"], serde_json::Value::Null);
+
+    // The prefix shows in the plain output and in --json, the hand-off under `litellm`.
+    let (ok, out, err) = show(&["ollama/llama3"]);
+    assert!(ok, "{err}");
+    assert!(
+        has_row(&out, &["litellm", "ollama_chat", "builtin"]),
+        "{out}"
+    );
+    let (ok, out, err) = show(&["ollama/llama3", "--json"]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["litellm"]["model"], "ollama_chat/llama3");
+    assert_eq!(v["litellm"]["api_base"], "http://127.0.0.1:11434");
+
+    // A backend of the user's own takes a prefix like any other field; a bad one is refused.
+    let (ok, out, err) = show(&[
+        "box/m",
+        "backends.box.base_url=http://10.0.0.2:9000/v1",
+        "backends.box.litellm=openai",
+        "--litellm",
+    ]);
+    assert!(ok, "{err}");
+    assert!(has_row(&out, &["model", "openai/m"]), "{out}");
+    assert!(
+        has_row(&out, &["api_base", "http://10.0.0.2:9000/v1"]),
+        "{out}"
+    );
+    assert!(has_row(&out, &["api_key_env", "BOX_API_KEY"]), "{out}");
+    let (ok, _, err) = show(&[
+        "box/m",
+        "backends.box.base_url=http://h/v1",
+        "backends.box.litellm=Open/AI",
+    ]);
+    assert!(!ok);
+    assert!(err.contains("LiteLLM's route prefix"), "{err}");
+
+    // No prefix: said, with what to do.
+    let (ok, _, err) = show(&["claude-code/sonnet", "--litellm"]);
+    assert!(!ok);
+    assert!(err.contains("no `litellm` route prefix"), "{err}");
+}

@@ -1,6 +1,7 @@
 //! `switchyard backends list`: every backend in a table or JSON.
 
 use super::CliEnv;
+use switchyard::env::EnvSource;
 use switchyard::registry::{Backend, Config, Layer};
 
 use super::{table, to_json};
@@ -44,23 +45,28 @@ fn shorten(s: &str, max: usize) -> String {
     out
 }
 
+/// `backends list --json` as a value (the Python package's `backends.list`).
+pub(crate) fn list_json(config: &Config, env: &dyn EnvSource) -> Result<serde_json::Value, String> {
+    let registry = &config.registry;
+    let mut items = Vec::new();
+    for b in registry.backends() {
+        let mut v = serde_json::to_value(b).map_err(|e| e.to_string())?;
+        if let Some(obj) = v.as_object_mut() {
+            obj.insert("key".into(), b.key_status(env).as_str().into());
+        }
+        items.push(v);
+    }
+    Ok(serde_json::json!({
+        "prices_date": registry.prices_date(),
+        "backends": items,
+    }))
+}
+
 pub(super) fn run(config: &Config, args: &ListArgs) -> Result<(), String> {
     let env = CliEnv;
     let registry = &config.registry;
     if args.json {
-        let mut items = Vec::new();
-        for b in registry.backends() {
-            let mut v = serde_json::to_value(b).map_err(|e| e.to_string())?;
-            if let Some(obj) = v.as_object_mut() {
-                obj.insert("key".into(), b.key_status(&env).as_str().into());
-            }
-            items.push(v);
-        }
-        let out = serde_json::json!({
-            "prices_date": registry.prices_date(),
-            "backends": items,
-        });
-        println!("{}", to_json(&out)?);
+        println!("{}", to_json(&list_json(config, &env)?)?);
         return Ok(());
     }
     let mut rows = vec![vec![

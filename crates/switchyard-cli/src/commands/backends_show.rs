@@ -2,6 +2,7 @@
 
 use super::CliEnv;
 use serde_json::{json, Value};
+use switchyard::env::EnvSource;
 use switchyard::registry::{Backend, Config, Dialect, Resolved};
 use switchyard::Reference;
 
@@ -13,8 +14,7 @@ const MODEL_LEFT_OPEN: &str = "{model}";
 
 /// The URL and auth of one dialect: filled from the environment when its placeholders are
 /// set, else the template and what it needs.
-fn endpoint_text(b: &Backend, d: Dialect, model: &str) -> String {
-    let env = CliEnv;
+fn endpoint_text(b: &Backend, d: Dialect, model: &str, env: &dyn EnvSource) -> String {
     if model == MODEL_LEFT_OPEN {
         // The placeholder goes into a URL path, which escapes its braces.
         return b
@@ -22,7 +22,7 @@ fn endpoint_text(b: &Backend, d: Dialect, model: &str) -> String {
             .unwrap_or_else(|e| e.to_string())
             .replace("%7Bmodel%7D", MODEL_LEFT_OPEN);
     }
-    match b.endpoint(d, model, false, &env) {
+    match b.endpoint(d, model, false, env) {
         Ok(u) => u.to_string(),
         Err(_) => b
             .endpoint_template(d, model, false)
@@ -78,7 +78,7 @@ fn text(config: &Config, r: &Reference, b: &Backend) -> String {
     for d in &b.apis.value {
         rows.push(vec![
             format!("  {d}"),
-            endpoint_text(b, *d, &r.model),
+            endpoint_text(b, *d, &r.model, &env),
             format!("auth {}", b.auth_for(*d)),
         ]);
     }
@@ -140,6 +140,9 @@ fn text(config: &Config, r: &Reference, b: &Backend) -> String {
             c.layer.to_string(),
         ]);
     }
+    if let Some(l) = &b.litellm {
+        rows.push(row("litellm", l));
+    }
     let mut out = table::render(&rows);
     if let Some(date) = config.registry.prices_date() {
         if b.price(&r.model)
@@ -155,13 +158,12 @@ fn resolved_json<T: serde::Serialize>(r: &Resolved<T>) -> Value {
     serde_json::to_value(r).unwrap_or(Value::Null)
 }
 
-fn json_of(r: &Reference, b: &Backend) -> Value {
-    let env = CliEnv;
+fn json_of(r: &Reference, b: &Backend, env: &dyn EnvSource) -> Value {
     let mut endpoints = serde_json::Map::new();
     for d in &b.apis.value {
         endpoints.insert(
             d.to_string(),
-            json!({ "url": endpoint_text(b, *d, &r.model), "auth": b.auth_for(*d).as_str() }),
+            json!({ "url": endpoint_text(b, *d, &r.model, env), "auth": b.auth_for(*d).as_str() }),
         );
     }
     json!({
@@ -179,7 +181,7 @@ fn json_of(r: &Reference, b: &Backend) -> Value {
         "auth": resolved_json(&b.auth),
         "api_key_env": resolved_json(&b.api_key_env),
         "key_required": resolved_json(&b.key_required),
-        "key": b.key_status(&env).as_str(),
+        "key": b.key_status(env).as_str(),
         "price": b.price(&r.model).map(resolved_json).unwrap_or_else(|| json!("unknown")),
         "context_window": b.context_window.as_ref().map(resolved_json).unwrap_or_else(|| json!("unknown")),
         "max_output_tokens": b.max_output_tokens.as_ref().map(resolved_json).unwrap_or_else(|| json!("unknown")),
@@ -189,34 +191,109 @@ fn json_of(r: &Reference, b: &Backend) -> Value {
         "extra_body": serde_json::to_value(&b.extra_body).unwrap_or(Value::Null),
         "from": b.from.as_ref().map(resolved_json),
         "command": b.command.as_ref().map(resolved_json),
+        "litellm": litellm_json(r, b, env),
         "layers": b.layers.iter().map(|l| l.to_string()).collect::<Vec<_>>(),
     })
 }
 
-pub(super) fn run(config: &Config, args: &ShowArgs) -> Result<(), String> {
+/// The LiteLLM hand-off as JSON: `{model, api_base, api_key_env}`, `null` without a
+/// `litellm` prefix (or with the model left open), the error text when a URL placeholder is
+/// unset.
+fn litellm_json(r: &Reference, b: &Backend, env: &dyn EnvSource) -> Value {
+    if r.model == MODEL_LEFT_OPEN {
+        return Value::Null;
+    }
+    match b.litellm(&r.model, env) {
+        Ok(Some(l)) => serde_json::to_value(l).unwrap_or(Value::Null),
+        Ok(None) => Value::Null,
+        Err(e) => json!({ "error": e.to_string() }),
+    }
+}
+
+/// The reference `text` names, or — for a backend's name alone — the backend with its
+/// model left open (`true` then).
+fn reference_of(config: &Config, text: &str) -> Result<(Reference, bool), String> {
     let registry = &config.registry;
-    let reference = match registry.require_reference(&args.reference) {
-        Ok(r) => r,
-        // A backend's name alone: show the backend, its URLs with the model left open.
+    match registry.require_reference(text) {
+        Ok(r) => Ok((r, false)),
         Err(switchyard::ReferenceError::EmptyModel { backend, .. })
             if registry.backend(&backend).is_some() =>
         {
-            eprintln!(
-                "note: `{backend}` is a backend; a reference is `{backend}/<model id>`. The backend itself:"
-            );
-            Reference {
-                backend,
-                model: MODEL_LEFT_OPEN.into(),
-                requested_model: MODEL_LEFT_OPEN.into(),
-            }
+            Ok((
+                Reference {
+                    backend,
+                    model: MODEL_LEFT_OPEN.into(),
+                    requested_model: MODEL_LEFT_OPEN.into(),
+                },
+                true,
+            ))
         }
-        Err(e) => return Err(format!("error: {e}")),
-    };
-    let backend = registry
+        Err(e) => Err(format!("error: {e}")),
+    }
+}
+
+/// `backends show --json` of `text` as a value (the Python package's `backends.show`).
+pub(crate) fn show_json(config: &Config, text: &str, env: &dyn EnvSource) -> Result<Value, String> {
+    let (reference, _) = reference_of(config, text)?;
+    let backend = config
+        .registry
         .backend(&reference.backend)
         .ok_or_else(|| format!("error: no backend `{}`", reference.backend))?;
+    Ok(json_of(&reference, backend, env))
+}
+
+/// `backends show --litellm`: the hand-off, or why there is none.
+fn litellm_text(r: &Reference, b: &Backend, json: bool) -> Result<String, String> {
+    if r.model == MODEL_LEFT_OPEN {
+        return Err(format!(
+            "error: `--litellm` needs a model: `switchyard backends show {}/<model id> --litellm`",
+            b.name
+        ));
+    }
+    let Some(l) = b
+        .litellm(&r.model, &CliEnv)
+        .map_err(|e| format!("error: {e}"))?
+    else {
+        return Err(format!(
+            "error: backend `{}` has no `litellm` route prefix; set one in its entry (`litellm: openai` sends an OpenAI-compatible server's calls to its api_base)",
+            b.name
+        ));
+    };
+    if json {
+        return to_json(&serde_json::to_value(&l).map_err(|e| e.to_string())?).map(|s| s + "\n");
+    }
+    let rows = vec![
+        vec!["model".to_string(), l.model],
+        vec![
+            "api_base".into(),
+            l.api_base.unwrap_or_else(|| "- (LiteLLM's own)".into()),
+        ],
+        vec![
+            "api_key_env".into(),
+            l.api_key_env.unwrap_or_else(|| "- (not needed)".into()),
+        ],
+    ];
+    Ok(table::render(&rows))
+}
+
+pub(super) fn run(config: &Config, args: &ShowArgs) -> Result<(), String> {
+    let (reference, bare) = reference_of(config, &args.reference)?;
+    let backend = config
+        .registry
+        .backend(&reference.backend)
+        .ok_or_else(|| format!("error: no backend `{}`", reference.backend))?;
+    if args.litellm {
+        print!("{}", litellm_text(&reference, backend, args.json)?);
+        return Ok(());
+    }
+    if bare {
+        eprintln!(
+            "note: `{}` is a backend; a reference is `{}/<model id>`. The backend itself:",
+            reference.backend, reference.backend
+        );
+    }
     if args.json {
-        println!("{}", to_json(&json_of(&reference, backend))?);
+        println!("{}", to_json(&json_of(&reference, backend, &CliEnv))?);
     } else {
         print!("{}", text(config, &reference, backend));
     }

@@ -2,9 +2,9 @@
 
 mod ask;
 mod backends_check;
-mod backends_list;
+pub(crate) mod backends_list;
 mod backends_shell;
-mod backends_show;
+pub(crate) mod backends_show;
 mod bind;
 mod builtin_mock;
 mod check;

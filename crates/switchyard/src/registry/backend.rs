@@ -59,8 +59,25 @@ pub struct Backend {
     /// For `replay`: the recorded run's call log (`<run_dir>/llm_log`, or the run
     /// directory itself).
     pub log: Option<Resolved<String>>,
+    /// LiteLLM's route prefix for this backend (`hosted_vllm`, `fireworks_ai`), for handing
+    /// a reference to a program that calls models through `litellm` ([`Backend::litellm`]).
+    pub litellm: Option<Resolved<String>>,
     /// Every layer that contributed to this backend, lowest first.
     pub layers: Vec<Layer>,
+}
+
+/// What `litellm.completion(...)` needs to reach the endpoint a reference names: see
+/// [`Backend::litellm`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LiteLlm {
+    /// `<prefix>/<model id>`, LiteLLM's `model` argument (`hosted_vllm/qwen3`).
+    pub model: String,
+    /// LiteLLM's `api_base`: the root its route appends its path to; `None` where the
+    /// route knows its provider's endpoint itself (`gemini`, `vertex_ai`).
+    pub api_base: Option<String>,
+    /// The environment variable whose value is LiteLLM's `api_key`; `None` when the
+    /// backend sends no key (no-key auth, Google ADC).
+    pub api_key_env: Option<String>,
 }
 
 /// Whether a backend's key variable is set.
@@ -317,6 +334,48 @@ impl Backend {
             |m| self.alias(m),
             |m| self.prices.get(m),
         )
+    }
+
+    /// The LiteLLM hand-off for `model` (an alias is expanded): `None` when the backend has
+    /// no `litellm` prefix. `api_base` is the root LiteLLM's route expects: the chat root
+    /// (`base_url`) for OpenAI-compatible routes, the Messages root for `anthropic`, the
+    /// server's origin (no `/v1`) for `ollama`/`ollama_chat`, none for `gemini` and
+    /// `vertex_ai`. Placeholders in the URL are filled from `env`.
+    pub fn litellm(
+        &self,
+        model: &str,
+        env: &dyn EnvSource,
+    ) -> Result<Option<LiteLlm>, EndpointError> {
+        let Some(prefix) = &self.litellm else {
+            return Ok(None);
+        };
+        let prefix = prefix.value.as_str();
+        let root = match prefix {
+            "gemini" | "vertex_ai" => None,
+            "anthropic" => self.messages_root(),
+            "ollama" | "ollama_chat" => self
+                .base_url
+                .as_ref()
+                .map(|b| b.value.strip_suffix("/v1").unwrap_or(&b.value).to_string()),
+            _ => self.base_url.as_ref().map(|b| b.value.clone()),
+        };
+        let api_base = match root {
+            Some(template) => {
+                let filled = url_template::expand(&template, env).map_err(|variable| {
+                    EndpointError::UnsetVariable {
+                        backend: self.name.clone(),
+                        variable,
+                    }
+                })?;
+                Some(filled)
+            }
+            None => None,
+        };
+        Ok(Some(LiteLlm {
+            model: format!("{prefix}/{}", self.expand_alias(model)),
+            api_base,
+            api_key_env: (!self.uses_no_key()).then(|| self.api_key_env.value.clone()),
+        }))
     }
 
     fn alias(&self, model: &str) -> Option<String> {

@@ -32,7 +32,7 @@ mod tests;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-pub use backend::{Backend, EndpointError, KeyStatus};
+pub use backend::{Backend, EndpointError, KeyStatus, LiteLlm};
 pub use builtin::BUILTINS_YAML;
 pub use load::{user_file_path, BACKENDS_FILE_KEYS};
 pub use overrides::{looks_like_override, parse_override, redacted, Override, SECTIONS};

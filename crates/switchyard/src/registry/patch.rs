@@ -33,6 +33,7 @@ pub const FIELDS: &[&str] = &[
     "from",
     "command",
     "log",
+    "litellm",
 ];
 
 /// Every field a price accepts.
@@ -62,6 +63,7 @@ pub(crate) struct BackendPatch {
     pub from: Option<(String, Location)>,
     pub command: Option<Vec<String>>,
     pub log: Option<String>,
+    pub litellm: Option<String>,
 }
 
 impl BackendPatch {
@@ -89,6 +91,7 @@ impl BackendPatch {
             from: None,
             command: None,
             log: None,
+            litellm: None,
         }
     }
 }
@@ -458,6 +461,21 @@ pub(crate) fn parse_field(
                 src,
                 &path,
                 "one character after which a model id carries options (the mock's `+`), not `/`",
+                other,
+            )),
+        },
+        "litellm" => match v {
+            Value::String(s)
+                if !s.is_empty()
+                    && s.chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') =>
+            {
+                patch.litellm = Some(s.clone())
+            }
+            other => errors.push(wrong(
+                src,
+                &path,
+                "LiteLLM's route prefix for this backend, as in `hosted_vllm` or `fireworks_ai`",
                 other,
             )),
         },

@@ -32,6 +32,7 @@ struct Draft {
     from: Option<Resolved<String>>,
     command: Option<Resolved<Vec<String>>>,
     log: Option<Resolved<String>>,
+    litellm: Option<Resolved<String>>,
     layers: Vec<Layer>,
 }
 
@@ -97,6 +98,7 @@ impl Draft {
             from: None,
             command: source.command.as_ref().map(|r| copied(r, name)),
             log: source.log.as_ref().map(|r| copied(r, name)),
+            litellm: source.litellm.as_ref().map(|r| copied(r, name)),
             layers: source
                 .layers
                 .iter()
@@ -138,6 +140,7 @@ impl Draft {
         set(&mut self.max_tokens_field, &p.max_tokens_field, layer);
         set(&mut self.command, &p.command, layer);
         set(&mut self.log, &p.log, layer);
+        set(&mut self.litellm, &p.litellm, layer);
         merge(&mut self.prices, &p.prices, layer);
         merge(&mut self.extra_body, &p.extra_body, layer);
         merge(&mut self.models, &p.models, layer);
@@ -193,6 +196,7 @@ impl Draft {
             from: self.from,
             command: self.command,
             log: self.log,
+            litellm: self.litellm,
             layers: self.layers,
         }
     }

@@ -7,6 +7,7 @@
 //! exceptions (`switchyard/errors.py`) and the context managers.
 
 mod backend;
+mod bench;
 mod cli;
 mod errors;
 mod json;
@@ -27,6 +28,7 @@ fn _switchyard(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(llm::llm, m)?)?;
     m.add_function(wrap_pyfunction!(run::check, m)?)?;
     m.add_function(wrap_pyfunction!(cli::cli_main, m)?)?;
+    m.add_function(wrap_pyfunction!(bench::_bench_rust_complete, m)?)?;
     m.add_class::<llm::Llm>()?;
     m.add_class::<reply::Reply>()?;
     m.add_class::<reply::Usage>()?;

@@ -20,29 +20,23 @@ pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
 
 /// Runs `fut` on the runtime and waits for it with the GIL released. A `KeyboardInterrupt`
 /// (or any signal handler raising) drops the future, which ends the call.
+///
+/// The future is polled on the calling thread (`block_on`, as a Rust caller does), not
+/// spawned: a spawned task would add a hop to a worker thread and back on every call (a
+/// few microseconds, `bench/overhead.py`). Its I/O is still driven by the runtime.
 pub(crate) fn wait<F>(py: Python<'_>, fut: F) -> PyResult<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    let mut task = runtime().spawn(fut);
+    let mut fut = Box::pin(fut);
     loop {
         let done = py.detach(|| {
-            runtime().block_on(async { tokio::time::timeout(SIGNAL_POLL, &mut task).await })
+            runtime().block_on(async { tokio::time::timeout(SIGNAL_POLL, &mut fut).await })
         });
         match done {
-            Ok(Ok(output)) => return Ok(output),
-            Ok(Err(join)) => {
-                return Err(pyo3::exceptions::PySystemError::new_err(format!(
-                    "switchyard: the call's task failed: {join}"
-                )))
-            }
-            Err(_elapsed) => {
-                if let Err(e) = py.check_signals() {
-                    task.abort();
-                    return Err(e);
-                }
-            }
+            Ok(output) => return Ok(output),
+            Err(_elapsed) => py.check_signals()?,
         }
     }
 }

@@ -7,6 +7,7 @@
 //! exceptions (`switchyard/errors.py`) and the context managers.
 
 mod backend;
+mod backends;
 mod bench;
 mod cli;
 mod errors;
@@ -28,6 +29,8 @@ fn _switchyard(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(llm::llm, m)?)?;
     m.add_function(wrap_pyfunction!(run::check, m)?)?;
     m.add_function(wrap_pyfunction!(cli::cli_main, m)?)?;
+    m.add_function(wrap_pyfunction!(backends::backends_list, m)?)?;
+    m.add_function(wrap_pyfunction!(backends::backends_show, m)?)?;
     m.add_function(wrap_pyfunction!(bench::_bench_rust_complete, m)?)?;
     m.add_class::<llm::Llm>()?;
     m.add_class::<reply::Reply>()?;

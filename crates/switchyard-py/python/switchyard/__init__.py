@@ -24,7 +24,7 @@ import contextlib
 import os
 from typing import Iterator
 
-from . import errors
+from . import backends, errors
 from ._switchyard import Event, Llm, Mock, Reply, Request, Run, Stream, Usage, check, llm
 from .errors import (
     AuthError,
@@ -61,6 +61,7 @@ __all__ = [
     "Request",
     "Mock",
     "errors",
+    "backends",
 ] + errors.__all__
 
 

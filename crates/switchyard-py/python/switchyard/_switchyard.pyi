@@ -227,3 +227,11 @@ class Mock:
     def received(self) -> int: ...
     def clear(self) -> None: ...
     def stop(self) -> None: ...
+
+def backends_list(config: Optional[str] = None, overrides: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+    """``switchyard backends list --json`` as data (see ``switchyard.backends.list``)."""
+
+def backends_show(
+    reference: str, config: Optional[str] = None, overrides: Optional[Sequence[str]] = None
+) -> Dict[str, Any]:
+    """``switchyard backends show REF --json`` as data (see ``switchyard.backends.show``)."""

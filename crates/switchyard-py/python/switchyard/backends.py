@@ -1,0 +1,70 @@
+"""The registry as data: what ``switchyard backends list|show --json`` print.
+
+    >>> import switchyard
+    >>> info = switchyard.backends.show("vllm/Qwen/Qwen3-8B")
+    >>> info.model, info.endpoints.chat.url
+    ('Qwen/Qwen3-8B', 'http://127.0.0.1:8000/v1/chat/completions')
+    >>> info.litellm          # the hand-off to a program that calls litellm
+    {'model': 'hosted_vllm/Qwen/Qwen3-8B', 'api_base': 'http://127.0.0.1:8000/v1', 'api_key_env': 'VLLM_API_KEY'}
+
+The values are dicts whose keys also read as attributes (``info["model"]`` or
+``info.model``). Both functions load the registry as the CLI does: the built-ins, the
+user's backends file, the environment, then ``config`` (a run config's ``backends:``) and
+``overrides`` (``["backends.vllm.base_url=http://gpu:8000/v1"]``).
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+from typing import Any, Optional, Sequence, Union
+
+from . import _switchyard
+
+__all__ = ["list", "show", "Data"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class Data(dict):
+    """A dict whose keys read as attributes too; nested dicts are ``Data`` as well."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _wrap(value: Any) -> Any:
+    if isinstance(value, dict):
+        return Data({k: _wrap(v) for k, v in value.items()})
+    if isinstance(value, builtins.list):
+        return [_wrap(v) for v in value]
+    return value
+
+
+def _path(config: Optional[PathLike]) -> Optional[str]:
+    return None if config is None else os.fspath(config)
+
+
+def list(  # noqa: A001 - the name the CLI uses
+    config: Optional[PathLike] = None, overrides: Optional[Sequence[str]] = None
+) -> "builtins.list[Data]":
+    """Every backend with every field, the layer it comes from, and ``key`` (``set``,
+    ``unset`` or ``not needed``; never the value)."""
+    out = _switchyard.backends_list(_path(config), builtins.list(overrides or []))
+    return [_wrap(b) for b in out["backends"]]
+
+
+def show(
+    reference: str,
+    config: Optional[PathLike] = None,
+    overrides: Optional[Sequence[str]] = None,
+) -> Data:
+    """``reference`` resolved: backend, model id after aliases, each dialect's URL and
+    auth, the key variable and whether it is set, price, context window, each field's
+    layer, and ``litellm`` (``{model, api_base, api_key_env}``, or ``None`` when the
+    backend has no LiteLLM route prefix). An unknown backend raises
+    :class:`switchyard.UnknownBackend` naming the nearest one."""
+    return _wrap(_switchyard.backends_show(reference, _path(config), builtins.list(overrides or [])))

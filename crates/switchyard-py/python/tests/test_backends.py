@@ -1,0 +1,105 @@
+"""The registry as data (`switchyard backends list|show --json`) and the LiteLLM hand-off."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import switchyard
+
+
+def test_list_gives_every_backend_with_its_key_status(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    backends = {b.name: b for b in switchyard.backends.list()}
+    assert {"openai", "anthropic", "vllm", "mock", "claude-code"} <= set(backends)
+    assert backends["openai"].key == "set"
+    assert backends["vllm"].key == "not needed"
+    assert backends["claude-code"].kind.value == "claude-code"
+    assert backends["fireworks"].litellm.value == "fireworks_ai"
+    assert "sk-test-not-a-real-key" not in json.dumps(backends)
+
+
+def test_show_is_the_cli_json(monkeypatch):
+    info = switchyard.backends.show("mock/large")
+    assert info.model == "mock-large" and info.requested_model == "large"
+    assert info["alias"]["value"] == "mock-large"
+    assert info.endpoints.chat.url.endswith("/v1/chat/completions")
+    assert info.price.value.output == 15
+    # The same data the command prints.
+    out = subprocess.run(
+        [sys.executable, "-m", "switchyard._cli", "backends", "show", "mock/large", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(out.stdout) == info
+
+
+def test_show_takes_a_run_config_and_overrides(tmp_path):
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        "backends:\n  box:\n    base_url: http://127.0.0.1:9999/v1\n    litellm: hosted_vllm\n"
+        "llm:\n  planner: box/qwen\n"
+    )
+    info = switchyard.backends.show("box/qwen", config=config)
+    assert info.base_url.value == "http://127.0.0.1:9999/v1"
+    assert info.litellm == {
+        "model": "hosted_vllm/qwen",
+        "api_base": "http://127.0.0.1:9999/v1",
+        "api_key_env": "BOX_API_KEY",
+    }
+    moved = switchyard.backends.show(
+        "box/qwen", config=config, overrides=["backends.box.base_url=http://10.1.2.3:8000/v1"]
+    )
+    assert moved.litellm.api_base == "http://10.1.2.3:8000/v1"
+
+
+def test_the_litellm_hand_off_of_the_built_ins(monkeypatch):
+    monkeypatch.setenv("VLLM_BASE_URL", "http://gpu-box:8000/v1")
+    vllm = switchyard.backends.show("vllm/Qwen/Qwen3-8B").litellm
+    assert vllm.model == "hosted_vllm/Qwen/Qwen3-8B"
+    assert vllm.api_base == "http://gpu-box:8000/v1"
+    assert vllm.api_key_env == "VLLM_API_KEY"
+    anthropic = switchyard.backends.show("anthropic/opus").litellm
+    assert anthropic == {
+        "model": "anthropic/claude-opus-4-5",
+        "api_base": "https://api.anthropic.com",
+        "api_key_env": "ANTHROPIC_API_KEY",
+    }
+    assert switchyard.backends.show("gemini/gemini-2.5-pro").litellm == {
+        "model": "gemini/gemini-2.5-pro",
+        "api_base": None,
+        "api_key_env": "GEMINI_API_KEY",
+    }
+    assert switchyard.backends.show("together/openai/gpt-oss-120b").litellm.model == (
+        "together_ai/openai/gpt-oss-120b"
+    )
+    # No route: None, not a guess.
+    assert switchyard.backends.show("claude-code/sonnet").litellm is None
+
+
+def test_the_hand_off_reaches_the_same_endpoint(mock_server):
+    """What litellm.completion(model=…, api_base=…) would call: the `openai` route posts to
+    `<api_base>/chat/completions` with the model id after the prefix."""
+    import urllib.request
+
+    hand_off = switchyard.backends.show("mock/echo").litellm
+    prefix, model = hand_off.model.split("/", 1)
+    assert prefix == "openai" and hand_off.api_base == mock_server.base_url
+    body = json.dumps({"model": model, "messages": [{"role": "user", "content": "hi"}]})
+    request = urllib.request.Request(
+        hand_off.api_base + "/chat/completions",
+        data=body.encode(),
+        headers={"content-type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert json.load(response)["choices"][0]["message"]["content"] == "hi"
+
+
+def test_show_errors_are_typed():
+    with pytest.raises(switchyard.UnknownBackend) as info:
+        switchyard.backends.show("opneai/gpt-5")
+    assert info.value.nearest == "openai"
+    # A backend's name alone is shown, its model left open.
+    assert switchyard.backends.show("mock").model == "{model}"

@@ -1,0 +1,63 @@
+//! `switchyard.backends.list()` / `.show(reference)`: the data `switchyard backends
+//! list|show --json` prints, made by the CLI's own functions (`switchyard_cli::data`).
+
+use std::path::PathBuf;
+
+use pyo3::prelude::*;
+use switchyard::env::ProcessEnv;
+use switchyard::registry::{Config, LoadOptions};
+use switchyard::{Error, ReferenceError};
+
+use crate::errors::IntoPy;
+use crate::json;
+
+/// The registry as the CLI loads it: built-ins, the user's file, the environment, the run
+/// config's `backends:` and the overrides.
+fn load(config: Option<PathBuf>, overrides: Option<Vec<String>>) -> PyResult<Config> {
+    let env = ProcessEnv;
+    let mut opts = LoadOptions::new(&env);
+    opts.run_config = config;
+    opts.overrides = overrides.unwrap_or_default();
+    Config::load(&opts)
+        .map_err(|e| Error::Config(e.to_string()))
+        .py_err()
+}
+
+/// Every backend, as `switchyard backends list --json` prints them.
+#[pyfunction]
+#[pyo3(signature = (config = None, overrides = None))]
+pub(crate) fn backends_list<'py>(
+    py: Python<'py>,
+    config: Option<PathBuf>,
+    overrides: Option<Vec<String>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let config = load(config, overrides)?;
+    let value = switchyard_cli::data::backends_list(&config, &ProcessEnv)
+        .map_err(Error::Config)
+        .py_err()?;
+    json::to_py(py, &value)
+}
+
+/// One reference resolved, as `switchyard backends show REF --json` prints it. An unknown
+/// backend raises `UnknownBackend` with the nearest name.
+#[pyfunction]
+#[pyo3(signature = (reference, config = None, overrides = None))]
+pub(crate) fn backends_show<'py>(
+    py: Python<'py>,
+    reference: &str,
+    config: Option<PathBuf>,
+    overrides: Option<Vec<String>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let config = load(config, overrides)?;
+    match config.registry.require_reference(reference) {
+        Ok(_) => {}
+        // A backend's name alone is shown with its model left open, as the CLI does.
+        Err(ReferenceError::EmptyModel { ref backend, .. })
+            if config.registry.backend(backend).is_some() => {}
+        Err(e) => return Err(Error::from(e)).py_err(),
+    }
+    let value = switchyard_cli::data::backends_show(&config, reference, &ProcessEnv)
+        .map_err(Error::Config)
+        .py_err()?;
+    json::to_py(py, &value)
+}

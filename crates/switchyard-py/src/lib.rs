@@ -11,6 +11,7 @@ mod backends;
 mod bench;
 mod cli;
 mod errors;
+mod gateway;
 mod json;
 mod llm;
 mod mock;
@@ -40,5 +41,6 @@ fn _switchyard(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<run::Run>()?;
     m.add_class::<backend::Request>()?;
     m.add_class::<mock::Mock>()?;
+    m.add_class::<gateway::Gateway>()?;
     Ok(())
 }

@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Iterator
+from typing import Iterator, Optional, Sequence, Union
+
+PathLike = Union[str, "os.PathLike[str]"]
 
 from . import backends, errors
-from ._switchyard import Event, Llm, Mock, Reply, Request, Run, Stream, Usage, check, llm
+from ._switchyard import Event, Gateway, Llm, Mock, Reply, Request, Run, Stream, Usage, check, llm
 from .errors import (
     AuthError,
     BadRequest,
@@ -52,6 +54,8 @@ __all__ = [
     "llm",
     "check",
     "mock",
+    "serve",
+    "Gateway",
     "Llm",
     "Reply",
     "Usage",
@@ -86,3 +90,34 @@ def mock(host: str = "127.0.0.1", port: int = 0, point_backend: bool = True) -> 
             else:
                 os.environ["MOCK_BASE_URL"] = before
         server.stop()
+
+
+def serve(
+    config: Optional[PathLike] = None,
+    data_dir: Optional[PathLike] = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    overrides: Optional[Sequence[str]] = None,
+    mock: bool = True,
+) -> Gateway:
+    """The gateway (``switchyard serve``) in this process, on a free loopback port, until
+    ``stop()`` or the end of the ``with`` block::
+
+        with switchyard.serve(data_dir="gw-data") as gateway:
+            openai.OpenAI(base_url=gateway.base_url, api_key="unused")...
+
+    ``config`` is the file ``switchyard serve --config`` takes (``models:``, ``keys:``,
+    ``store:``, ``backends:``…); ``data_dir`` records every call there (it wins over
+    ``store:``). With ``mock`` (the default), the built-in ``mock`` backend is answered by a
+    mock provider started for the gateway unless its URL was changed (inside
+    ``switchyard.mock()`` it is that mock's). A bad config raises :class:`ConfigError`.
+    """
+    return Gateway(
+        None if config is None else os.fspath(config),
+        None if data_dir is None else os.fspath(data_dir),
+        host,
+        port,
+        list(overrides or []),
+        mock,
+    )

@@ -235,3 +235,30 @@ def backends_show(
     reference: str, config: Optional[str] = None, overrides: Optional[Sequence[str]] = None
 ) -> Dict[str, Any]:
     """``switchyard backends show REF --json`` as data (see ``switchyard.backends.show``)."""
+
+class Gateway:
+    """The gateway running in this process (see ``switchyard.serve``)."""
+
+    def __init__(
+        self,
+        config: Optional[StrPath] = None,
+        data_dir: Optional[StrPath] = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        overrides: Optional[Sequence[str]] = None,
+        mock: bool = True,
+        allow_public_without_keys: bool = False,
+    ) -> None: ...
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>`` (Anthropic and Gemini base URL)."""
+    @property
+    def base_url(self) -> str:
+        """``url`` + ``/v1`` (an OpenAI client's base URL)."""
+    @property
+    def data_dir(self) -> Optional["PathLike[str]"]:
+        """Where calls are recorded, if anywhere."""
+    def stop(self) -> None:
+        """Drains calls in flight and stops (twice: nothing)."""
+    def __enter__(self) -> "Gateway": ...
+    def __exit__(self, *exc: Any) -> bool: ...

@@ -38,8 +38,9 @@ pub fn prepare(request: &mut Request, target: Dialect) -> Restore {
         return restore;
     }
     for tool in &mut request.tools {
-        if let Some(ns) = tool.namespace.take() {
-            let flat = format!("{ns}{}", tool.name);
+        if tool.namespace.is_some() {
+            let flat = tool.flat_name();
+            let ns = tool.namespace.take().unwrap_or_default();
             restore
                 .namespaced
                 .insert(flat.clone(), (ns, std::mem::take(&mut tool.name)));
@@ -76,8 +77,9 @@ pub fn prepare(request: &mut Request, target: Dialect) -> Restore {
         for part in &mut message.content {
             match part {
                 Part::ToolCall(call) => {
-                    if let Some(ns) = call.namespace.take() {
-                        call.name = format!("{ns}{}", call.name);
+                    if call.namespace.is_some() {
+                        call.name = call.flat_name();
+                        call.namespace = None;
                     }
                     if call.kind == ToolKind::Custom {
                         call.kind = ToolKind::Function;

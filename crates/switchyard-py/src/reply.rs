@@ -4,7 +4,7 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use switchyard::{Attempt, FinishReason, Message, Part, Role};
+use switchyard::{Attempt, Message, Part, Role};
 
 use crate::json;
 
@@ -69,7 +69,7 @@ impl Reply {
     /// Why the model stopped: `stop`, `length`, `tool_calls`, `content_filter`, `other`.
     #[getter]
     fn finish(&self) -> &'static str {
-        finish_name(self.reply.finish)
+        self.reply.finish.as_str()
     }
 
     /// The provider's own finish reason, as written.
@@ -144,7 +144,7 @@ impl Reply {
         format!(
             "Reply(text={:?}{more}, finish={:?}, model={:?}, usage={})",
             shown,
-            finish_name(self.reply.finish),
+            self.reply.finish.as_str(),
             self.reply.model.as_deref().unwrap_or(""),
             self.reply
                 .usage
@@ -163,17 +163,6 @@ pub(crate) fn attempt<'py>(py: Python<'py>, a: &Attempt) -> PyResult<Bound<'py, 
     d.set_item("error_kind", a.error_kind.map(|k| k.as_str()))?;
     d.set_item("error", &a.error)?;
     Ok(d)
-}
-
-/// The finish reason as the JSON output spells it.
-pub(crate) fn finish_name(finish: FinishReason) -> &'static str {
-    match finish {
-        FinishReason::Stop => "stop",
-        FinishReason::Length => "length",
-        FinishReason::ToolCalls => "tool_calls",
-        FinishReason::ContentFilter => "content_filter",
-        FinishReason::Other => "other",
-    }
 }
 
 /// Token usage with the library's meanings: `input` includes `cached_input` and

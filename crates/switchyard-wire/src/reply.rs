@@ -73,6 +73,19 @@ pub enum FinishReason {
     Other,
 }
 
+impl FinishReason {
+    /// The reason as it is serialised (`stop`, `length`, `tool_calls`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FinishReason::Stop => "stop",
+            FinishReason::Length => "length",
+            FinishReason::ToolCalls => "tool_calls",
+            FinishReason::ContentFilter => "content_filter",
+            FinishReason::Other => "other",
+        }
+    }
+}
+
 /// A model's answer.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Reply {
@@ -129,6 +142,24 @@ impl Reply {
         Reply {
             raw: Bytes::new(),
             ..self.clone()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FinishReason;
+
+    #[test]
+    fn finish_names_are_the_serialised_ones() {
+        for f in [
+            FinishReason::Stop,
+            FinishReason::Length,
+            FinishReason::ToolCalls,
+            FinishReason::ContentFilter,
+            FinishReason::Other,
+        ] {
+            assert_eq!(serde_json::to_value(f).unwrap(), f.as_str());
         }
     }
 }

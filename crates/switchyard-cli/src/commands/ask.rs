@@ -8,7 +8,7 @@ use futures::StreamExt;
 use switchyard::registry::Config;
 use switchyard::run::MODEL_VAR;
 use switchyard::wire::{Event, Request};
-use switchyard::{FinishReason, Llm, Reply, RetryPolicy};
+use switchyard::{Llm, Reply, RetryPolicy};
 
 use crate::cli::AskArgs;
 
@@ -204,18 +204,7 @@ fn usage_line(llm: &Llm, reply: &Reply, elapsed: std::time::Duration) -> String 
     format!(
         "[{} · {model} · {usage} · finish {} · {:.2} s]",
         llm.label(),
-        finish_name(reply.finish),
+        reply.finish.as_str(),
         elapsed.as_secs_f64()
     )
-}
-
-/// The finish reason as the JSON output spells it (`tool_calls`).
-fn finish_name(finish: FinishReason) -> &'static str {
-    match finish {
-        FinishReason::Stop => "stop",
-        FinishReason::Length => "length",
-        FinishReason::ToolCalls => "tool_calls",
-        FinishReason::ContentFilter => "content_filter",
-        FinishReason::Other => "other",
-    }
 }

@@ -24,6 +24,20 @@ fn foreign(state: &Opaque, client: Dialect) -> bool {
     state.dialect != client && client != Dialect::Chat
 }
 
+/// Whether the part's state, if any, needs sealing for `client`.
+fn is_foreign(state: &Option<Opaque>, client: Dialect) -> bool {
+    state.as_ref().is_some_and(|s| foreign(s, client))
+}
+
+/// The part's state when it needs sealing for `client`, taken off the part.
+fn take_foreign(state: &mut Option<Opaque>, client: Dialect) -> Option<Opaque> {
+    if is_foreign(state, client) {
+        state.take()
+    } else {
+        None
+    }
+}
+
 fn sealed(key: &StateKey, client: Dialect, payload: &Payload) -> Opaque {
     Opaque::new(client, seal(key, payload))
 }
@@ -53,9 +67,9 @@ fn carrier(state: Opaque) -> Thinking {
 /// Seals the foreign state of a whole reply for a client speaking `client`.
 pub(crate) fn seal_reply(reply: &mut Reply, client: Dialect, key: &StateKey) {
     let needs = reply.content.iter().any(|p| match p {
-        Part::Thinking(t) => t.state.as_ref().is_some_and(|s| foreign(s, client)),
-        Part::ToolCall(c) => c.state.as_ref().is_some_and(|s| foreign(s, client)),
-        Part::Text { state, .. } => state.as_ref().is_some_and(|s| foreign(s, client)),
+        Part::Thinking(t) => is_foreign(&t.state, client),
+        Part::ToolCall(c) => is_foreign(&c.state, client),
+        Part::Text { state, .. } => is_foreign(state, client),
         _ => false,
     });
     if !needs {
@@ -64,25 +78,30 @@ pub(crate) fn seal_reply(reply: &mut Reply, client: Dialect, key: &StateKey) {
     let mut out = Vec::with_capacity(reply.content.len() + 2);
     for part in std::mem::take(&mut reply.content) {
         match part {
-            Part::Thinking(mut t) if t.state.as_ref().is_some_and(|s| foreign(s, client)) => {
-                let state = t.state.take().unwrap_or_else(|| unreachable!());
-                let mut p = payload(state, Slot::Thinking);
-                p.text = t.text.clone();
-                p.id = t.id.take();
-                p.redacted = std::mem::take(&mut t.redacted);
-                t.state = Some(sealed(key, client, &p));
+            Part::Thinking(mut t) => {
+                if let Some(state) = take_foreign(&mut t.state, client) {
+                    let mut p = payload(state, Slot::Thinking);
+                    p.text = t.text.clone();
+                    p.id = t.id.take();
+                    p.redacted = std::mem::take(&mut t.redacted);
+                    t.state = Some(sealed(key, client, &p));
+                }
                 out.push(Part::Thinking(t));
             }
-            Part::ToolCall(mut c) if c.state.as_ref().is_some_and(|s| foreign(s, client)) => {
-                let state = c.state.take().unwrap_or_else(|| unreachable!());
-                let p = payload(state, Slot::Call);
-                out.push(Part::Thinking(carrier(sealed(key, client, &p))));
+            Part::ToolCall(mut c) => {
+                if let Some(state) = take_foreign(&mut c.state, client) {
+                    let p = payload(state, Slot::Call);
+                    out.push(Part::Thinking(carrier(sealed(key, client, &p))));
+                }
                 out.push(Part::ToolCall(c));
             }
-            Part::Text { text, state } if state.as_ref().is_some_and(|s| foreign(s, client)) => {
-                out.push(Part::text(text));
-                let p = payload(state.unwrap_or_else(|| unreachable!()), Slot::Text);
-                out.push(Part::Thinking(carrier(sealed(key, client, &p))));
+            Part::Text { text, mut state } => {
+                let foreign = take_foreign(&mut state, client);
+                out.push(Part::Text { text, state });
+                if let Some(state) = foreign {
+                    let p = payload(state, Slot::Text);
+                    out.push(Part::Thinking(carrier(sealed(key, client, &p))));
+                }
             }
             other => out.push(other),
         }
@@ -230,6 +249,21 @@ fn restored(p: Payload) -> Opaque {
     }
 }
 
+/// The state the envelope `sealed` on a tool call or text part holds, when it opens and
+/// belongs in `slot`; counted as restored or dropped.
+fn open_on_part(key: &StateKey, sealed: &str, slot: Slot, opened: &mut Opened) -> Option<Opaque> {
+    match open(key, sealed) {
+        Ok(p) if p.slot == slot => {
+            opened.restored += 1;
+            Some(restored(p))
+        }
+        _ => {
+            opened.dropped += 1;
+            None
+        }
+    }
+}
+
 /// Opens every envelope in a request from a client speaking `client`, putting the state
 /// back where it came from; envelopes that do not open are dropped.
 pub(crate) fn open_request(request: &mut Request, client: Dialect, key: &StateKey) -> Opened {
@@ -285,17 +319,8 @@ pub(crate) fn open_request(request: &mut Request, client: Dialect, key: &StateKe
                     }
                 }
                 Part::ToolCall(mut c) => {
-                    if let Some(text) = envelope_in(&c.state, client) {
-                        c.state = match open(key, text) {
-                            Ok(p) if p.slot == Slot::Call => {
-                                opened.restored += 1;
-                                Some(restored(p))
-                            }
-                            _ => {
-                                opened.dropped += 1;
-                                None
-                            }
-                        };
+                    if let Some(sealed) = envelope_in(&c.state, client) {
+                        c.state = open_on_part(key, sealed, Slot::Call, &mut opened);
                     }
                     if let Some(state) = for_next_call.take() {
                         c.state = Some(state);
@@ -305,16 +330,7 @@ pub(crate) fn open_request(request: &mut Request, client: Dialect, key: &StateKe
                 Part::Text { text, state } => {
                     let state = match envelope_in(&state, client) {
                         None => state,
-                        Some(sealed) => match open(key, sealed) {
-                            Ok(p) if p.slot == Slot::Text => {
-                                opened.restored += 1;
-                                Some(restored(p))
-                            }
-                            _ => {
-                                opened.dropped += 1;
-                                None
-                            }
-                        },
+                        Some(sealed) => open_on_part(key, sealed, Slot::Text, &mut opened),
                     };
                     out.push(Part::Text { text, state });
                 }

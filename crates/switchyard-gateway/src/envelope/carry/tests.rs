@@ -143,17 +143,21 @@ fn context() -> ServerContext {
     }
 }
 
+/// A whole reply sealed for `client`, answered as the gateway does and read back as the
+/// client's SDK reads it.
+fn whole_as_read(mut reply: Reply, client: Dialect) -> Vec<Part> {
+    seal_reply(&mut reply, client, &key());
+    let c = codec(client);
+    c.decode_reply(&c.encode_reply(&reply, &context()))
+        .unwrap()
+        .content
+}
+
 #[test]
 fn whole_replies_carry_state_to_every_client_and_back() {
     for origin in [Dialect::Messages, Dialect::Responses, Dialect::Gemini] {
         for client in CLIENTS.into_iter().filter(|c| *c != origin) {
-            let mut sealed = reply(origin);
-            seal_reply(&mut sealed, client, &key());
-            let c = codec(client);
-            let as_read = c
-                .decode_reply(&c.encode_reply(&sealed, &context()))
-                .unwrap();
-            let back = next_turn(client, as_read.content);
+            let back = next_turn(client, whole_as_read(reply(origin), client));
             let expected = expected_states(origin, client);
             assert_eq!(states(&back), expected, "{origin} to a {client} client");
         }
@@ -201,13 +205,7 @@ fn a_text_parts_state_rides_after_it() {
         state: state(Dialect::Gemini, "dGV4dA=="),
     }];
     for client in [Dialect::Messages, Dialect::Responses] {
-        let mut sealed = reply.clone();
-        seal_reply(&mut sealed, client, &key());
-        let c = codec(client);
-        let as_read = c
-            .decode_reply(&c.encode_reply(&sealed, &context()))
-            .unwrap();
-        let back = next_turn(client, as_read.content);
+        let back = next_turn(client, whole_as_read(reply.clone(), client));
         assert_eq!(states(&back), states(&reply.content), "{client}");
     }
 }

@@ -21,10 +21,13 @@
 //!
 //! The reply's `raw` bytes are the CLI's own output, unchanged: Claude Code's result
 //! object (whose `total_cost_usd` is Claude Code's figure, computed from Anthropic's price
-//! table) and Codex's JSONL events. [`claude_code::reported_cost`] reads the figure back.
+//! table) — or, streamed, its stream-json lines ending in that object — and Codex's JSONL
+//! events. [`claude_code::reported_cost`] reads the figure back.
 
 pub mod claude_code;
+pub mod claude_stream;
 pub mod codex;
+pub mod output_stream;
 pub mod process;
 
 use crate::env::EnvSource;

@@ -5,8 +5,8 @@
 mod cli;
 mod commands;
 
-/// What `switchyard backends list|show --json` print, as values, for another front end
-/// (the Python package's `switchyard.backends`) to give its callers the same data.
+/// What `switchyard backends list|show|check --json` print, as values, for another front
+/// end (the Python package's `switchyard.backends`) to give its callers the same data.
 pub mod data {
     use serde_json::Value;
     use switchyard::env::EnvSource;
@@ -27,6 +27,21 @@ pub mod data {
         env: &dyn EnvSource,
     ) -> Result<Value, String> {
         crate::commands::backends_show::show_json(config, reference, env)
+    }
+
+    pub use crate::commands::backends_check::Uncheckable;
+
+    /// `switchyard backends check REFERENCE --json`: the reference resolved (backend,
+    /// model, base URL, key variable and whether it is set), `GET /models`, and one short
+    /// request in each claimed dialect (`dialects`: claimed, working, time, reply or
+    /// error); `ok` when every claimed dialect answered. Sends requests: the backend is
+    /// reached.
+    pub async fn backends_check(
+        config: &Config,
+        reference: &str,
+        env: &(dyn EnvSource + Sync),
+    ) -> Result<Value, Uncheckable> {
+        crate::commands::backends_check::check_json(config, reference, env).await
     }
 }
 

@@ -9,7 +9,7 @@ mod bind;
 mod builtin_mock;
 mod check;
 mod init;
-mod log;
+pub(crate) mod log;
 mod mock;
 mod run_setup;
 mod serve;

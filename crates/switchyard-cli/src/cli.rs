@@ -468,6 +468,11 @@ pub(crate) struct CheckArgs {
     #[arg(long)]
     pub all: bool,
 
+    /// Print the findings as JSON (a list of them with `--all`) instead of tables; the
+    /// progress still goes to standard error.
+    #[arg(long)]
+    pub json: bool,
+
     #[command(flatten)]
     pub files: ConfigArgs,
 

@@ -5,8 +5,9 @@
 mod cli;
 mod commands;
 
-/// What `switchyard backends list|show --json` print, as values, for another front end
-/// (the Python package's `switchyard.backends`) to give its callers the same data.
+/// What `switchyard backends list|show|check --json` and `log stats|show` print, as
+/// values, for another front end (the Python package's `switchyard.backends` and
+/// `switchyard.log`) to give its callers the same data.
 pub mod data {
     use serde_json::Value;
     use switchyard::env::EnvSource;
@@ -27,6 +28,32 @@ pub mod data {
         env: &dyn EnvSource,
     ) -> Result<Value, String> {
         crate::commands::backends_show::show_json(config, reference, env)
+    }
+
+    pub use crate::commands::backends_check::Uncheckable;
+
+    /// `switchyard backends check REFERENCE --json`: the reference resolved (backend,
+    /// model, base URL, key variable and whether it is set), `GET /models`, and one short
+    /// request in each claimed dialect (`dialects`: claimed, working, time, reply or
+    /// error); `ok` when every claimed dialect answered. Sends requests: the backend is
+    /// reached.
+    pub async fn backends_check(
+        config: &Config,
+        reference: &str,
+        env: &(dyn EnvSource + Sync),
+    ) -> Result<Value, Uncheckable> {
+        crate::commands::backends_check::check_json(config, reference, env).await
+    }
+
+    /// `switchyard log stats RUN_DIR --json` of a run's records: totals in all, by role,
+    /// by model and by client key.
+    pub fn log_stats(records: &[switchyard::CallRecord]) -> Value {
+        crate::commands::log::stats_json(records)
+    }
+
+    /// One call as `switchyard log show RUN_DIR N` prints it.
+    pub fn log_show(record: &switchyard::CallRecord) -> String {
+        crate::commands::log::show_text(record)
     }
 }
 

@@ -387,6 +387,65 @@ fn backends_check_fails_a_dialect_the_backend_does_not_serve() {
 }
 
 #[test]
+fn backends_check_json_gives_the_same_findings_as_data() {
+    let mock = mock();
+    let home = tempfile::tempdir().unwrap();
+    let (code, out, err) = run(switchyard(home.path()).args([
+        "backends",
+        "check",
+        "liar/echo",
+        "--json",
+        "backends.liar.from=mock",
+        &format!("backends.liar.base_url={}", mock.base_url()),
+        &format!("backends.liar.messages_url={}/nowhere", mock.url()),
+        "backends.liar.apis=[chat, messages]",
+    ]));
+    // A claim that does not hold still fails the command, after the JSON.
+    assert_eq!(code, Some(1), "{out}\n{err}");
+    assert!(err.contains("a claimed dialect does not work on liar/echo (messages)"));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(v["reference"], "liar/echo");
+    assert_eq!(v["backend"], "liar");
+    assert_eq!(v["model"], "echo");
+    assert_eq!(v["base_url"], mock.base_url());
+    // `from: mock` copies its key variable; set or not, its value is never shown.
+    assert_eq!(v["api_key_env"], "MOCK_API_KEY");
+    assert!(v["key"].is_string());
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["models"]["listed"], true, "{v}");
+    let dialect = |label: &str| {
+        v["dialects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["label"] == label)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {label} in {v}"))
+    };
+    let chat = dialect("chat");
+    assert_eq!(
+        (&chat["claimed"], &chat["working"]),
+        (&true.into(), &true.into())
+    );
+    assert!(
+        chat["reply"].is_string() && chat["error"].is_null(),
+        "{chat}"
+    );
+    let messages = dialect("messages");
+    assert_eq!(messages["working"], false);
+    assert!(
+        messages["error"].as_str().unwrap().contains("404"),
+        "{messages}"
+    );
+    let gemini = dialect("gemini");
+    assert_eq!(gemini["claimed"], false);
+    assert!(
+        gemini["working"].is_null() && gemini["ms"].is_null(),
+        "{gemini}"
+    );
+}
+
+#[test]
 fn backends_check_all_checks_the_backends_whose_key_is_set() {
     let mock = mock();
     let home = tempfile::tempdir().unwrap();

@@ -1,5 +1,6 @@
-//! `switchyard.backends.list()` / `.show(reference)`: the data `switchyard backends
-//! list|show --json` prints, made by the CLI's own functions (`switchyard_cli::data`).
+//! `switchyard.backends.list()` / `.show(reference)` / `.check(reference)`: the data
+//! `switchyard backends list|show|check --json` prints, made by the CLI's own functions
+//! (`switchyard_cli::data`).
 
 use std::path::PathBuf;
 
@@ -10,6 +11,7 @@ use switchyard::{Error, ReferenceError};
 
 use crate::errors::IntoPy;
 use crate::json;
+use crate::runtime;
 
 /// The registry as the CLI loads it: built-ins, the user's file, the environment, the run
 /// config's `backends:` and the overrides.
@@ -59,5 +61,28 @@ pub(crate) fn backends_show<'py>(
     let value = switchyard_cli::data::backends_show(&config, reference, &ProcessEnv)
         .map_err(Error::Config)
         .py_err()?;
+    json::to_py(py, &value)
+}
+
+/// One reference checked, as `switchyard backends check REF --json` prints it: the
+/// backend, model, base URL, key variable and whether it is set, `GET /models`, and one
+/// short request per claimed dialect (the backend is reached; the GIL is released while
+/// it answers). A claim that fails is data (`ok` false), not an exception; a reference to
+/// no backend raises `UnknownBackend`, a CLI agent's `Unsupported`.
+#[pyfunction]
+#[pyo3(signature = (reference, config = None, overrides = None))]
+pub(crate) fn backends_check<'py>(
+    py: Python<'py>,
+    reference: &str,
+    config: Option<PathBuf>,
+    overrides: Option<Vec<String>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let config = load(config, overrides)?;
+    let reference = reference.to_string();
+    let value = runtime::wait(py, async move {
+        switchyard_cli::data::backends_check(&config, &reference, &ProcessEnv).await
+    })?
+    .map_err(Error::from)
+    .py_err()?;
     json::to_py(py, &value)
 }

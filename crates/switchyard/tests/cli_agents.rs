@@ -417,8 +417,13 @@ async fn a_run_past_its_timeout_is_killed() {
         Error::Timeout { after, .. } => assert_eq!(after, Duration::from_millis(200)),
         other => panic!("{other}"),
     }
-    // The child was killed, not left running: gone, or a zombie waiting to be reaped.
-    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    assert_killed(&pid_file).await;
+}
+
+/// The process whose pid `pid_file` holds was killed, not left running: gone, or a zombie
+/// waiting to be reaped (the kill is sent at once, its effect looked for up to a second).
+async fn assert_killed(pid_file: &Path) {
+    let pid = std::fs::read_to_string(pid_file).unwrap();
     let stat = format!("/proc/{}/stat", pid.trim());
     let deadline = Instant::now() + Duration::from_secs(1);
     loop {
@@ -477,4 +482,228 @@ async fn a_recorded_claude_code_call_keeps_its_reported_cost_beside_ours() {
         .unwrap();
     assert!((indexed - ours).abs() < 1e-9);
     assert_eq!(reported, 0.0421);
+}
+
+/// One answer as `claude -p --output-format stream-json --verbose --include-partial-messages`
+/// prints it, in two halves: up to the first text delta, and the rest (its result line
+/// carrying the same usage and cost as `CLAUDE_OK`).
+fn claude_stream_halves() -> (String, String) {
+    let session = r#""session_id":"4b1f6a8e-5d2c-4c1e-9a0b-3f2e1d0c9b8a""#;
+    let line = |event: &str| format!("{{\"type\":\"stream_event\",\"event\":{event},{session}}}\n");
+    let first = [
+        format!("{{\"type\":\"system\",\"subtype\":\"init\",{session},\"model\":\"claude-opus-4-5\",\"tools\":[]}}\n"),
+        line(r#"{"type":"message_start","message":{"id":"msg_01","usage":{"input_tokens":9,"output_tokens":1}}}"#),
+        line(r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#),
+        line(r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Paris is "}}"#),
+    ]
+    .concat();
+    let rest = [
+        line(r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"the capital of France."}}"#),
+        format!("{{\"type\":\"assistant\",\"message\":{{\"content\":[{{\"type\":\"text\",\"text\":\"Paris is the capital of France.\"}}]}},{session}}}\n"),
+        line(r#"{"type":"content_block_stop","index":0}"#),
+        line(r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":11}}"#),
+        line(r#"{"type":"message_stop"}"#),
+        format!("{CLAUDE_OK}\n"),
+    ]
+    .concat();
+    (first, rest)
+}
+
+/// A stand-in `claude` printing `first`, then waiting until a line is written to the FIFO
+/// `gate`, then printing `rest`: what reaches the caller before the gate opens was
+/// streamed while the program still ran.
+fn gated_claude(dir: &Path, first: &str, rest: &str) -> (PathBuf, PathBuf) {
+    let gate = dir.join("gate");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&gate)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    std::fs::write(dir.join("first"), first).unwrap();
+    std::fs::write(dir.join("rest"), rest).unwrap();
+    let program = dir.join("claude");
+    let d = dir.display();
+    std::fs::write(
+        &program,
+        format!(
+            "#!/bin/sh\n\
+             echo $$ > '{d}/pid'\n\
+             for a in \"$@\"; do if [ -z \"$a\" ]; then echo '<empty>'; else printf '%s\\n' \"$a\"; fi; done > '{d}/argv'\n\
+             cat > '{d}/stdin'\n\
+             cat '{d}/first'\n\
+             read go < '{d}/gate'\n\
+             cat '{d}/rest'\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (program, gate)
+}
+
+#[tokio::test]
+async fn claude_code_streams_its_text_as_it_is_written() {
+    use futures::StreamExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (first, rest) = claude_stream_halves();
+    let (program, gate) = gated_claude(dir.path(), &first, &rest);
+    let llm = llm(
+        "claude-code/claude-opus-4-5",
+        &[format!(
+            "backends.claude-code.command={}",
+            program.display()
+        )],
+        &MapEnv::default(),
+    )
+    .unwrap();
+    let mut stream = llm
+        .stream(Request::user("What is the capital of France?").with_system("Be brief."))
+        .await
+        .unwrap();
+    // The first delta arrives while the program waits at its gate.
+    let mut events = Vec::new();
+    while let Some(event) = stream.next().await {
+        let event = event.unwrap();
+        let text = matches!(event, switchyard::Event::TextDelta { .. });
+        events.push(event);
+        if text {
+            break;
+        }
+    }
+    assert_eq!(stream.reply().text(), "Paris is ");
+    assert!(!stream.is_finished());
+    tokio::task::spawn_blocking(move || std::fs::write(gate, "go\n"))
+        .await
+        .unwrap()
+        .unwrap();
+    while let Some(event) = stream.next().await {
+        events.push(event.unwrap());
+    }
+    let reply = stream.reply();
+    assert_eq!(reply.text(), "Paris is the capital of France.");
+    let deltas: Vec<&switchyard::Event> = events
+        .iter()
+        .filter(|e| matches!(e, switchyard::Event::TextDelta { .. }))
+        .collect();
+    assert_eq!(deltas.len(), 2, "{events:?}");
+    // The result line's usage, id and finish: the reply `complete` gives for this run.
+    let u = reply.usage.unwrap();
+    assert_eq!(
+        (u.input, u.cached_input, u.cache_write, u.output),
+        (19129, 14000, 5120, 11)
+    );
+    assert_eq!(
+        reply.id.as_deref(),
+        Some("4b1f6a8e-5d2c-4c1e-9a0b-3f2e1d0c9b8a")
+    );
+    assert_eq!(reply.finish, switchyard::FinishReason::Stop);
+    // Every byte as printed; Claude Code's cost read back from them.
+    assert_eq!(reply.raw, format!("{first}{rest}").as_bytes());
+    assert_eq!(
+        switchyard::backend::cli::claude_code::reported_cost(&reply.raw),
+        Some(0.0421)
+    );
+    let argv: Vec<String> = std::fs::read_to_string(dir.path().join("argv"))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let pair = |flag: &str, value: &str| argv.windows(2).any(|w| w[0] == flag && w[1] == value);
+    assert!(pair("--output-format", "stream-json"), "{argv:?}");
+    assert!(argv.contains(&"--verbose".to_string()), "{argv:?}");
+    assert!(argv.contains(&"--include-partial-messages".to_string()));
+    assert!(pair("--tools", "<empty>") && pair("--system-prompt", "Be brief."));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("stdin")).unwrap(),
+        "What is the capital of France?"
+    );
+}
+
+#[tokio::test]
+async fn a_claude_code_stream_that_fails_is_typed() {
+    use futures::StreamExt;
+    // Refused before any text: the call itself fails, typed.
+    let login = claude_result("success", None, "Invalid API key · Please run /login");
+    let s = StandIn::new("claude", &format!("{login}\n"), 1);
+    let handle = llm(
+        "claude-code/claude-opus-4-5",
+        &with_command("claude-code", &s, "claude"),
+        &MapEnv::default(),
+    )
+    .unwrap();
+    let e = handle.stream(Request::user("hi")).await.err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::Auth, "{e}");
+
+    // Failing after text: the stream ends with the error, the text kept.
+    let (first, _) = claude_stream_halves();
+    let overloaded = claude_result(
+        "success",
+        Some(529),
+        r#"API Error: 529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+    );
+    let s = StandIn::new("claude", &format!("{first}{overloaded}\n"), 1);
+    let handle = llm(
+        "claude-code/claude-opus-4-5",
+        &with_command("claude-code", &s, "claude"),
+        &MapEnv::default(),
+    )
+    .unwrap();
+    let mut stream = handle.stream(Request::user("hi")).await.unwrap();
+    let mut last = None;
+    while let Some(event) = stream.next().await {
+        last = Some(event);
+    }
+    let e = last.unwrap().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Overloaded, "{e}");
+    assert_eq!(stream.reply().text(), "Paris is ");
+
+    // Output that is not stream-json, and a program that exits without a result line.
+    let s = StandIn::new("claude", "<html>502 Bad Gateway</html>", 0);
+    let handle = llm(
+        "claude-code/claude-opus-4-5",
+        &with_command("claude-code", &s, "claude"),
+        &MapEnv::default(),
+    )
+    .unwrap();
+    let e = handle.stream(Request::user("hi")).await.err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::ProviderReplyMalformed, "{e}");
+    assert!(e.to_string().contains("502 Bad Gateway"), "{e}");
+    let s = StandIn::new("claude", "", 3);
+    let handle = llm(
+        "claude-code/claude-opus-4-5",
+        &with_command("claude-code", &s, "claude"),
+        &MapEnv::default(),
+    )
+    .unwrap();
+    let e = handle.stream(Request::user("hi")).await.err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::Provider, "{e}");
+    assert!(e.to_string().contains("stand-in stderr line"), "{e}");
+}
+
+#[tokio::test]
+async fn a_stream_past_its_timeout_ends_typed_and_the_program_is_killed() {
+    use futures::StreamExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (first, rest) = claude_stream_halves();
+    // The gate is never opened: the program waits until it is killed.
+    let (program, _gate) = gated_claude(dir.path(), &first, &rest);
+    let backend = ClaudeCodeBackend::new(CliConfig {
+        name: "claude-code".into(),
+        program,
+        leading_args: Vec::new(),
+        timeout: Some(Duration::from_millis(150)),
+    });
+    let mut stream = backend
+        .stream(&Call::new("m", Request::user("hi")))
+        .await
+        .unwrap();
+    let mut last = None;
+    while let Some(item) = stream.next().await {
+        last = Some(item);
+    }
+    match last.unwrap() {
+        Err(Error::Timeout { after, .. }) => assert_eq!(after, Duration::from_millis(150)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(stream.reply().text(), "Paris is ");
+    assert_killed(&dir.path().join("pid")).await;
 }

@@ -1,4 +1,5 @@
-//! `switchyard log stats|show|export`: reading a recorded run.
+//! `switchyard log stats|show|export`: reading a recorded run. The stats and one call's
+//! text are also values for another front end (`crate::data`).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -124,70 +125,101 @@ fn model_of(r: &record::CallRecord) -> String {
     }
 }
 
-/// Runs `log stats`.
-pub(super) fn stats(args: &LogStatsArgs) -> Result<(), String> {
-    let records = records(&args.run_dir)?;
-    let mut total = Totals::default();
-    let mut by_role: BTreeMap<String, Totals> = BTreeMap::new();
-    let mut by_model: BTreeMap<String, Totals> = BTreeMap::new();
+/// The totals of a run: in all, by role, by model, and by gateway client key.
+#[derive(Default)]
+struct Stats {
+    total: Totals,
+    by_role: BTreeMap<String, Totals>,
+    by_model: BTreeMap<String, Totals>,
     // A gateway's store: calls by client key name.
-    let mut by_key: BTreeMap<String, Totals> = BTreeMap::new();
-    for r in &records {
-        total.add(r);
-        if let Some(key) = &r.client_key {
-            by_key.entry(key.clone()).or_default().add(r);
+    by_key: BTreeMap<String, Totals>,
+}
+
+impl Stats {
+    fn of(records: &[CallRecord]) -> Stats {
+        let mut stats = Stats::default();
+        for r in records {
+            stats.total.add(r);
+            if let Some(key) = &r.client_key {
+                stats.by_key.entry(key.clone()).or_default().add(r);
+            }
+            let role = match r.role_name() {
+                "" => "(none)".to_string(),
+                name => name.to_string(),
+            };
+            stats.by_role.entry(role).or_default().add(r);
+            stats.by_model.entry(model_of(r)).or_default().add(r);
         }
-        let role = match r.role_name() {
-            "" => "(none)".to_string(),
-            name => name.to_string(),
-        };
-        by_role.entry(role).or_default().add(r);
-        by_model.entry(model_of(r)).or_default().add(r);
+        stats
     }
-    if args.json {
-        let mut json = serde_json::json!({
-            "total": total.json(),
-            "by_role": by_role.iter().map(|(k, v)| (k.clone(), v.json())).collect::<serde_json::Map<_, _>>(),
-            "by_model": by_model.iter().map(|(k, v)| (k.clone(), v.json())).collect::<serde_json::Map<_, _>>(),
-        });
-        if !by_key.is_empty() {
-            json["by_key"] = by_key
-                .iter()
+
+    fn json(&self) -> serde_json::Value {
+        let groups = |g: &BTreeMap<String, Totals>| {
+            g.iter()
                 .map(|(k, v)| (k.clone(), v.json()))
                 .collect::<serde_json::Map<_, _>>()
-                .into();
+        };
+        let mut json = serde_json::json!({
+            "total": self.total.json(),
+            "by_role": groups(&self.by_role),
+            "by_model": groups(&self.by_model),
+        });
+        if !self.by_key.is_empty() {
+            json["by_key"] = groups(&self.by_key).into();
         }
-        println!("{}", super::to_json(&json)?);
-        return Ok(());
+        json
     }
-    let mut out = String::new();
-    for (title, groups) in [("ROLE", &by_role), ("MODEL", &by_model), ("KEY", &by_key)] {
-        if groups.is_empty() {
-            continue;
+
+    fn text(&self) -> String {
+        let total = &self.total;
+        let mut out = String::new();
+        for (title, groups) in [
+            ("ROLE", &self.by_role),
+            ("MODEL", &self.by_model),
+            ("KEY", &self.by_key),
+        ] {
+            if groups.is_empty() {
+                continue;
+            }
+            let mut rows = vec![header(title)];
+            rows.extend(groups.iter().map(|(k, v)| v.row(k)));
+            out.push_str(&table::render(&rows));
+            out.push('\n');
         }
-        let mut rows = vec![header(title)];
-        rows.extend(groups.iter().map(|(k, v)| v.row(k)));
-        out.push_str(&table::render(&rows));
-        out.push('\n');
-    }
-    out.push_str(&format!(
-        "total: {} calls, {} errors, {} tokens in ({} cached), {} out ({} reasoning), cost {}",
-        total.calls,
-        total.errors,
-        total.input,
-        total.cached,
-        total.output,
-        total.reasoning,
-        total.cost_text()
-    ));
-    if total.unknown_cost > 0 && total.unknown_cost < total.calls {
         out.push_str(&format!(
-            " — a lower bound: {} call{} had no price",
-            total.unknown_cost,
-            if total.unknown_cost == 1 { "" } else { "s" }
+            "total: {} calls, {} errors, {} tokens in ({} cached), {} out ({} reasoning), cost {}",
+            total.calls,
+            total.errors,
+            total.input,
+            total.cached,
+            total.output,
+            total.reasoning,
+            total.cost_text()
         ));
+        if total.unknown_cost > 0 && total.unknown_cost < total.calls {
+            out.push_str(&format!(
+                " — a lower bound: {} call{} had no price",
+                total.unknown_cost,
+                if total.unknown_cost == 1 { "" } else { "s" }
+            ));
+        }
+        out
     }
-    println!("{out}");
+}
+
+/// `log stats --json` of `records` as a value (the Python package's `Log.stats()`).
+pub(crate) fn stats_json(records: &[CallRecord]) -> serde_json::Value {
+    Stats::of(records).json()
+}
+
+/// Runs `log stats`.
+pub(super) fn stats(args: &LogStatsArgs) -> Result<(), String> {
+    let stats = Stats::of(&records(&args.run_dir)?);
+    if args.json {
+        println!("{}", super::to_json(&stats.json())?);
+    } else {
+        println!("{}", stats.text());
+    }
     Ok(())
 }
 
@@ -202,6 +234,13 @@ pub(super) fn show(args: &LogShowArgs) -> Result<(), String> {
             .map_err(|e| format!("error: cannot write: {e}"))?;
         return Ok(());
     }
+    print!("{}", show_text(&r));
+    Ok(())
+}
+
+/// One call as `log show` prints it: role, model, request, reply, usage, cost, attempts,
+/// error (the Python package's `Log.show(n)`).
+pub(crate) fn show_text(r: &CallRecord) -> String {
     let mut out = String::new();
     let line = |out: &mut String, k: &str, v: String| out.push_str(&format!("{k:<10} {v}\n"));
     line(
@@ -327,8 +366,7 @@ pub(super) fn show(args: &LogShowArgs) -> Result<(), String> {
         "raw",
         format!("{raw_len} bytes (see them with --raw)"),
     );
-    print!("{out}");
-    Ok(())
+    out
 }
 
 fn csv_field(s: &str) -> String {

@@ -1,7 +1,7 @@
 //! One module per command, and what they share.
 
 mod ask;
-mod backends_check;
+pub(crate) mod backends_check;
 pub(crate) mod backends_list;
 mod backends_shell;
 pub(crate) mod backends_show;
@@ -9,7 +9,7 @@ mod bind;
 mod builtin_mock;
 mod check;
 mod init;
-mod log;
+pub(crate) mod log;
 mod mock;
 mod run_setup;
 mod serve;

@@ -26,7 +26,7 @@ from typing import Iterator, Optional, Sequence, Union
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-from . import backends, errors
+from . import backends, errors, log
 from ._switchyard import Event, Gateway, Llm, Mock, Reply, Request, Run, Stream, Usage, check, llm
 from .errors import (
     AuthError,
@@ -66,6 +66,7 @@ __all__ = [
     "Mock",
     "errors",
     "backends",
+    "log",
 ] + errors.__all__
 
 

@@ -236,6 +236,42 @@ def backends_show(
 ) -> Dict[str, Any]:
     """``switchyard backends show REF --json`` as data (see ``switchyard.backends.show``)."""
 
+def backends_check(
+    reference: str, config: Optional[str] = None, overrides: Optional[Sequence[str]] = None
+) -> Dict[str, Any]:
+    """``switchyard backends check REF --json`` as data (see ``switchyard.backends.check``):
+    sends one short request per claimed dialect, the GIL released while they wait."""
+
+def log_open(path: StrPath) -> "PathLike[str]":
+    """The run directory ``path`` names (itself, or the parent of its ``llm_log/``);
+    ``FileNotFoundError`` when it holds neither ``run.yaml`` nor ``llm_log/``."""
+
+def log_records(dir: StrPath) -> List[Dict[str, Any]]:
+    """Every record of the run in ``dir``, in number order, as the call log's JSON."""
+
+def log_record(dir: StrPath, number: int) -> Dict[str, Any]:
+    """Record ``number`` of the run in ``dir`` (``ConfigError`` when it lacks it)."""
+
+def log_stats(dir: StrPath) -> Dict[str, Any]:
+    """The run's totals, as ``switchyard log stats DIR --json`` prints them."""
+
+def log_show(dir: StrPath, number: int) -> str:
+    """Call ``number`` as ``switchyard log show DIR NUMBER`` prints it."""
+
+def log_raw(dir: StrPath, number: int) -> bytes:
+    """The reply bytes of call ``number`` exactly as received."""
+
+def log_run_file(dir: StrPath) -> Dict[str, Any]:
+    """The run's ``run.yaml`` as data."""
+
+def _bench_rust_complete(
+    llm: Llm, prompt: str, n: int, max_tokens: Optional[int] = None
+) -> List[int]:
+    """The Rust side of ``bench/overhead.py`` (not a stable interface): ``llm``'s own
+    ``complete`` called ``n`` times from Rust with ``prompt`` (and ``max_tokens``), one
+    after another on the module's runtime with the GIL released; each call's duration in
+    nanoseconds, the request built inside the timed span. The first failure raises."""
+
 class Gateway:
     """The gateway running in this process (see ``switchyard.serve``)."""
 

@@ -1,4 +1,4 @@
-"""The registry as data: what ``switchyard backends list|show --json`` print.
+"""The registry as data: what ``switchyard backends list|show|check --json`` print.
 
     >>> import switchyard
     >>> info = switchyard.backends.show("vllm/Qwen/Qwen3-8B")
@@ -8,7 +8,7 @@
     {'model': 'hosted_vllm/Qwen/Qwen3-8B', 'api_base': 'http://127.0.0.1:8000/v1', 'api_key_env': 'VLLM_API_KEY'}
 
 The values are dicts whose keys also read as attributes (``info["model"]`` or
-``info.model``). Both functions load the registry as the CLI does: the built-ins, the
+``info.model``). Every function loads the registry as the CLI does: the built-ins, the
 user's backends file, the environment, then ``config`` (a run config's ``backends:``) and
 ``overrides`` (``["backends.vllm.base_url=http://gpu:8000/v1"]``).
 """
@@ -17,31 +17,15 @@ from __future__ import annotations
 
 import builtins
 import os
-from typing import Any, Optional, Sequence, Union
+from typing import Optional, Sequence, Union
 
 from . import _switchyard
+from ._data import Data
+from ._data import wrap as _wrap
 
-__all__ = ["list", "show", "Data"]
+__all__ = ["list", "show", "check", "Data"]
 
 PathLike = Union[str, "os.PathLike[str]"]
-
-
-class Data(dict):
-    """A dict whose keys read as attributes too; nested dicts are ``Data`` as well."""
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-
-def _wrap(value: Any) -> Any:
-    if isinstance(value, dict):
-        return Data({k: _wrap(v) for k, v in value.items()})
-    if isinstance(value, builtins.list):
-        return [_wrap(v) for v in value]
-    return value
 
 
 def _path(config: Optional[PathLike]) -> Optional[str]:
@@ -68,3 +52,26 @@ def show(
     backend has no LiteLLM route prefix). An unknown backend raises
     :class:`switchyard.UnknownBackend` naming the nearest one."""
     return _wrap(_switchyard.backends_show(reference, _path(config), builtins.list(overrides or [])))
+
+
+def check(
+    reference: str,
+    config: Optional[PathLike] = None,
+    overrides: Optional[Sequence[str]] = None,
+) -> Data:
+    """``reference`` checked against what its backend answers, as
+    ``switchyard backends check REF --json`` prints it: ``backend``, ``model`` (after
+    aliases), ``base_url``, ``api_key_env`` (the variable's name, ``None`` when no key is
+    sent) and ``key`` (``set``, ``unset`` or ``not needed``); ``models`` (``GET /models``:
+    ``url``, ``ms``, ``ids``, ``listed``, ``error``); ``dialects``, one entry per request
+    tried or dialect not claimed (``dialect``, ``label``, ``namespace_tool``, ``claimed``,
+    ``working``, ``ms``, ``reply``, ``error``, ``error_kind``); and ``ok``, true when every
+    claimed dialect answered.
+
+    This sends requests: one short call per claimed dialect (the GIL is released while
+    they wait). A claim that fails is reported in the data, not raised; an unknown
+    backend raises :class:`switchyard.UnknownBackend`, a CLI agent or replay backend
+    (nothing to check over HTTP) :class:`switchyard.Unsupported`."""
+    return _wrap(
+        _switchyard.backends_check(reference, _path(config), builtins.list(overrides or []))
+    )

@@ -103,3 +103,61 @@ def test_show_errors_are_typed():
     assert info.value.nearest == "openai"
     # A backend's name alone is shown, its model left open.
     assert switchyard.backends.show("mock").model == "{model}"
+
+
+def without_times(value):
+    """A check's findings without its timings (`ms`), which differ between two checks."""
+    if isinstance(value, dict):
+        return {k: without_times(v) for k, v in value.items() if k != "ms"}
+    if isinstance(value, list):
+        return [without_times(v) for v in value]
+    return value
+
+
+def test_check_probes_every_claimed_dialect_and_is_the_cli_json(mock_server):
+    info = switchyard.backends.check("mock/echo")
+    assert info.backend == "mock" and info.model == "echo" and info.reference == "mock/echo"
+    assert info.base_url == mock_server.base_url
+    assert info.key in ("set", "unset", "not needed") and info.ok
+    assert info.models.listed and "echo" in info.models.ids
+    by_label = {d.label: d for d in info.dialects}
+    assert set(by_label) == {"chat", "responses", "responses + namespace tool", "messages", "gemini"}
+    assert all(d.claimed and d.working and d.error is None for d in info.dialects)
+    assert by_label["responses + namespace tool"].namespace_tool
+    # The same data the command prints (the timings aside).
+    out = subprocess.run(
+        [sys.executable, "-m", "switchyard._cli", "backends", "check", "mock/echo", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert without_times(json.loads(out.stdout)) == without_times(info)
+
+
+def test_check_reports_a_claim_that_does_not_hold_as_data(mock_server):
+    info = switchyard.backends.check(
+        "liar/echo",
+        overrides=[
+            "backends.liar.from=mock",
+            f"backends.liar.base_url={mock_server.base_url}",
+            # Claims messages, but its messages root is a path nothing answers on.
+            f"backends.liar.messages_url={mock_server.url}/nowhere",
+            "backends.liar.apis=[chat, messages]",
+        ],
+    )
+    assert not info.ok
+    by_label = {d.label: d for d in info.dialects}
+    assert by_label["chat"].working is True
+    assert by_label["messages"].claimed and by_label["messages"].working is False
+    assert "404" in by_label["messages"].error
+    assert by_label["gemini"].claimed is False and by_label["gemini"].working is None
+
+
+def test_check_refuses_what_it_cannot_check():
+    with pytest.raises(switchyard.UnknownBackend) as info:
+        switchyard.backends.check("mokc/echo")
+    assert info.value.nearest == "mock"
+    with pytest.raises(switchyard.NotAReference):
+        switchyard.backends.check("mock/")
+    with pytest.raises(switchyard.Unsupported, match="no dialects to check"):
+        switchyard.backends.check("claude-code/opus")

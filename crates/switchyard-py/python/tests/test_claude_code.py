@@ -1,53 +1,11 @@
 """A Claude Code backend as one of a run's roles, called from Python: the test suite's
-stand-in `claude` (a shell script printing Claude Code's JSON result, as the Rust tests'
-stand-ins do), recorded in the run's call log."""
+stand-in `claude` (claude_stand_in.py), whole and streamed, recorded in the run's call
+log, and replayed from it without running the program."""
 
 import json
-import stat
-
-import pytest
 
 import switchyard
-
-# One `claude -p --output-format json` result, as Claude Code prints it.
-CLAUDE_OK = {
-    "type": "result",
-    "subtype": "success",
-    "is_error": False,
-    "api_error_status": None,
-    "duration_ms": 2843,
-    "duration_api_ms": 2611,
-    "num_turns": 1,
-    "result": "Paris is the capital of France.",
-    "stop_reason": "end_turn",
-    "session_id": "4b1f6a8e-5d2c-4c1e-9a0b-3f2e1d0c9b8a",
-    "total_cost_usd": 0.0421,
-    "usage": {
-        "input_tokens": 9,
-        "cache_creation_input_tokens": 5120,
-        "cache_read_input_tokens": 14000,
-        "output_tokens": 11,
-    },
-    "permission_denials": [],
-}
-
-
-def stand_in(tmp_path):
-    """`<tmp>/bin/claude`: records its argv and standard input, prints the result."""
-    rec = tmp_path / "rec"
-    rec.mkdir()
-    result = tmp_path / "result.json"
-    result.write_text(json.dumps(CLAUDE_OK))
-    script = tmp_path / "bin" / "claude"
-    script.parent.mkdir()
-    script.write_text(
-        "#!/bin/sh\n"
-        f"for a in \"$@\"; do printf '%s\\n' \"$a\"; done > '{rec}/argv'\n"
-        f"cat > '{rec}/stdin'\n"
-        f"cat '{result}'\n"
-    )
-    script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    return script, rec
+from claude_stand_in import CLAUDE_OK, DELTAS, StandIn, stream_lines
 
 
 def records(run_dir):
@@ -57,19 +15,32 @@ def records(run_dir):
     return lines
 
 
-def test_a_claude_code_role_is_called_and_recorded(tmp_path):
-    claude, rec = stand_in(tmp_path)
-    log = tmp_path / "run"
+def campaign(tmp_path, claude, log):
     config = tmp_path / "campaign.yaml"
     config.write_text(
         f"log: {log}\n"
         "backends:\n"
-        f"  claude-code: {{command: [{claude}]}}\n"
+        f"  claude-code: {{command: [{claude.program}]}}\n"
         "llm:\n"
         "  planner: mock/echo\n"
         "  reviewer: {model: claude-code/opus, effort: low}\n"
     )
-    with switchyard.Run.open(config) as run:
+    return config
+
+
+def replaying(tmp_path, log):
+    """The reviewer pointed at the recorded log."""
+    config = tmp_path / "replay.yaml"
+    config.write_text(
+        f"llm:\n  reviewer: {{backend: replay, log: {log}/llm_log, model: opus}}\n"
+    )
+    return config
+
+
+def test_a_claude_code_role_is_called_recorded_and_replayed(tmp_path):
+    claude = StandIn(tmp_path)
+    log = tmp_path / "run"
+    with switchyard.Run.open(campaign(tmp_path, claude, log)) as run:
         reviewer = run.llm("reviewer")
         assert reviewer.backend == "claude-code" and reviewer.role == "reviewer"
         reply = reviewer.complete("What is the capital of France?", system="answer briefly")
@@ -83,24 +54,67 @@ def test_a_claude_code_role_is_called_and_recorded(tmp_path):
     # Claude Code reports its own cost; that is the call's cost.
     assert reply.cost_usd == 0.0421
     assert json.loads(reply.raw)["session_id"] == CLAUDE_OK["session_id"]
-    argv = (rec / "argv").read_text().splitlines()
-    assert "-p" in argv and "json" in argv
-    assert "What is the capital of France?" in (rec / "argv").read_text() + (
-        rec / "stdin"
-    ).read_text()
+    assert "-p" in claude.argv and "json" in claude.argv
+    assert claude.stdin == "What is the capital of France?"
     assert plan.text == "plan"
 
     rows = {r["role"]: r for r in records(log)}
     assert set(rows) == {"planner", "reviewer"}
     assert rows["reviewer"]["backend"] == "claude-code"
+    assert rows["reviewer"]["dialect"] is None
+
+    # Replayed: the Claude Code call is read again by Claude Code's own reader (its
+    # backend's kind is in the recorded run.yaml), and the program does not run.
+    assert claude.runs == 1
+    with switchyard.Run.open(replaying(tmp_path, log)) as run:
+        again = run.llm("reviewer").complete(
+            "What is the capital of France?", system="answer briefly"
+        )
+    assert claude.runs == 1
+    assert again.raw == reply.raw
+    assert again.text == reply.text and again.finish == reply.finish
+    assert again.usage.to_dict() == reply.usage.to_dict()
+    assert again.cost_usd == reply.cost_usd and again.id == reply.id
 
 
-    # The library replays only calls recorded with a wire dialect; a Claude Code call has
-    # none, and replaying it says so rather than guessing.
-    replay = tmp_path / "replay.yaml"
-    replay.write_text(
-        f"llm:\n  reviewer: {{backend: replay, log: {log}/llm_log, model: opus}}\n"
-    )
-    with switchyard.Run.open(replay) as run:
-        with pytest.raises(switchyard.Unsupported, match="names no dialect"):
-            run.llm("reviewer").complete("What is the capital of France?", system="answer briefly")
+def test_a_claude_code_role_streams_its_text_recorded_and_replayed(tmp_path):
+    claude = StandIn(tmp_path)
+    log = tmp_path / "run"
+    with switchyard.Run.open(campaign(tmp_path, claude, log)) as run:
+        stream = run.llm("reviewer").stream("What is the capital of France?")
+        events = list(stream)
+    assert "stream-json" in claude.argv and "--include-partial-messages" in claude.argv
+    # The text as Claude Code wrote it, delta by delta, then the result's usage and finish.
+    assert [e.text for e in events if e.type == "text_delta"] == DELTAS
+    assert [e.type for e in events][-2:] == ["usage", "finish"]
+    reply = stream.reply
+    assert reply.text == "".join(DELTAS)
+    assert reply.usage.input == 9 + 5120 + 14000 and reply.usage.output == 11
+    assert reply.id == CLAUDE_OK["session_id"] and reply.finish == "stop"
+    assert reply.raw == stream_lines().encode()
+    assert reply.cost_usd == 0.0421
+    row = records(log)[0]
+    assert row["stream"] is True and row["role"] == "reviewer"
+    assert row["provider_cost_usd"] == 0.0421
+
+    # Replayed as a stream: the same events and reply; and whole: the same reply.
+    with switchyard.Run.open(replaying(tmp_path, log)) as run:
+        replayed = run.llm("reviewer").stream("What is the capital of France?")
+        again = list(replayed)
+    assert claude.runs == 1
+    assert [e.to_dict() for e in again] == [e.to_dict() for e in events]
+    assert replayed.reply.raw == reply.raw
+    assert replayed.reply.to_dict() == reply.to_dict()
+
+
+def test_a_claude_code_stream_from_asyncio(tmp_path):
+    import asyncio
+
+    claude = StandIn(tmp_path)
+
+    async def main(run):
+        llm = run.llm("reviewer")
+        return [e.text async for e in llm.astream("capital?") if e.type == "text_delta"]
+
+    with switchyard.Run.open(campaign(tmp_path, claude, tmp_path / "run")) as run:
+        assert asyncio.run(main(run)) == DELTAS

@@ -1,5 +1,6 @@
-"""Run configs: four roles recorded, then replayed byte for byte; the check as data; a
-Python backend by role, retried on the malformed schedule when it raises."""
+"""Run configs: four roles (one of them Claude Code, the stand-in `claude`) recorded, then
+replayed byte for byte; the check as data; a Python backend by role, retried on the
+malformed schedule when it raises."""
 
 import json
 import subprocess
@@ -8,18 +9,22 @@ import sys
 import pytest
 
 import switchyard
+from claude_stand_in import StandIn
 
 ROLES = ["planner", "proposer", "reviewer", "distiller"]
+MODELS = {"planner": "think", "proposer": "echo", "reviewer": "opus", "distiller": "echo"}
 
 
-def campaign_config(tmp_path, log):
+def campaign_config(tmp_path, log, claude):
     config = tmp_path / "campaign.yaml"
     config.write_text(
         f"log: {log}\n"
+        "backends:\n"
+        f"  claude-code: {{command: [{claude.program}]}}\n"
         "llm:\n"
         "  planner: {model: mock/think, max_tokens: 500}\n"
         "  proposer: mock/echo\n"
-        "  reviewer: {model: mock/echo, dialect: messages, max_tokens: 300}\n"
+        "  reviewer: {model: claude-code/opus, effort: low}\n"
         "  distiller: {model: mock/echo, dialect: gemini}\n"
         "budget: {max_calls: 100}\n"
         "unknown_cost: allow\n"
@@ -34,33 +39,55 @@ def records(run_dir):
     return lines
 
 
-def test_a_four_role_campaign_is_recorded_then_replayed_byte_for_byte(tmp_path):
+def same_reply(again, first):
+    assert again.raw == first.raw
+    assert again.text == first.text
+    assert again.usage.to_dict() == first.usage.to_dict()
+    assert again.to_dict() == first.to_dict()
+
+
+def test_a_four_role_campaign_is_recorded_then_replayed_byte_for_byte(tmp_path, mock_server):
+    claude = StandIn(tmp_path)
     recorded = tmp_path / "recorded"
-    with switchyard.Run.open(campaign_config(tmp_path, recorded)) as run:
+    with switchyard.Run.open(campaign_config(tmp_path, recorded, claude)) as run:
         assert run.roles == sorted(ROLES)
         assert str(run.dir) == str(recorded)
         report = run.check()
         assert report["ok"] and {r["role"] for r in report["roles"]} == set(ROLES)
         first = {role: run.llm(role).complete(f"{role}: step 1") for role in ROLES}
+        streamed = {}
+        for role in ROLES:
+            stream = run.llm(role).stream(f"{role}: step 2")
+            streamed[role] = ([e.to_dict() for e in stream], stream.reply)
     rows = records(recorded)
-    assert sorted(r["role"] for r in rows) == sorted(ROLES)
+    assert sorted(r["role"] for r in rows) == sorted(ROLES * 2)
+    assert {r["backend"] for r in rows if r["role"] == "reviewer"} == {"claude-code"}
+    assert claude.runs == 2
+    assert first["reviewer"].text == "Paris is the capital of France."
+    sent = mock_server.received
 
-    # Every role pointed at the recorded log: the same bytes, no provider called.
+    # Every role pointed at the recorded log: the same bytes, no provider called, the
+    # Claude Code program not run.
     replay = tmp_path / "replay.yaml"
     replay.write_text(
         "llm:\n"
         + "".join(
-            f"  {role}: {{backend: replay, log: {recorded}/llm_log, model: {model}}}\n"
-            for role, model in zip(ROLES, ["think", "echo", "echo", "echo"])
+            f"  {role}: {{backend: replay, log: {recorded}/llm_log, model: {MODELS[role]}}}\n"
+            for role in ROLES
         )
     )
     with switchyard.Run.open(replay) as run:
         for role in ROLES:
-            again = run.llm(role).complete(f"{role}: step 1")
-            assert again.raw == first[role].raw
+            same_reply(run.llm(role).complete(f"{role}: step 1"), first[role])
+            stream = run.llm(role).stream(f"{role}: step 2")
+            events = [e.to_dict() for e in stream]
+            assert events == streamed[role][0], role
+            same_reply(stream.reply, streamed[role][1])
         with pytest.raises(switchyard.ReplayExhausted) as info:
             run.llm("planner").complete("a prompt never recorded")
         assert info.value.role == "planner" and info.value.nearest
+    assert claude.runs == 2
+    assert mock_server.received == sent
 
 
 def test_check_as_data_without_opening(tmp_path):

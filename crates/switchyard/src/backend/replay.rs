@@ -4,12 +4,14 @@
 //! tools); identical requests are answered in their recorded order. The answer is the
 //! recorded raw bytes decoded with the recorded dialect's codec — for a stream, fed
 //! through the same stream decoder as a live call — so the caller decodes exactly what it
-//! decoded the first time; a recorded failure comes back as the same error.
+//! decoded the first time; a recorded failure comes back as the same error. A CLI agent's
+//! call names no dialect: its output is read by the agent's own reader (`cli/recorded.rs`),
+//! chosen by the kind of its backend in the recorded run's `run.yaml`.
 
 use super::{Backend, Call};
 use crate::error::{Error, Result};
 use crate::record::{self, CallRecord, Location};
-use crate::registry::Price;
+use crate::registry::{Kind, Price};
 use crate::reply_stream::ReplyStream;
 use async_trait::async_trait;
 use serde_json::Value;
@@ -73,11 +75,7 @@ impl ReplayLog {
     /// Opens a recorded run directory (the folder holding `run.yaml` and `llm_log/`; the
     /// `llm_log/` folder itself is accepted too).
     pub fn open(run_dir: &Path) -> Result<Arc<ReplayLog>> {
-        let dir = if run_dir.file_name().is_some_and(|n| n == record::LOG_DIR) {
-            run_dir.parent().unwrap_or(run_dir).to_path_buf()
-        } else {
-            run_dir.to_path_buf()
-        };
+        let dir = record::run_dir_of(run_dir);
         let rows = match rows_from_index(&dir) {
             Some(rows) => rows,
             None => rows_from_records(&dir)?,
@@ -187,6 +185,13 @@ impl ReplayLog {
     /// The recorded run's `run.yaml`, as JSON.
     pub fn run_file(&self) -> &Value {
         &self.run
+    }
+
+    /// The kind of `backend` as the recorded run's `run.yaml` describes it (`None` when
+    /// it does not).
+    pub fn backend_kind(&self, backend: &str) -> Option<Kind> {
+        let kind = self.run.get("backends")?.get(backend)?.get("kind")?;
+        Kind::parse(kind.get("value").unwrap_or(kind).as_str()?)
     }
 
     /// Bytes the index holds (keys, record numbers and role names), for measuring.
@@ -511,23 +516,45 @@ impl ReplayBackend {
     }
 }
 
-fn dialect_of(record: &CallRecord) -> Result<Dialect> {
-    record.dialect.ok_or_else(|| {
-        Error::Unsupported(format!(
-            "recorded call {} names no dialect, so its bytes cannot be decoded",
-            record.number
-        ))
-    })
+/// How a record's bytes are read again: by its dialect's codec, or — for a call that names
+/// none — by the reader of the CLI agent that made it, known from the kind of its backend
+/// in the recorded run's `run.yaml`.
+#[derive(Debug, Clone, Copy)]
+enum Decoding {
+    Dialect(Dialect),
+    Agent(Kind),
+}
+
+fn decoding(log: &ReplayLog, record: &CallRecord) -> Result<Decoding> {
+    if let Some(dialect) = record.dialect {
+        return Ok(Decoding::Dialect(dialect));
+    }
+    match log.backend_kind(&record.backend) {
+        Some(kind @ (Kind::ClaudeCode | Kind::Codex)) => Ok(Decoding::Agent(kind)),
+        Some(kind) => Err(Error::Unsupported(format!(
+            "recorded call {} names no dialect, and its backend `{}` is of kind `{kind}`, not a CLI agent (claude-code, codex) whose output replay can read, so its bytes cannot be decoded",
+            record.number, record.backend
+        ))),
+        None => Err(Error::Unsupported(format!(
+            "recorded call {} names no dialect, so its bytes cannot be decoded: its backend `{}` is not described in {} (replay reads the output of a CLI agent, claude-code or codex, by the kind of backend the recorded run's run.yaml gives)",
+            record.number,
+            record.backend,
+            log.dir().join(record::RUN_FILE).display()
+        ))),
+    }
 }
 
 /// The recorded stream, fed through the dialect's stream decoder; a recorded failure
 /// that the bytes themselves do not carry (a broken connection, a timeout) comes last.
-fn replay_stream(name: &str, record: &CallRecord) -> Result<ReplyStream> {
-    let dialect = dialect_of(record)?;
+fn replay_stream(name: &str, how: Decoding, record: &CallRecord) -> Result<ReplyStream> {
+    let dialect = match how {
+        Decoding::Dialect(d) => d,
+        Decoding::Agent(kind) => return agent_stream(kind, record),
+    };
     let raw = record.raw_bytes()?;
     // A streamed call a server answered with one whole JSON body was taken as that reply.
     if raw.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
-        return Ok(ReplyStream::from_reply(replay_reply(record)?));
+        return Ok(ReplyStream::from_reply(replay_reply(how, record)?));
     }
     let mut items: Vec<Result<bytes::Bytes>> = vec![Ok(raw)];
     if let Some(e) = &record.error {
@@ -544,12 +571,16 @@ fn replay_stream(name: &str, record: &CallRecord) -> Result<ReplyStream> {
     ))
 }
 
-fn replay_reply(record: &CallRecord) -> Result<Reply> {
+fn replay_reply(how: Decoding, record: &CallRecord) -> Result<Reply> {
+    let dialect = match how {
+        Decoding::Dialect(d) => d,
+        Decoding::Agent(kind) => return agent_reply(kind, record),
+    };
     if let Some(e) = &record.error {
         return Err(e.to_error());
     }
     let raw = record.raw_bytes()?;
-    let mut reply = codec(dialect_of(record)?).decode_reply(&raw).map_err(|e| {
+    let mut reply = codec(dialect).decode_reply(&raw).map_err(|e| {
         Error::Unsupported(format!(
             "recorded call {} no longer decodes: {e:?}",
             record.number
@@ -558,6 +589,34 @@ fn replay_reply(record: &CallRecord) -> Result<Reply> {
     // As the backend tagged it when the call was made.
     reply.tag_state(&record.backend);
     Ok(reply)
+}
+
+#[cfg(feature = "cli-agents")]
+fn agent_reply(kind: Kind, record: &CallRecord) -> Result<Reply> {
+    super::cli::recorded::reply(kind, record)
+}
+
+#[cfg(feature = "cli-agents")]
+fn agent_stream(kind: Kind, record: &CallRecord) -> Result<ReplyStream> {
+    super::cli::recorded::stream(kind, record)
+}
+
+#[cfg(not(feature = "cli-agents"))]
+fn agent_reply(kind: Kind, record: &CallRecord) -> Result<Reply> {
+    Err(without_cli_agents(kind, record))
+}
+
+#[cfg(not(feature = "cli-agents"))]
+fn agent_stream(kind: Kind, record: &CallRecord) -> Result<ReplyStream> {
+    Err(without_cli_agents(kind, record))
+}
+
+#[cfg(not(feature = "cli-agents"))]
+fn without_cli_agents(kind: Kind, record: &CallRecord) -> Error {
+    Error::Unsupported(format!(
+        "recorded call {} was made by a `{kind}` backend, whose output this build cannot read: it was built without the `cli-agents` feature",
+        record.number
+    ))
 }
 
 #[async_trait]
@@ -588,18 +647,20 @@ impl Backend for ReplayBackend {
 
     async fn complete(&self, call: &Call) -> Result<Reply> {
         let record = self.log.take(&self.role_for_call(call), call)?;
+        let how = decoding(&self.log, &record)?;
         if record.stream && record.reply.is_some() {
-            return replay_stream(&self.name, &record)?.into_reply().await;
+            return replay_stream(&self.name, how, &record)?.into_reply().await;
         }
-        replay_reply(&record)
+        replay_reply(how, &record)
     }
 
     async fn stream(&self, call: &Call) -> Result<ReplyStream> {
         let record = self.log.take(&self.role_for_call(call), call)?;
+        let how = decoding(&self.log, &record)?;
         if record.stream && record.reply.is_some() {
-            return replay_stream(&self.name, &record);
+            return replay_stream(&self.name, how, &record);
         }
         // Recorded whole (or failed before its stream began): the reply as events.
-        Ok(ReplyStream::from_reply(replay_reply(&record)?))
+        Ok(ReplyStream::from_reply(replay_reply(how, &record)?))
     }
 }

@@ -3,7 +3,8 @@
 //! tool (what Codex sends for MCP servers, refused by some servers).
 //!
 //! Each step is its own function so that a caller can show progress between them;
-//! [`check`] runs them all.
+//! [`check`] runs them all. The environment is `Sync`, so that a check is a `Send` future
+//! a caller may run on any runtime (the Python package's).
 
 use crate::connect;
 use crate::env::EnvSource;
@@ -95,7 +96,7 @@ impl Report {
 
 /// Lists the backend's models: `GET <base_url>/models` with its key, reading OpenAI's
 /// `{"data":[{"id":…}]}` or Google's `{"models":[{"name":…}]}`.
-pub async fn list_models(backend: &registry::Backend, env: &dyn EnvSource) -> ModelsCheck {
+pub async fn list_models(backend: &registry::Backend, env: &(dyn EnvSource + Sync)) -> ModelsCheck {
     let started = Instant::now();
     let (url, result) = match models_request(backend, env) {
         Ok((url, request)) => {
@@ -216,7 +217,7 @@ pub async fn try_dialect(
     model: &str,
     dialect: Dialect,
     namespace_tool: bool,
-    env: &dyn EnvSource,
+    env: &(dyn EnvSource + Sync),
 ) -> Attempt {
     let started = Instant::now();
     let request = if namespace_tool {
@@ -239,7 +240,7 @@ async fn send(
     dialect: Dialect,
     request: Request,
     namespace_tool: bool,
-    env: &dyn EnvSource,
+    env: &(dyn EnvSource + Sync),
 ) -> Result<String, AttemptError> {
     let typed = |e: crate::Error| AttemptError {
         kind: Some(e.kind()),
@@ -297,7 +298,11 @@ pub fn plan(backend: &registry::Backend) -> Vec<(Dialect, bool)> {
 }
 
 /// Runs every step: the model list, then [`plan`], one after the other.
-pub async fn check(backend: &registry::Backend, model: &str, env: &dyn EnvSource) -> Report {
+pub async fn check(
+    backend: &registry::Backend,
+    model: &str,
+    env: &(dyn EnvSource + Sync),
+) -> Report {
     let models = list_models(backend, env).await;
     let mut attempts = Vec::new();
     for (dialect, ns) in plan(backend) {

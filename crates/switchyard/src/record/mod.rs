@@ -28,7 +28,7 @@ pub use read::{
     for_each_record_line, log_dir, read_record, read_record_at, read_records, record_location,
     record_locations, record_numbers,
 };
-pub use run_dir::{read_run_file, RunInfo, LOG_DIR, RUN_FILE};
+pub use run_dir::{read_run_file, run_dir_of, RunInfo, LOG_DIR, RUN_FILE};
 pub use segment::{segment_ids, segment_name, segment_path, Location, SEGMENT_BYTES};
 pub use writer::{Durability, Recorder, RecorderOptions};
 

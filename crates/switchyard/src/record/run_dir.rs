@@ -1,10 +1,10 @@
 //! The run directory: `run.yaml` (the resolved configuration, written at the start) and
 //! `llm_log/` (one record per call).
 
-use crate::registry::Registry;
+use crate::registry::{Backend, Kind, Registry};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The folder of call records inside a run directory.
 pub const LOG_DIR: &str = "llm_log";
@@ -37,13 +37,50 @@ impl RunInfo {
         model: &str,
         registry: &Registry,
     ) -> Self {
+        match registry.backend(backend) {
+            Some(b) => self.role_of(role, reference, model, b),
+            None => {
+                self.roles.insert(
+                    role.to_string(),
+                    json!({"reference": reference, "backend": backend, "model": model}),
+                );
+                self
+            }
+        }
+    }
+
+    /// Adds a role with its reference and the backend it calls, as resolved (a role's
+    /// inline endpoint, the anonymous backend `role:<name>`, included).
+    pub fn role_of(mut self, role: &str, reference: &str, model: &str, backend: &Backend) -> Self {
         self.roles.insert(
             role.to_string(),
-            json!({"reference": reference, "backend": backend, "model": model}),
+            json!({"reference": reference, "backend": backend.name, "model": model}),
         );
-        if let Some(b) = registry.backend(backend) {
-            if let Ok(v) = serde_json::to_value(b) {
-                self.backends.insert(backend.to_string(), v);
+        if let Ok(v) = serde_json::to_value(backend) {
+            self.backends.insert(backend.name.clone(), v);
+        }
+        // A replay answers with the calls of the run it replays, which keep their
+        // backends: described as that run describes them, a replay of this run reads them
+        // alike (a CLI agent's output by the kind of its backend).
+        if backend.kind.value == Kind::Replay {
+            if let Some(log) = &backend.log {
+                self = self.backends_of(Path::new(&log.value));
+            }
+        }
+        self
+    }
+
+    /// Adds the backends the run in `log` (its directory or its `llm_log/`) describes,
+    /// but for those already described.
+    fn backends_of(mut self, log: &Path) -> Self {
+        let Ok(run) = read_run_file(&run_dir_of(log)) else {
+            return self;
+        };
+        if let Some(Value::Object(backends)) = run.get("backends") {
+            for (name, value) in backends {
+                self.backends
+                    .entry(name.clone())
+                    .or_insert_with(|| value.clone());
             }
         }
         self
@@ -119,6 +156,15 @@ fn redact(v: &mut Value) {
         }
         Value::Array(items) => items.iter_mut().for_each(redact),
         _ => {}
+    }
+}
+
+/// The run directory `path` names: itself, or its parent when it is the `llm_log/` folder.
+pub fn run_dir_of(path: &Path) -> PathBuf {
+    if path.file_name().is_some_and(|n| n == LOG_DIR) {
+        path.parent().unwrap_or(path).to_path_buf()
+    } else {
+        path.to_path_buf()
     }
 }
 

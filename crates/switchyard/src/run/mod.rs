@@ -152,13 +152,13 @@ impl Run {
         };
         let mut info = RunInfo::new().settings(&self.config.sections);
         for role in &self.roles {
-            info = info.role(
-                &role.name,
-                &role.reference,
-                &role.backend.name,
-                &role.model,
-                &self.config.registry,
-            );
+            // The registry's backend as configured; an inline endpoint's own (`role:<name>`).
+            let backend = self
+                .config
+                .registry
+                .backend(&role.backend.name)
+                .unwrap_or(&role.backend);
+            info = info.role_of(&role.name, &role.reference, &role.model, backend);
         }
         let recorder = Recorder::create(
             &dir,

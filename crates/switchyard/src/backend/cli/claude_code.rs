@@ -5,12 +5,18 @@
 //! `usage` its tokens (Anthropic's meaning: cache reads and writes apart from
 //! `input_tokens`), `session_id` its id, and on failure `is_error` with `subtype` and
 //! `api_error_status` (the HTTP status Claude Code got from the API, if any).
+//!
+//! A streamed call runs `--output-format stream-json --verbose --include-partial-messages`
+//! instead, read line by line as Claude Code writes it (`claude_stream.rs`): the text as it
+//! is generated, then the same result object.
 
+use super::claude_stream::{self, StreamJson};
 use super::process::{self, Invocation, Scratch};
-use super::{exited, flatten, malformed, CliConfig, MAX_SYSTEM_ARG};
+use super::{exited, flatten, malformed, output_stream, CliConfig, MAX_SYSTEM_ARG};
 use crate::backend::{Backend, Call};
 use crate::error::{Error, ProviderDetails, Result};
 use crate::internal::classify;
+use crate::reply_stream::ReplyStream;
 use async_trait::async_trait;
 use bytes::Bytes;
 use serde_json::Value;
@@ -50,15 +56,32 @@ impl ClaudeCodeBackend {
         ClaudeCodeBackend { config }
     }
 
-    /// The arguments and standard input of a run for `call`.
+    /// The arguments and standard input of a run for `call`, printing its whole result.
     pub fn invocation(&self, call: &Call) -> Result<Invocation> {
+        self.invocation_printing(call, &["--output-format", "json"])
+    }
+
+    /// The arguments and standard input of a streamed run for `call`: stream-json lines
+    /// (which `-p` prints only with `--verbose`), the model's text deltas among them.
+    pub fn stream_invocation(&self, call: &Call) -> Result<Invocation> {
+        self.invocation_printing(
+            call,
+            &[
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--include-partial-messages",
+            ],
+        )
+    }
+
+    fn invocation_printing(&self, call: &Call, output: &[&str]) -> Result<Invocation> {
         let prompt = flatten(&self.config.name, &call.request)?;
         let mut args: Vec<OsString> = self.config.leading_args.iter().map(Into::into).collect();
+        args.push("-p".into());
+        args.extend(output.iter().map(OsString::from));
         args.extend(
             [
-                "-p",
-                "--output-format",
-                "json",
                 "--model",
                 call.model.as_str(),
                 // No built-in tools, no MCP server but the (empty) set given here, no
@@ -124,11 +147,21 @@ impl Backend for ClaudeCodeBackend {
             )),
         }
     }
+
+    /// Runs Claude Code printing stream-json and hands out its text as it is written.
+    async fn stream(&self, call: &Call) -> Result<ReplyStream> {
+        let invocation = self.stream_invocation(call)?;
+        let scratch = Scratch::new(&self.config.name)?;
+        let output = output_stream::stream(&invocation, scratch)?;
+        let program = self.config.program.display().to_string();
+        let decoder = StreamJson::new(&self.config.name, &call.model, &program);
+        Ok(claude_stream::reply_stream(decoder, output))
+    }
 }
 
 /// The result object in the output: the whole output, or else its last line that is one
-/// (in case something printed a line before it).
-fn find_result(stdout: &[u8]) -> Option<Value> {
+/// (in case something printed a line before it; the last line of stream-json output).
+pub(crate) fn find_result(stdout: &[u8]) -> Option<Value> {
     let is_result = |v: &Value| v.get("type").and_then(Value::as_str) == Some("result");
     if let Ok(v) = serde_json::from_slice::<Value>(stdout) {
         return is_result(&v).then_some(v);

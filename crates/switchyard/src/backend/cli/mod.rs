@@ -21,11 +21,21 @@
 //!
 //! The reply's `raw` bytes are the CLI's own output, unchanged: Claude Code's result
 //! object (whose `total_cost_usd` is Claude Code's figure, computed from Anthropic's price
-//! table) and Codex's JSONL events. [`claude_code::reported_cost`] reads the figure back.
+//! table) — or, streamed, its stream-json lines ending in that object — and Codex's JSONL
+//! events. [`claude_code::reported_cost`] reads the figure back.
+//!
+//! # Replay
+//!
+//! A recorded call of a CLI agent names no wire dialect; replay reads its bytes again with
+//! the agent's own reader (`recorded.rs`), chosen by the kind of backend the recorded
+//! run's `run.yaml` describes, so a replayed call gives the same reply and events.
 
 pub mod claude_code;
+pub mod claude_stream;
 pub mod codex;
+pub mod output_stream;
 pub mod process;
+pub(crate) mod recorded;
 
 use crate::env::EnvSource;
 use crate::error::{Error, ProviderDetails, Result};

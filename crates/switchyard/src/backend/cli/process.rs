@@ -1,5 +1,6 @@
 //! Running a CLI agent once: from a fresh empty directory, the prompt on standard input,
-//! the whole output collected, the child killed when the wait runs out.
+//! the whole output collected, the child killed when the wait runs out. (A run whose
+//! output is read as it comes is `output_stream.rs`.)
 
 use crate::error::{Error, Result, TimeoutPhase};
 use std::ffi::OsString;
@@ -90,9 +91,10 @@ fn scratch_error(backend: &str, e: &std::io::Error) -> Error {
     }
 }
 
-/// Runs `inv` with `cwd` as working directory, writing the prompt to its standard input
-/// while reading its output (so a long prompt cannot deadlock against a full pipe).
-pub async fn run(inv: &Invocation, cwd: &Path) -> Result<Finished> {
+/// Starts `inv` with `cwd` as working directory, its output piped, the prompt written to
+/// its standard input by a task of its own (so a long prompt cannot deadlock against a
+/// full pipe). Dropping the child kills it.
+pub(crate) fn spawn(inv: &Invocation, cwd: &Path) -> Result<tokio::process::Child> {
     let mut command = tokio::process::Command::new(&inv.program);
     command
         .args(&inv.args)
@@ -121,25 +123,39 @@ pub async fn run(inv: &Invocation, cwd: &Path) -> Result<Finished> {
             let _ = stdin.shutdown().await;
         });
     }
+    Ok(child)
+}
+
+/// The error of a run past its time limit.
+pub(crate) fn timed_out(inv: &Invocation, limit: Duration) -> Error {
+    Error::Timeout {
+        backend: inv.backend.clone(),
+        phase: TimeoutPhase::Total,
+        after: limit,
+    }
+}
+
+/// The error of a child lost while it ran (its pipes or its exit status unreadable).
+pub(crate) fn lost(inv: &Invocation, e: &std::io::Error) -> Error {
+    Error::Transport {
+        backend: inv.backend.clone(),
+        message: format!("lost `{}` while it ran: {e}", inv.program.display()),
+    }
+}
+
+/// Runs `inv` with `cwd` as working directory and collects its whole output.
+pub async fn run(inv: &Invocation, cwd: &Path) -> Result<Finished> {
+    let child = spawn(inv, cwd)?;
     let waited = child.wait_with_output();
     let output = match inv.timeout {
         Some(limit) => match tokio::time::timeout(limit, waited).await {
             Ok(out) => out,
             // The future owned the child: dropping it killed the process.
-            Err(_) => {
-                return Err(Error::Timeout {
-                    backend: inv.backend.clone(),
-                    phase: TimeoutPhase::Total,
-                    after: limit,
-                })
-            }
+            Err(_) => return Err(timed_out(inv, limit)),
         },
         None => waited.await,
     }
-    .map_err(|e| Error::Transport {
-        backend: inv.backend.clone(),
-        message: format!("lost `{}` while it ran: {e}", inv.program.display()),
-    })?;
+    .map_err(|e| lost(inv, &e))?;
     Ok(Finished {
         code: output.status.code(),
         stdout: output.stdout,

@@ -6,9 +6,16 @@
 #   cargo build --release -p switchyard-cli && bench/nginx.sh
 #   BASE_BIN=/path/to/older/switchyard bench/nginx.sh     # also measures an older build
 #   STORE=0 ONLY='gateway-32|direct-32' ROUNDS=7 bench/nginx.sh   # no store; some cases only
-# Needs nginx and wrk (apt-get install -y nginx wrk). Writes a table to stdout.
+# Needs nginx and wrk (installed with apt-get when missing). Writes each measurement, then
+# the ratios the performance targets name (each round's own, and their median).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+for tool in nginx wrk; do
+  command -v "$tool" >/dev/null || apt-get install -y nginx wrk >/dev/null || {
+    echo "bench/nginx.sh needs nginx and wrk: apt-get install -y nginx wrk" >&2
+    exit 1
+  }
+done
 BIN=${SWITCHYARD_BIN:-${CARGO_TARGET_DIR:-target}/release/switchyard}
 BASE_BIN=${BASE_BIN:-}
 DUR=${DUR:-6s}
@@ -78,9 +85,9 @@ EOF
 GW_PID=
 stop_gateway() { [ -n "$GW_PID" ] && kill "$GW_PID" 2>/dev/null && wait "$GW_PID" 2>/dev/null; GW_PID=; true; }
 trap 'stop_gateway; kill $NGINX_PID 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
-start_gateway() { # binary data-dir
+start_gateway() { # binary data-dir (none: no store)
   local store=()
-  [ "$STORE" = 1 ] && store=(--data-dir "$2")
+  [ "$STORE" = 1 ] && [ "$2" != none ] && store=(--data-dir "$2")
   RUST_LOG=warn "$1" serve --listen "127.0.0.1:$GW_PORT" --no-mock --config "$WORK/gateway.yaml" "${store[@]}" >/dev/null &
   GW_PID=$!
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$GW_PORT/healthz" >/dev/null && return; sleep 0.05; done
@@ -135,5 +142,37 @@ for round in $(seq "$ROUNDS"); do
     stop_gateway
     [ "$STORE" = 1 ] && echo "round $round $name recorded         $(cat "$data"/llm_log/segment-*.jsonl | wc -l)"
     rm -rf "$data"
+    # The same build with no store: what recording costs.
+    if [ "$STORE" = 1 ] && [[ gateway-nostore-32 =~ ^($ONLY)$ ]]; then
+      start_gateway "$bin" none
+      case_ gateway-nostore-32 32 "$BODY_GW" "$G/v1/chat/completions"
+      stop_gateway
+    fi
   done
-done
+done | tee "$WORK/rounds.txt"
+
+# The ratios of docs/performance.md's targets, from the rounds above.
+python3 - "$WORK/rounds.txt" <<'EOF'
+import re, statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"round (\d+) (\w+) (\S+)\s+(\d+) (\d+) (\d+)", line)
+    if m:
+        rows.setdefault((m[2], m[3]), {})[m[1]] = tuple(map(int, m.groups()[3:]))
+print()
+for build in ("new", "base"):
+    def ratios(gateway, direct, field=0, op=lambda g, d: g / d):
+        g, d = rows.get((build, gateway), {}), rows.get((build, direct), {})
+        return [op(g[r][field], d[r][field]) for r in sorted(g) if r in d]
+    for what, values, fmt in (
+        ("pass-through / direct, 32 conns (target >= 0.333)", ratios("gateway-32", "direct-32"), "{:.3f}"),
+        ("translated / direct messages (target >= 0.2)", ratios("translated-32", "direct-msg-32"), "{:.3f}"),
+        ("store on / store off, 32 conns (target >= 0.9)", ratios("gateway-32", "gateway-nostore-32"), "{:.3f}"),
+        ("stream chunks/s / direct (target >= 0.333)", ratios("gateway-sse-32", "direct-sse-32"), "{:.3f}"),
+        ("added p50 at 1 conn, us (target <= 50)", ratios("gateway-1", "direct-1", 1, lambda g, d: g - d), "{:.0f}"),
+        ("added p99 at 1 conn, us (target <= 300)", ratios("gateway-1", "direct-1", 2, lambda g, d: g - d), "{:.0f}"),
+    ):
+        if values:
+            shown = ", ".join(fmt.format(v) for v in values)
+            print(f"{build:4} {what:52} {shown}  median {fmt.format(statistics.median(values))}")
+EOF

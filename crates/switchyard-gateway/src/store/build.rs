@@ -130,6 +130,7 @@ pub(super) fn build_record(call: Finished) -> CallRecord {
         usage_estimated: draft.usage_estimated,
         client_key: (s.key != "-").then_some(s.key),
         client_dialect: Some(s.client_dialect),
+        embedding: None,
     }
 }
 

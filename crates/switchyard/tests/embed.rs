@@ -1,0 +1,195 @@
+//! `Llm::embed` against the mock: both shapes, float and base64 as asked, recorded in the
+//! call log and the index with usage and cost (unknown price → unknown), retried like any
+//! call, refused by a backend that does not declare embeddings.
+
+mod common;
+
+use std::sync::Arc;
+use switchyard::env::MapEnv;
+use switchyard::record::{read_records, RecorderOptions};
+use switchyard::wire::embed::{vector_to_base64, EmbedRequest, EmbedShape, EncodingFormat};
+use switchyard::{ErrorKind, Llm, Recorder, RecordingSleeper, RunInfo};
+use switchyard_mock::embeddings::{vector, DEFAULT_DIMENSIONS};
+use switchyard_mock::MockServer;
+
+fn handle(mock: &MockServer, overrides: &[&str], reference: &str) -> Llm {
+    let env = MapEnv::default();
+    let registry = common::registry(mock, overrides, &env);
+    Llm::resolve(&registry, reference, &env).unwrap_or_else(|e| panic!("{reference}: {e}"))
+}
+
+#[tokio::test]
+async fn embeds_through_openai_shape_recorded_and_priced() {
+    let mock = MockServer::start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let recorder =
+        Recorder::create(tmp.path(), &RunInfo::new(), RecorderOptions::default()).unwrap();
+    // mock-small is priced at $1 per million input tokens.
+    let llm = handle(&mock, &[], "mock/mock-small")
+        .with_role("indexer")
+        .with_recorder(recorder.clone());
+    let out = llm
+        .embed(EmbedRequest::texts(["hello", "a longer text"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        out.vectors,
+        vec![
+            vector("hello", DEFAULT_DIMENSIONS),
+            vector("a longer text", DEFAULT_DIMENSIONS)
+        ]
+    );
+    assert_eq!(out.input_tokens, Some(6));
+    let sent = common::last(&mock);
+    assert_eq!(sent.path, "/v1/embeddings");
+    assert_eq!(
+        common::body(&sent),
+        serde_json::json!({"model": "mock-small", "input": ["hello", "a longer text"]})
+    );
+
+    // base64 asked: asked upstream, and the reply's bytes kept as they came.
+    let b64 = llm
+        .embed(
+            EmbedRequest::texts(["hello"])
+                .with_encoding(EncodingFormat::Base64)
+                .with_dimensions(3),
+        )
+        .await
+        .unwrap();
+    assert_eq!(b64.vectors, vec![vector("hello", 3)]);
+    let raw = String::from_utf8(b64.raw.to_vec()).unwrap();
+    assert!(
+        raw.contains(&vector_to_base64(&vector("hello", 3))),
+        "{raw}"
+    );
+    recorder.close().unwrap();
+
+    let records = read_records(tmp.path()).unwrap();
+    assert_eq!(records.len(), 2);
+    let first = &records[0];
+    assert_eq!(first.role.as_deref(), Some("indexer"));
+    assert_eq!(
+        (first.backend.as_str(), first.model.as_str()),
+        ("mock", "mock-small")
+    );
+    assert_eq!(first.dialect, None);
+    let e = first.embedding.as_ref().expect("an embeddings record");
+    assert_eq!(e.shape, EmbedShape::Openai);
+    assert_eq!(e.request, EmbedRequest::texts(["hello", "a longer text"]));
+    assert_eq!(first.usage.unwrap().input, 6);
+    assert_eq!(first.cost_usd, Some(6.0 / 1_000_000.0));
+    assert!(first.reply.is_none());
+    assert_eq!(first.raw_bytes().unwrap(), out.raw);
+    assert_eq!(
+        first.usage_reported,
+        Some(serde_json::json!({"prompt_tokens": 6, "total_tokens": 6}))
+    );
+    assert!(first.prompt_digest.len() == 32 && first.prompt_digest != records[1].prompt_digest);
+    let second = &records[1];
+    assert_eq!(second.parameters["encoding_format"], "base64");
+    assert_eq!(second.parameters["dimensions"], 3);
+    assert_eq!(
+        second.body.as_ref().unwrap().get(),
+        r#"{"model":"mock-small","input":["hello"],"dimensions":3,"encoding_format":"base64"}"#
+    );
+
+    // The index has them too, with their cost.
+    let spend = switchyard::record::run_spend(tmp.path(), &Default::default()).unwrap();
+    assert_eq!(spend.calls, 2);
+    assert!(
+        (spend.usd - (6.0 + 2.0) / 1_000_000.0).abs() < 1e-12,
+        "{spend:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_unpriced_model_costs_unknown_never_zero() {
+    let mock = MockServer::start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let recorder =
+        Recorder::create(tmp.path(), &RunInfo::new(), RecorderOptions::default()).unwrap();
+    let llm = handle(&mock, &[], "mock/echo").with_recorder(recorder.clone());
+    llm.embed(EmbedRequest::texts(["x"])).await.unwrap();
+    recorder.close().unwrap();
+    let records = read_records(tmp.path()).unwrap();
+    assert_eq!(records[0].usage.unwrap().input, 1);
+    assert_eq!(records[0].cost_usd, None);
+}
+
+#[tokio::test]
+async fn a_gemini_family_backend_is_called_with_batch_embed_contents() {
+    let mock = MockServer::start().await;
+    let base = format!("backends.gm.base_url={}", mock.base_url());
+    let llm = handle(
+        &mock,
+        &[
+            "backends.gm.from=mock",
+            &base,
+            "backends.gm.apis=[gemini, embeddings]",
+        ],
+        "gm/gemini-embedding-001",
+    );
+    let out = llm
+        .embed(
+            EmbedRequest::texts(["x", "y"])
+                .with_dimensions(4)
+                .with_task_type("RETRIEVAL_DOCUMENT"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.vectors, vec![vector("x", 4), vector("y", 4)]);
+    assert_eq!(out.input_tokens, Some(2));
+    let sent = common::last(&mock);
+    assert_eq!(
+        sent.path,
+        "/v1beta/models/gemini-embedding-001:batchEmbedContents"
+    );
+    assert_eq!(
+        common::body(&sent)["requests"][1],
+        serde_json::json!({"model": "models/gemini-embedding-001", "content": {"parts": [{"text": "y"}]}, "taskType": "RETRIEVAL_DOCUMENT", "outputDimensionality": 4})
+    );
+    // Token ids cannot go to Gemini: said before anything is sent.
+    let before = mock.received();
+    let e = llm
+        .embed(EmbedRequest::tokens(vec![vec![1, 2]]))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported);
+    assert!(e.to_string().contains("text only"), "{e}");
+    assert_eq!(mock.received(), before);
+}
+
+#[tokio::test]
+async fn retried_like_any_call() {
+    let mock = MockServer::start().await;
+    let sleeper = Arc::new(RecordingSleeper::new());
+    let llm = handle(&mock, &[], "mock/fault-429-then-ok").with_sleeper(sleeper.clone());
+    let outcome = llm.embed_detailed(EmbedRequest::texts(["q"])).await;
+    assert_eq!(
+        outcome.result.unwrap().vectors,
+        vec![vector("q", DEFAULT_DIMENSIONS)]
+    );
+    assert_eq!(outcome.attempts.len(), 2);
+    assert_eq!(outcome.attempts[0].status, Some(429));
+    // One wait, asked of the sleeper, never slept.
+    assert_eq!(sleeper.waits().len(), 1);
+
+    let e = handle(&mock, &[], "mock/quota")
+        .embed(EmbedRequest::texts(["q"]))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ProviderQuotaExhausted);
+}
+
+#[tokio::test]
+async fn a_backend_without_embeddings_says_so() {
+    let mock = MockServer::start().await;
+    let llm = handle(&mock, &["backends.mock.apis=[chat]"], "mock/echo");
+    let e = llm.embed(EmbedRequest::texts(["q"])).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported);
+    assert_eq!(
+        e.to_string(),
+        "`mock/echo` cannot embed: backend `mock` does not list `embeddings` in its `apis`"
+    );
+    assert_eq!(mock.received(), 0);
+}

@@ -43,7 +43,7 @@ pub trait Embedder: Send + Sync {
 
 /// Embeddings over HTTP: the backend's URL for them and its credential.
 pub struct HttpEmbedder {
-    http: HttpBackend,
+    http: Arc<HttpBackend>,
     shape: EmbedShape,
     url: url::Url,
 }
@@ -81,7 +81,11 @@ impl HttpEmbedder {
             timeouts,
             pool,
         )?;
-        Ok(HttpEmbedder { http, shape, url })
+        Ok(HttpEmbedder {
+            http: Arc::new(http),
+            shape,
+            url,
+        })
     }
 
     /// The URL called.
@@ -91,7 +95,7 @@ impl HttpEmbedder {
 
     /// The HTTP backend whose send path is used (the gateway sends a client's bytes
     /// through it).
-    pub fn http(&self) -> &HttpBackend {
+    pub fn http(&self) -> &Arc<HttpBackend> {
         &self.http
     }
 

@@ -1,10 +1,13 @@
-//! `POST /v1/embeddings` (OpenAI's shape): behind the gateway's keys, models, rates,
-//! in-flight caps and budgets like a model call, then passed through to an
-//! OpenAI-shaped backend (the client's bytes, the model id spliced in) or translated to
-//! Gemini's `batchEmbedContents` for a Gemini-family backend (the reply written back in
-//! the encoding the client asked, base64 of little-endian `f32`s or floats). Metered
-//! and recorded with the input tokens and their cost; a provider that reports no usage
-//! (Gemini's developer API) is billed an estimate, said so in the record.
+//! Embeddings: `POST /v1/embeddings` (OpenAI's shape) and Gemini's
+//! `models/{model}:embedContent` / `:batchEmbedContents`, behind the gateway's keys,
+//! models, rates, in-flight caps and budgets like a model call. An OpenAI client of an
+//! OpenAI-shaped backend is passed through (its bytes, the model id spliced in, the
+//! provider's bytes back); every other pair is translated through the canonical request
+//! (a Gemini-family backend is always called with `batchEmbedContents`), the reply
+//! written in the client's shape and, for OpenAI, the encoding it asked (base64 of
+//! little-endian `f32`s, or floats). Metered and recorded with the input tokens and
+//! their cost; a provider that reports no usage (Gemini's developer API) is billed an
+//! estimate, said so in the record.
 //!
 //! The path mirrors `call.rs` step for step rather than sharing it: an embedding has no
 //! stream, no dialect target and no translation of history, and keeping it apart leaves
@@ -25,7 +28,9 @@ use switchyard::backend::http::RawRequest;
 use switchyard::embed::{Embedder, HttpEmbedder};
 use switchyard::record::EmbedRecord;
 use switchyard::registry::Price;
-use switchyard::wire::embed::{openai, EmbedShape, EncodingFormat};
+use switchyard::wire::embed::{
+    gemini, openai, EmbedRequest, EmbedShape, Embeddings, EncodingFormat,
+};
 use switchyard::{Dialect, Llm, Usage};
 
 /// Where one embeddings call goes.
@@ -44,13 +49,72 @@ pub(crate) struct EmbedTarget {
     pub price: Option<Price>,
 }
 
-/// Errors are answered in OpenAI's shape, the route's own.
-const DIALECT: Dialect = Dialect::Chat;
+/// Who is asking, in which shape.
+#[derive(Debug, Clone)]
+pub(crate) enum Client {
+    /// `POST /v1/embeddings`.
+    Openai,
+    /// Gemini's routes: the model from the path, and whether it is `:embedContent` (one
+    /// input) rather than `:batchEmbedContents`.
+    Gemini {
+        /// The model named in the path.
+        model: String,
+        /// `:embedContent`.
+        single: bool,
+    },
+}
 
-/// Serves `POST /v1/embeddings`.
-pub(crate) async fn handle(state: Arc<State>, request: Request) -> Response {
-    let mut meter = Meter::new(state.clone(), DIALECT, Instant::now());
-    match run(&state, request, &mut meter).await {
+impl Client {
+    /// The dialect whose error shape the client reads.
+    fn dialect(&self) -> Dialect {
+        match self {
+            Client::Openai => Dialect::Chat,
+            Client::Gemini { .. } => Dialect::Gemini,
+        }
+    }
+
+    /// The model asked for and the canonical request.
+    fn decode(&self, bytes: &[u8]) -> Result<(String, EmbedRequest), ApiError> {
+        let bad =
+            |e: switchyard::wire::DecodeError| ApiError::new(Category::BadRequest, e.to_string());
+        match self {
+            Client::Openai => openai::decode_request(bytes)
+                .map(|d| (d.model, d.request))
+                .map_err(bad),
+            Client::Gemini {
+                model,
+                single: true,
+            } => gemini::decode_single_request(bytes)
+                .map(|r| (model.clone(), r))
+                .map_err(bad),
+            Client::Gemini {
+                model,
+                single: false,
+            } => gemini::decode_batch_request(bytes)
+                .map(|r| (model.clone(), r))
+                .map_err(bad),
+        }
+    }
+
+    /// The reply in the client's shape.
+    fn encode(&self, embeddings: &Embeddings, request: &EmbedRequest, requested: &str) -> Bytes {
+        match self {
+            Client::Openai => openai::encode_reply(
+                embeddings,
+                request.encoding_format.unwrap_or(EncodingFormat::Float),
+                requested,
+            ),
+            Client::Gemini { single: true, .. } => gemini::encode_single_reply(embeddings),
+            Client::Gemini { single: false, .. } => gemini::encode_batch_reply(embeddings),
+        }
+    }
+}
+
+/// Serves one embeddings request from `client`.
+pub(crate) async fn handle(state: Arc<State>, client: Client, request: Request) -> Response {
+    let dialect = client.dialect();
+    let mut meter = Meter::new(state.clone(), dialect, Instant::now());
+    match run(&state, &client, request, &mut meter).await {
         Ok(response) => response,
         Err(e) => {
             meter.outcome(e.status.as_u16(), Some(format!("gateway:{:?}", e.category)));
@@ -64,7 +128,7 @@ pub(crate) async fn handle(state: Arc<State>, request: Request) -> Response {
                 });
             }
             meter.complete();
-            let (status, headers, body) = e.parts_for(DIALECT);
+            let (status, headers, body) = e.parts_for(dialect);
             crate::respond::whole(status, headers, body, &mut meter)
         }
     }
@@ -72,6 +136,7 @@ pub(crate) async fn handle(state: Arc<State>, request: Request) -> Response {
 
 async fn run(
     state: &Arc<State>,
+    client: &Client,
     request: Request,
     meter: &mut Meter,
 ) -> Result<Response, ApiError> {
@@ -87,7 +152,7 @@ async fn run(
                     Category::Unauthenticated,
                     match r {
                         crate::keys::KeyRefusal::Missing => {
-                            "no API key: send the gateway key as `Authorization: Bearer <key>`"
+                            "no API key: send the gateway key as `Authorization: Bearer <key>` or `x-goog-api-key: <key>`"
                         }
                         crate::keys::KeyRefusal::Unknown => {
                             "invalid API key: the key sent is not one of the gateway's keys"
@@ -100,9 +165,7 @@ async fn run(
     };
     let bytes = crate::request_body::read(body, &parts.headers, state).await?;
     meter.set_client_body(&bytes);
-    let decoded = openai::decode_request(&bytes)
-        .map_err(|e| ApiError::new(Category::BadRequest, e.to_string()))?;
-    let requested = decoded.model.clone();
+    let (requested, request) = client.decode(&bytes)?;
     meter.set_requested(&requested);
     let reference = state.upstreams.resolve(&requested)?;
     if let Some(key) = &key {
@@ -151,10 +214,10 @@ async fn run(
         }
     }
     let shape = target.embedder.shape();
-    let request = decoded.request;
-    let upstream_body = match shape {
-        EmbedShape::Openai => passthrough_body(&bytes, &target.model)?,
-        EmbedShape::Gemini => target
+    let passthrough = matches!(client, Client::Openai) && shape == EmbedShape::Openai;
+    let upstream_body = match passthrough {
+        true => passthrough_body(&bytes, &target.model)?,
+        false => target
             .embedder
             .encode_body(&request, &target.model)
             .map_err(|e| ApiError::new(Category::BadRequest, e.to_string()))?,
@@ -216,17 +279,15 @@ async fn run(
         }
     };
     meter.usage(usage);
-    let out = match shape {
-        // Passed through: the provider's bytes as they came.
-        EmbedShape::Openai => raw,
-        EmbedShape::Gemini => openai::encode_reply(
-            &switchyard::wire::embed::Embeddings {
-                input_tokens: Some(usage.input),
-                ..embeddings
-            },
-            request.encoding_format.unwrap_or(EncodingFormat::Float),
-            &requested,
-        ),
+    let out = if passthrough {
+        // The provider's bytes as they came.
+        raw
+    } else {
+        let billed = Embeddings {
+            input_tokens: Some(usage.input),
+            ..embeddings
+        };
+        client.encode(&billed, &request, &requested)
     };
     meter.outcome(200, None);
     meter.complete();

@@ -1,8 +1,10 @@
 //! `POST /v1/embeddings`: passed through to an OpenAI-shaped backend (the client's body
 //! with the model id spliced, the provider's bytes back), translated to Gemini's
 //! `batchEmbedContents` for a Gemini-family backend (float or base64 as asked), behind
-//! the keys, metered and recorded with input tokens and cost; and the official OpenAI
-//! SDK's `client.embeddings.create` (tests/python/sdk_embeddings.py).
+//! the keys, metered and recorded with input tokens and cost; Gemini's `:embedContent` /
+//! `:batchEmbedContents` to either shape; and the official SDKs: OpenAI's
+//! `client.embeddings.create` and google-genai's `models.embed_content`
+//! (tests/python/sdk_embeddings.py).
 
 mod common;
 
@@ -274,6 +276,73 @@ async fn refusals_and_upstream_errors_in_openai_shape() {
     assert!(failed.embedding.is_some());
 }
 
+async fn post_gemini(gw: &RunningGateway, path: &str, body: Value) -> (u16, Value) {
+    let r = reqwest::Client::new()
+        .post(format!("{}/v1beta/models/{path}", gw.url()))
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    (status, json_of(&r.bytes().await.unwrap()))
+}
+
+#[tokio::test]
+async fn gemini_clients_embed_through_either_shape() {
+    let mock = MockServer::start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let gw = gateway(&mock, Some(tmp.path()), vec![]).await;
+    let batch = json!({"requests": [
+        {"model": "models/mock/emb", "content": {"parts": [{"text": "x"}]}, "outputDimensionality": 4},
+        {"model": "models/mock/emb", "content": {"parts": [{"text": "y"}]}, "outputDimensionality": 4}
+    ]});
+    // A Gemini client of an OpenAI-shaped backend: translated to /v1/embeddings.
+    let (status, body) = post_gemini(&gw, "mock/emb:batchEmbedContents", batch).await;
+    assert_eq!(status, 200, "{body}");
+    let upstream = mock.requests().pop().unwrap();
+    assert_eq!(upstream.path, "/v1/embeddings");
+    assert_eq!(
+        upstream.json.unwrap(),
+        json!({"model": "emb", "input": ["x", "y"], "dimensions": 4})
+    );
+    assert_eq!(
+        body,
+        json!({"embeddings": [{"values": vector("x", 4)}, {"values": vector("y", 4)}], "usageMetadata": {"promptTokenCount": 2, "totalTokenCount": 2}})
+    );
+    // A Gemini client of a Gemini backend, one input: called as a batch of one.
+    let (status, body) = post_gemini(
+        &gw,
+        "up-gemini/emb:embedContent",
+        json!({"content": {"parts": [{"text": "x"}]}, "taskType": "SEMANTIC_SIMILARITY"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let upstream = mock.requests().pop().unwrap();
+    assert_eq!(upstream.path, "/v1beta/models/emb:batchEmbedContents");
+    assert_eq!(
+        upstream.json.unwrap(),
+        json!({"requests": [{"model": "models/emb", "content": {"parts": [{"text": "x"}]}, "taskType": "SEMANTIC_SIMILARITY"}]})
+    );
+    assert_eq!(
+        body["embedding"]["values"],
+        json!(vector("x", DEFAULT_DIMENSIONS))
+    );
+    // Refusals in Gemini's shape.
+    let (status, body) = post_gemini(
+        &gw,
+        "up-chat/emb:embedContent",
+        json!({"content": {"parts": [{"text": "x"}]}}),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(body["error"]["status"], "INVALID_ARGUMENT", "{body}");
+    let (records, _) = records(tmp.path(), 2).await;
+    assert!(records
+        .iter()
+        .all(|r| r.client_dialect == Some(switchyard::Dialect::Gemini)));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openai_sdk_embeds_through_the_gateway() {
     let mock = MockServer::start().await;
@@ -284,7 +353,7 @@ async fn the_openai_sdk_embeds_through_the_gateway() {
     };
     assert_eq!(
         out.lines().filter(|l| l.starts_with("ok ")).count(),
-        7,
+        9,
         "{out}"
     );
 }

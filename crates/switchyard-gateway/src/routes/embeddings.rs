@@ -7,5 +7,5 @@ use std::sync::Arc;
 
 /// Serves an embeddings request.
 pub(crate) async fn create(S(state): S<Arc<State>>, request: Request) -> Response {
-    crate::embeddings::handle(state, request).await
+    crate::embeddings::handle(state, crate::embeddings::Client::Openai, request).await
 }

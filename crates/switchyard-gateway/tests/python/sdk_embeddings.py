@@ -1,4 +1,4 @@
-"""Drives a Switchyard gateway's POST /v1/embeddings with the official OpenAI Python SDK.
+"""Drives a Switchyard gateway's embeddings with the official OpenAI and google-genai SDKs.
 
 Usage: python sdk_embeddings.py BASE_URL
 
@@ -14,9 +14,16 @@ import struct
 import sys
 
 import openai
+from google import genai
+from google.genai import types
 
 BASE = sys.argv[1].rstrip("/")
 oa = openai.OpenAI(base_url=BASE + "/v1", api_key="sk-test", max_retries=0)
+gm = genai.Client(
+    api_key="sk-test",
+    http_options=types.HttpOptions(
+        base_url=BASE, api_version="v1beta",
+        retry_options=types.HttpRetryOptions(attempts=1)))
 
 
 def mock_vector(text, dims=8):
@@ -58,5 +65,12 @@ try:
 except openai.BadRequestError as e:
     assert "does not serve embeddings" in str(e), e
     print("ok refused by a backend without embeddings")
+
+for model in ["up-gemini/emb", "mock/emb"]:
+    r = gm.models.embed_content(
+        model=model, contents=TEXTS,
+        config=types.EmbedContentConfig(output_dimensionality=3))
+    assert [e.values for e in r.embeddings] == [mock_vector(t, 3) for t in TEXTS], r
+    print(f"ok google-genai embed_content {model}")
 
 print("all ok")

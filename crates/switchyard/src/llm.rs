@@ -432,6 +432,8 @@ impl Llm {
         role: Option<&str>,
     ) -> Result<Llm> {
         let backend = crate::backend::replay::ReplayBackend::new(log.clone(), role)?;
+        // A second view of the same log (its queues are the log's) answers embeddings.
+        let embedder = crate::backend::replay::ReplayBackend::new(log.clone(), role)?;
         let recorded = log
             .answering_role(role.unwrap_or(""))
             .and_then(|r| log.role(r))
@@ -445,7 +447,8 @@ impl Llm {
             recorded.model.clone(),
         )
         .with_price(log.price(&recorded.backend, &recorded.model))
-        .with_retry(RetryPolicy::never());
+        .with_retry(RetryPolicy::never())
+        .with_embedder(Arc::new(embedder));
         if let Some(r) = role {
             llm = llm.with_role(r);
         }
@@ -527,11 +530,15 @@ impl Llm {
         if let (Some(recorded), Err(_)) = (sent.replayed_error.take(), &outcome.result) {
             outcome.result = Err(recorded);
         }
+        let shape = sent
+            .replayed_embed_shape
+            .take()
+            .unwrap_or_else(|| embedder.shape());
         if let Some(observed) = observed {
             observed
                 .end_embedding(
                     call,
-                    embedder.shape(),
+                    shape,
                     sent,
                     outcome.result.as_ref(),
                     &outcome.attempts,

@@ -193,3 +193,70 @@ async fn a_backend_without_embeddings_says_so() {
     );
     assert_eq!(mock.received(), 0);
 }
+
+#[tokio::test]
+async fn a_recorded_run_of_embeddings_replays_without_calling_anyone() {
+    let mock = MockServer::start().await;
+    let original = tempfile::tempdir().unwrap();
+    let info = RunInfo::new();
+    let recorder = Recorder::create(original.path(), &info, RecorderOptions::default()).unwrap();
+    let llm = handle(&mock, &[], "mock/mock-small")
+        .with_role("indexer")
+        .with_recorder(recorder.clone());
+    let asks = [
+        EmbedRequest::texts(["hello", "x"]),
+        EmbedRequest::texts(["hello"]).with_encoding(EncodingFormat::Base64),
+    ];
+    let mut first = Vec::new();
+    for r in &asks {
+        first.push(llm.embed(r.clone()).await.unwrap());
+    }
+    let failed = handle(&mock, &[], "mock/quota")
+        .with_role("indexer")
+        .with_recorder(recorder.clone())
+        .embed(EmbedRequest::texts(["q"]))
+        .await
+        .unwrap_err();
+    recorder.close().unwrap();
+    let called = mock.received();
+
+    let replayed_dir = tempfile::tempdir().unwrap();
+    let recorder =
+        Recorder::create(replayed_dir.path(), &info, RecorderOptions::default()).unwrap();
+    let replay = Llm::replaying(original.path(), Some("indexer"))
+        .unwrap()
+        .with_recorder(recorder.clone());
+    for (r, want) in asks.iter().zip(&first) {
+        let got = replay.embed(r.clone()).await.unwrap();
+        assert_eq!(got.vectors, want.vectors);
+        assert_eq!(got.raw, want.raw);
+    }
+    let again = replay.embed(EmbedRequest::texts(["q"])).await.unwrap_err();
+    assert_eq!(again.kind(), failed.kind());
+    let none = replay
+        .embed(EmbedRequest::texts(["never asked"]))
+        .await
+        .unwrap_err();
+    assert_eq!(none.kind(), ErrorKind::ReplayExhausted);
+    assert!(
+        none.to_string()
+            .contains("no recorded embeddings call of that role has these inputs"),
+        "{none}"
+    );
+    recorder.close().unwrap();
+    assert_eq!(mock.received(), called, "the replay called no provider");
+
+    let strip = |dir: &std::path::Path| {
+        let mut v: Vec<_> = read_records(dir)
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.embedding.is_some())
+            // The replay's own miss, asked above, was never recorded originally.
+            .filter(|r| r.error.as_ref().is_none_or(|e| e.kind != "ReplayExhausted"))
+            .map(|r| serde_json::to_value(r.without_timings()).unwrap())
+            .collect();
+        v.sort_by_key(|r| r["prompt_digest"].to_string() + &r["model"].to_string());
+        v
+    };
+    assert_eq!(strip(original.path()), strip(replayed_dir.path()));
+}

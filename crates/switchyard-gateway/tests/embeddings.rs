@@ -9,10 +9,11 @@
 mod common;
 
 use common::python::run_sdk_script;
-use common::recording::{env, key, records, ALICE};
+use common::recording::{env, key, records, ALICE, BOB};
 use serde_json::{json, Value};
 use std::path::Path;
 use switchyard::wire::embed::{vector_to_base64, EmbedRequest, EmbedShape};
+use switchyard_gateway::BudgetPeriod;
 use switchyard_gateway::{start, GatewayConfig, KeySpec, RunningGateway};
 use switchyard_mock::embeddings::{vector, DEFAULT_DIMENSIONS};
 use switchyard_mock::MockServer;
@@ -274,6 +275,27 @@ async fn refusals_and_upstream_errors_in_openai_shape() {
         "ProviderQuotaExhausted"
     );
     assert!(failed.embedding.is_some());
+}
+
+#[tokio::test]
+async fn a_key_budget_holds_embeddings_too() {
+    let mock = MockServer::start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    // bob's $0.00002 cannot cover the 32-byte body's worst case (a token a byte, $1/M).
+    let keys = vec![
+        key("alice", "ALICE_KEY", Some((1.0, BudgetPeriod::Total))),
+        key("bob", "BOB_KEY", Some((0.00002, BudgetPeriod::Total))),
+    ];
+    let gw = gateway(&mock, Some(tmp.path()), keys).await;
+    let body = json!({"model": "mock/emb", "input": "x"});
+    let (status, out) = post(&gw, Some(BOB), body.clone()).await;
+    assert_eq!(status, 429, "{}", String::from_utf8_lossy(&out));
+    assert_eq!(json_of(&out)["error"]["code"], "insufficient_quota");
+    assert_eq!(mock.received(), 0);
+    let (status, _) = post(&gw, Some(ALICE), body).await;
+    assert_eq!(status, 200);
+    let (records, _) = records(tmp.path(), 1).await;
+    assert_eq!(records[0].cost_usd, Some(1.0 / 1_000_000.0));
 }
 
 async fn post_gemini(gw: &RunningGateway, path: &str, body: Value) -> (u16, Value) {

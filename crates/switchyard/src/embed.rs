@@ -186,3 +186,42 @@ pub(crate) fn embedder_for(
     let embedder = HttpEmbedder::connect(backend, model, env, timeouts, &ClientPool::new())?;
     Ok(Some(Arc::new(embedder)))
 }
+
+/// The callable backend of a handle: [`crate::connect::backend_with`], or, for a backend
+/// that serves embeddings alone (`apis: [embeddings]`), one that says so to any chat
+/// call, so that its handles can still embed.
+pub(crate) fn callable_for(
+    backend: &registry::Backend,
+    model: &str,
+    env: &dyn EnvSource,
+    timeouts: Timeouts,
+) -> Result<Arc<dyn crate::backend::Backend>> {
+    if backend.apis.value.is_empty()
+        && backend.embed_shape().is_some()
+        && backend.kind.value == registry::Kind::Http
+    {
+        return Ok(Arc::new(EmbeddingsOnly {
+            name: backend.name.clone(),
+        }));
+    }
+    crate::connect::backend_with(backend, model, env, timeouts)
+}
+
+/// A backend that serves embeddings and no dialect: chat calls are refused, naming it.
+struct EmbeddingsOnly {
+    name: String,
+}
+
+#[async_trait]
+impl crate::backend::Backend for EmbeddingsOnly {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn complete(&self, _call: &crate::backend::Call) -> Result<switchyard_wire::Reply> {
+        Err(Error::Unsupported(format!(
+            "backend `{}` serves embeddings only (`apis: [embeddings]`): call `embed`, or list a dialect in its `apis`",
+            self.name
+        )))
+    }
+}

@@ -359,7 +359,7 @@ impl Llm {
             .backend(&resolved.backend)
             .ok_or_else(|| Error::Config(format!("backend `{}` vanished", resolved.backend)))?;
         let callable =
-            crate::connect::backend_with(backend, &resolved.model, env, policy.timeouts())?;
+            crate::embed::callable_for(backend, &resolved.model, env, policy.timeouts())?;
         let price = backend.price(&resolved.model).map(|p| p.value);
         let embedder =
             crate::embed::embedder_for(backend, &resolved.model, env, policy.timeouts())?;

@@ -260,3 +260,52 @@ async fn a_recorded_run_of_embeddings_replays_without_calling_anyone() {
     };
     assert_eq!(strip(original.path()), strip(replayed_dir.path()));
 }
+
+#[test]
+fn apis_accept_embeddings_and_a_misspelling_is_named() {
+    let env = MapEnv::default();
+    let mut opts = switchyard::LoadOptions::new(&env);
+    opts.user_file = false;
+    opts.overrides = vec!["backends.mock.apis=[chat, embedings]".into()];
+    let e = switchyard::Registry::load(&opts).unwrap_err().to_string();
+    assert!(e.contains("embedings") && e.contains("embeddings"), "{e}");
+    opts.overrides = vec![
+        "backends.x.base_url=http://h/v1".into(),
+        "backends.x.apis=[embeddings]".into(),
+    ];
+    let r = switchyard::Registry::load(&opts).unwrap();
+    let x = r.backend("x").unwrap();
+    assert_eq!(x.embed_shape(), Some(EmbedShape::Openai));
+    assert!(x.apis.value.is_empty());
+    assert_eq!(x.embed_url_template("m").unwrap(), "http://h/v1/embeddings");
+    let gemini = r.backend("gemini").unwrap();
+    assert_eq!(gemini.embed_shape(), Some(EmbedShape::Gemini));
+    assert_eq!(
+        gemini.embed_url_template("gemini-embedding-001").unwrap(),
+        "https://generativelanguage.googleapis.com/v1beta/models/gemini-embedding-001:batchEmbedContents"
+    );
+    assert_eq!(r.backend("anthropic").unwrap().embed_shape(), None);
+}
+
+#[tokio::test]
+async fn an_embeddings_only_backend_embeds_and_refuses_chat() {
+    let mock = MockServer::start().await;
+    let base = format!("backends.tei.base_url={}", mock.base_url());
+    let llm = handle(
+        &mock,
+        &[
+            &base,
+            "backends.tei.key_required=false",
+            "backends.tei.apis=[embeddings]",
+        ],
+        "tei/bge",
+    );
+    let out = llm.embed(EmbedRequest::texts(["x"])).await.unwrap();
+    assert_eq!(out.vectors, vec![vector("x", DEFAULT_DIMENSIONS)]);
+    let e = llm
+        .complete(switchyard::Request::user("hi"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported);
+    assert!(e.to_string().contains("serves embeddings only"), "{e}");
+}

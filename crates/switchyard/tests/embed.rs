@@ -117,6 +117,37 @@ async fn an_unpriced_model_costs_unknown_never_zero() {
 }
 
 #[tokio::test]
+async fn a_reply_without_usage_is_billed_an_estimate_said_so() {
+    let mock = MockServer::start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let recorder =
+        Recorder::create(tmp.path(), &RunInfo::new(), RecorderOptions::default()).unwrap();
+    let llm = handle(
+        &mock,
+        &["backends.mock.prices.no-usage={input: 1, output: 0}"],
+        "mock/no-usage",
+    )
+    .with_recorder(recorder.clone());
+    let out = llm
+        .embed(EmbedRequest::texts(["twelve chars"]))
+        .await
+        .unwrap();
+    // The caller is told what the provider said: nothing.
+    assert_eq!(out.input_tokens, None);
+    recorder.close().unwrap();
+    let r = &read_records(tmp.path()).unwrap()[0];
+    assert_eq!(r.usage.unwrap().input, 3);
+    assert_eq!(r.cost_usd, Some(3.0 / 1_000_000.0));
+    assert!(
+        r.usage_estimated
+            .as_deref()
+            .unwrap()
+            .contains("12 characters"),
+        "{r:?}"
+    );
+}
+
+#[tokio::test]
 async fn a_gemini_family_backend_is_called_with_batch_embed_contents() {
     let mock = MockServer::start().await;
     let base = format!("backends.gm.base_url={}", mock.base_url());

@@ -212,11 +212,22 @@ impl Observed {
         result: std::result::Result<&switchyard_wire::embed::Embeddings, &Error>,
         attempts: &[Attempt],
     ) -> BoxFuture<'static, ()> {
-        let usage = result.ok().and_then(|e| {
-            e.input_tokens.map(|input| switchyard_wire::Usage {
+        // A success the provider reported no usage for (Gemini's developer API never
+        // does) is billed an estimate of its input, said so in the record, rather than
+        // nothing: the gateway bills the same.
+        let mut usage_estimated = None;
+        let usage = result.ok().map(|e| {
+            let input = e.input_tokens.unwrap_or_else(|| {
+                let chars = call.request.input.size();
+                usage_estimated = Some(format!(
+                    "input estimated from the {chars} characters embedded (÷ 4): the provider reported no usage"
+                ));
+                (chars as u64).div_ceil(4)
+            });
+            switchyard_wire::Usage {
                 input,
                 ..Default::default()
-            })
+            }
         });
         let replayed = sent.replayed_call.take();
         let cost = match &replayed {
@@ -285,7 +296,7 @@ impl Observed {
             cost_usd: cost,
             provider_cost_usd: None,
             error,
-            usage_estimated: None,
+            usage_estimated,
             client_key: None,
             client_dialect: None,
             embedding: Some(super::EmbedRecord {

@@ -16,6 +16,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/responses"),
     ("POST", "/v1/messages"),
     ("POST", "/v1/messages/count_tokens"),
+    ("POST", "/v1/embeddings"),
     ("POST", "/v1beta/models/…"),
     ("POST", "/v1/models/…"),
     ("GET", "/v1/models"),
@@ -26,8 +27,8 @@ const ROUTES: &[(&str, &str)] = &[
 ];
 
 const LISTED: &str = "POST /v1/chat/completions, POST /v1/responses, POST /v1/messages, \
-     POST /v1/messages/count_tokens, POST /v1beta/models/{model}:generateContent, \
-     :streamGenerateContent or :countTokens (also under /v1/models/), GET /v1/models, \
+     POST /v1/messages/count_tokens, POST /v1/embeddings, POST /v1beta/models/{model}:generateContent, \
+     :streamGenerateContent, :countTokens, :embedContent or :batchEmbedContents (also under /v1/models/), GET /v1/models, \
      GET /v1beta/models and /v1beta/models/{model}, GET or HEAD /, GET /healthz, GET /metrics";
 
 /// The router's fallback: no route has this path.

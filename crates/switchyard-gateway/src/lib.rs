@@ -28,6 +28,7 @@ pub mod config;
 mod connection;
 mod count_tokens;
 mod deadlines;
+mod embeddings;
 pub mod envelope;
 pub mod errors;
 mod fallback;

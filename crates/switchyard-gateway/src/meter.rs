@@ -156,6 +156,15 @@ impl Meter {
         self.price = target.price;
     }
 
+    /// The embeddings upstream chosen (`embeddings.rs`): no dialect target, so nothing
+    /// is cached for chat calls on its account.
+    pub(crate) fn set_embed_target(&mut self, target: &crate::embeddings::EmbedTarget) {
+        self.summary.backend = target.backend.clone();
+        self.summary.model = target.model.clone();
+        self.reference = target.reference.clone();
+        self.price = target.price;
+    }
+
     /// The request is about to be sent upstream.
     pub(crate) fn sent(&mut self) {
         self.sent = Some(Instant::now());

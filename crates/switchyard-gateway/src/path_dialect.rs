@@ -29,7 +29,11 @@ pub(crate) fn is_model_call(method: &Method, path: &str) -> bool {
     method == Method::POST
         && (matches!(
             path,
-            "/v1/chat/completions" | "/v1/responses" | "/v1/messages" | "/v1/messages/count_tokens"
+            "/v1/chat/completions"
+                | "/v1/responses"
+                | "/v1/messages"
+                | "/v1/messages/count_tokens"
+                | "/v1/embeddings"
         ) || path.starts_with("/v1beta/models/")
             || path.starts_with("/v1/models/"))
 }
@@ -58,5 +62,6 @@ mod tests {
         assert!(is_model_call(&Method::POST, "/v1/models/m:generateContent"));
         assert!(!is_model_call(&Method::GET, "/v1/models"));
         assert!(!is_model_call(&Method::POST, "/v1/unknown"));
+        assert!(is_model_call(&Method::POST, "/v1/embeddings"));
     }
 }

@@ -152,6 +152,7 @@ impl Gateway {
             .route("/v1beta/models", get(routes::models::list_gemini))
             .route("/v1/chat/completions", post(routes::chat::completions))
             .route("/v1/responses", post(routes::responses::create))
+            .route("/v1/embeddings", post(routes::embeddings::create))
             .route("/v1/messages", post(routes::messages::create))
             .route(
                 "/v1/messages/count_tokens",

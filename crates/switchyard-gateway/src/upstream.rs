@@ -296,3 +296,54 @@ impl Upstreams {
         })
     }
 }
+
+/// Embeddings (`embeddings.rs`): built for each call on the shared connection pool, never
+/// cached beside the dialect targets.
+impl Upstreams {
+    /// The embeddings target of `reference`: its backend must list `embeddings`.
+    pub(crate) fn embed_target(
+        &self,
+        reference: &Reference,
+    ) -> Result<crate::embeddings::EmbedTarget, ApiError> {
+        let backend = self.registry.backend(&reference.backend).ok_or_else(|| {
+            ApiError::new(
+                Category::NotFound,
+                format!("no backend `{}`", reference.backend),
+            )
+        })?;
+        if backend.embed_shape().is_none() {
+            return Err(ApiError::new(
+                Category::BadRequest,
+                format!(
+                    "backend `{}` does not serve embeddings: its `apis` does not list `embeddings`",
+                    backend.name
+                ),
+            ));
+        }
+        let env: &dyn EnvSource = self.env.as_ref();
+        let embedder = switchyard::embed::HttpEmbedder::connect(
+            backend,
+            &reference.model,
+            env,
+            self.calling.timeouts,
+            &self.pool,
+        )
+        .map_err(|e| ApiError::from_upstream(&e))?;
+        let label = format!("{}/{}", backend.name, reference.model);
+        let llm = Llm::new(
+            label.clone(),
+            embedder.http().clone(),
+            reference.model.clone(),
+        )
+        .with_retry(self.calling.retry.clone())
+        .with_sleeper(self.calling.sleeper.clone());
+        Ok(crate::embeddings::EmbedTarget {
+            backend: backend.name.clone(),
+            model: reference.model.clone(),
+            reference: label,
+            embedder,
+            llm,
+            price: backend.price(&reference.model).map(|p| p.value),
+        })
+    }
+}

@@ -29,6 +29,7 @@ pub mod answer;
 pub mod behaviour;
 mod body;
 mod call;
+pub mod embeddings;
 pub mod faults;
 pub mod recorder;
 mod routes;

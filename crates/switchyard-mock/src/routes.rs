@@ -3,6 +3,7 @@
 
 use crate::answer;
 use crate::call::{self, CallRoute};
+use crate::embeddings::EmbedRoute;
 use crate::faults;
 use crate::recorder::RecordedRequest;
 use crate::state::Shared;
@@ -66,6 +67,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/responses", post(responses))
         .route("/v1/messages", post(messages))
         .route("/v1/messages/count_tokens", post(count_tokens))
+        .route("/v1/embeddings", post(embeddings))
         .route("/v1beta/models/{*rest}", post(gemini))
         .route(
             "/v1/projects/{project}/locations/{location}/publishers/google/models/{*rest}",
@@ -114,8 +116,8 @@ async fn root() -> &'static str {
 async fn not_found(uri: Uri) -> Response {
     let message = format!(
         "switchyard-mock has no route for {}; it serves /v1/chat/completions, /v1/responses, \
-         /v1/messages, /v1/messages/count_tokens, /v1beta/models/<model>:generateContent, \
-         :streamGenerateContent, /v1/models and /healthz",
+         /v1/messages, /v1/messages/count_tokens, /v1/embeddings, /v1beta/models/<model>:generateContent, \
+         :streamGenerateContent, :embedContent, :batchEmbedContents, /v1/models and /healthz",
         uri.path()
     );
     (
@@ -147,6 +149,10 @@ async fn responses(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
 
 async fn messages(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     call::serve_call(&shared, route(Dialect::Messages), body).await
+}
+
+async fn embeddings(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+    crate::embeddings::serve(&shared, EmbedRoute::Openai, None, body).await
 }
 
 fn route(dialect: Dialect) -> CallRoute {
@@ -210,6 +216,14 @@ async fn gemini(
     let stream = match method {
         "generateContent" => false,
         "streamGenerateContent" => true,
+        "embedContent" | "batchEmbedContents" => {
+            let route = if method == "embedContent" {
+                EmbedRoute::GeminiSingle
+            } else {
+                EmbedRoute::GeminiBatch
+            };
+            return crate::embeddings::serve(&shared, route, Some(model), body).await;
+        }
         "countTokens" => {
             let n = match codec(Dialect::Gemini).decode_request(&body) {
                 Ok(d) => answer::input_tokens(&d.request),
@@ -221,7 +235,7 @@ async fn gemini(
         }
         other => {
             return gemini_not_found(&format!(
-                "method `{other}` is not served; expected generateContent, streamGenerateContent or countTokens"
+                "method `{other}` is not served; expected generateContent, streamGenerateContent, countTokens, embedContent or batchEmbedContents"
             ))
         }
     };

@@ -268,7 +268,7 @@ async fn unknown_models_and_bad_bodies_get_dialect_errors() {
     assert_eq!(s, 400);
     assert!(b["error"]["message"].as_str().unwrap().contains("not JSON"));
     let r = client()
-        .post(format!("{}/v1beta/models/echo:embedContent", mock.url()))
+        .post(format!("{}/v1beta/models/echo:predict", mock.url()))
         .body("{}")
         .send()
         .await

@@ -19,6 +19,7 @@
 pub mod codec;
 pub mod dialect;
 mod dialect_name;
+pub mod embed;
 pub mod event;
 pub mod json;
 pub mod part;

@@ -195,6 +195,7 @@ fn synthetic(i: usize, prompt_size: usize) -> CallRecord {
         usage_estimated: None,
         client_key: None,
         client_dialect: None,
+        embedding: None,
         request,
     }
 }

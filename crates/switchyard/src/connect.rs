@@ -231,12 +231,12 @@ fn google_adc(backend: &str) -> Result<Credential> {
     )))
 }
 
-fn endpoint_error(e: EndpointError) -> Error {
+pub(crate) fn endpoint_error(e: EndpointError) -> Error {
     match e {
         EndpointError::MissingKey { backend, variable } => Error::MissingKey { backend, variable },
-        EndpointError::DialectNotServed { .. } | EndpointError::NotHttp { .. } => {
-            Error::Unsupported(e.to_string())
-        }
+        EndpointError::DialectNotServed { .. }
+        | EndpointError::EmbeddingsNotServed { .. }
+        | EndpointError::NotHttp { .. } => Error::Unsupported(e.to_string()),
         EndpointError::UnsetVariable { .. } | EndpointError::BadUrl { .. } => {
             Error::Config(e.to_string())
         }

@@ -91,6 +91,7 @@ pub mod budget;
 mod config_error;
 pub mod connect;
 mod context_check;
+pub mod embed;
 pub mod env;
 pub mod error;
 pub mod internal;

@@ -44,6 +44,7 @@ pub struct Llm {
     recorder: Option<Arc<Recorder>>,
     budget: Option<Arc<BudgetTracker>>,
     price: Option<Price>,
+    embedder: Option<Arc<dyn crate::embed::Embedder>>,
 }
 
 impl std::fmt::Debug for Llm {
@@ -79,6 +80,7 @@ impl Llm {
             recorder: None,
             budget: None,
             price: None,
+            embedder: None,
         }
     }
 
@@ -357,12 +359,18 @@ impl Llm {
             .backend(&resolved.backend)
             .ok_or_else(|| Error::Config(format!("backend `{}` vanished", resolved.backend)))?;
         let callable =
-            crate::connect::backend_with(backend, &resolved.model, env, policy.timeouts())?;
+            crate::embed::callable_for(backend, &resolved.model, env, policy.timeouts())?;
         let price = backend.price(&resolved.model).map(|p| p.value);
-        Ok(Llm::new(reference, callable, resolved.model)
+        let embedder =
+            crate::embed::embedder_for(backend, &resolved.model, env, policy.timeouts())?;
+        let llm = Llm::new(reference, callable, resolved.model)
             .with_context_window(backend.context_window.as_ref().map(|w| w.value))
             .with_policy(policy)
-            .with_price(price))
+            .with_price(price);
+        Ok(match embedder {
+            Some(e) => llm.with_embedder(e),
+            None => llm,
+        })
     }
 }
 
@@ -424,6 +432,8 @@ impl Llm {
         role: Option<&str>,
     ) -> Result<Llm> {
         let backend = crate::backend::replay::ReplayBackend::new(log.clone(), role)?;
+        // A second view of the same log (its queues are the log's) answers embeddings.
+        let embedder = crate::backend::replay::ReplayBackend::new(log.clone(), role)?;
         let recorded = log
             .answering_role(role.unwrap_or(""))
             .and_then(|r| log.role(r))
@@ -437,7 +447,8 @@ impl Llm {
             recorded.model.clone(),
         )
         .with_price(log.price(&recorded.backend, &recorded.model))
-        .with_retry(RetryPolicy::never());
+        .with_retry(RetryPolicy::never())
+        .with_embedder(Arc::new(embedder));
         if let Some(r) = role {
             llm = llm.with_role(r);
         }
@@ -453,5 +464,87 @@ impl Llm {
             budget: self.budget.as_ref(),
             price: self.price,
         }
+    }
+}
+
+/// Embeddings: one request, one record, under the same budget, retries and recorder as
+/// the handle's other calls (see `embed.rs`).
+impl Llm {
+    /// The same handle answering [`Llm::embed`] with `embedder`.
+    pub fn with_embedder(mut self, embedder: Arc<dyn crate::embed::Embedder>) -> Self {
+        self.embedder = Some(embedder);
+        self
+    }
+
+    /// The embedder, when the backend serves embeddings.
+    pub fn embedder(&self) -> Option<&Arc<dyn crate::embed::Embedder>> {
+        self.embedder.as_ref()
+    }
+
+    /// Embeds the request's inputs: one vector per input, in their order, with the input
+    /// tokens the provider reported. The backend must list `embeddings` in its `apis`.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> switchyard::Result<()> {
+    /// use switchyard::{wire::embed::EmbedRequest, Llm};
+    /// let llm = Llm::from_reference("openai/text-embedding-3-small")?;
+    /// let out = llm.embed(EmbedRequest::texts(["a cat", "a dog"])).await?;
+    /// assert_eq!(out.vectors.len(), 2);
+    /// # Ok(()) }
+    /// ```
+    pub async fn embed(
+        &self,
+        request: switchyard_wire::embed::EmbedRequest,
+    ) -> Result<switchyard_wire::embed::Embeddings> {
+        self.embed_detailed(request).await.result
+    }
+
+    /// [`Llm::embed`], with every attempt it took.
+    pub async fn embed_detailed(
+        &self,
+        request: switchyard_wire::embed::EmbedRequest,
+    ) -> CallOutcome<switchyard_wire::embed::Embeddings> {
+        let Some(embedder) = self.embedder.clone() else {
+            return not_sent(Error::Unsupported(format!(
+                "`{}` cannot embed: backend `{}` does not list `embeddings` in its `apis`",
+                self.label,
+                self.backend.name()
+            )));
+        };
+        let observed = match Observed::begin(&self.observer(), &self.model, false) {
+            Ok(o) => o,
+            Err(e) => return not_sent(e),
+        };
+        let call = crate::embed::EmbedCall {
+            model: self.model.clone(),
+            request,
+            role: self.role.clone(),
+            notes: Default::default(),
+        };
+        let retry = self.retry_loop();
+        let mut outcome = retry
+            .run(|| async { (embedder.embed(&call).await, None) })
+            .await;
+        let mut sent = call.notes.take();
+        outcome.sent_body = sent.body.clone();
+        if let (Some(recorded), Err(_)) = (sent.replayed_error.take(), &outcome.result) {
+            outcome.result = Err(recorded);
+        }
+        let shape = sent
+            .replayed_embed_shape
+            .take()
+            .unwrap_or_else(|| embedder.shape());
+        if let Some(observed) = observed {
+            observed
+                .end_embedding(
+                    call,
+                    shape,
+                    sent,
+                    outcome.result.as_ref(),
+                    &outcome.attempts,
+                )
+                .await;
+        }
+        outcome
     }
 }

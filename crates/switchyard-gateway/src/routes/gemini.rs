@@ -1,5 +1,6 @@
-//! `POST /v1beta/models/{model}:generateContent`, `:streamGenerateContent` and
-//! `:countTokens` (Gemini), also under `/v1/`. The model is in the path and may hold slashes (`mock/echo`); the
+//! `POST /v1beta/models/{model}:generateContent`, `:streamGenerateContent`,
+//! `:countTokens` and the embeddings methods `:embedContent` and `:batchEmbedContents`
+//! (Gemini), also under `/v1/`. The model is in the path and may hold slashes (`mock/echo`); the
 //! method is after its last `:`.
 
 use crate::call::{handle, Inbound};
@@ -23,6 +24,13 @@ pub(crate) async fn call(
         "generateContent" => (false, false),
         "streamGenerateContent" => (true, false),
         "countTokens" => (false, true),
+        "embedContent" | "batchEmbedContents" => {
+            let client = crate::embeddings::Client::Gemini {
+                model: model.to_string(),
+                single: method == "embedContent",
+            };
+            return crate::embeddings::handle(state, client, request).await;
+        }
         _ => return not_found(&rest),
     };
     let inbound = Inbound {
@@ -36,7 +44,7 @@ pub(crate) async fn call(
 fn not_found(rest: &str) -> Response {
     ApiError::new(
         Category::NotFound,
-        format!("`models/{rest}`: expected models/<model>:generateContent, :streamGenerateContent or :countTokens"),
+        format!("`models/{rest}`: expected models/<model>:generateContent, :streamGenerateContent, :countTokens, :embedContent or :batchEmbedContents"),
     )
     .into_response_for(Dialect::Gemini)
 }

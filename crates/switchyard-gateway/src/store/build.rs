@@ -61,10 +61,14 @@ pub(super) fn build_record(call: Finished) -> CallRecord {
         price,
         draft,
     } = call;
+    let mut draft = draft;
+    let embedding = draft.embedding.take();
+    let is_embedding = embedding.is_some();
     let upstream = s.upstream_dialect.unwrap_or(s.client_dialect);
     let body = draft.sent_body.clone().or(client_body);
     let request: Request = body
         .as_ref()
+        .filter(|_| !is_embedding)
         .and_then(|b| codec(upstream).decode_request(b).ok())
         .map(|d| d.request)
         .unwrap_or_default();
@@ -100,8 +104,11 @@ pub(super) fn build_record(call: Finished) -> CallRecord {
         model: s.model,
         dialect: s.upstream_dialect,
         stream: s.stream,
-        // Filled by the recorder's writer.
-        prompt_digest: String::new(),
+        // Filled by the recorder's writer (an embeddings call's: from its inputs).
+        prompt_digest: embedding
+            .as_ref()
+            .map(|e| record::embed_digest(&e.request))
+            .unwrap_or_default(),
         parameters: serde_json::Map::new(),
         request,
         body: draft.sent_body.and_then(|b| {
@@ -109,7 +116,7 @@ pub(super) fn build_record(call: Finished) -> CallRecord {
                 .ok()
                 .and_then(|t| serde_json::value::RawValue::from_string(t).ok())
         }),
-        usage_reported: if reply.is_some() && !raw.is_empty() {
+        usage_reported: if (reply.is_some() || is_embedding) && !raw.is_empty() {
             record::reported_usage(&raw, s.stream, s.upstream_dialect)
         } else {
             None
@@ -130,6 +137,7 @@ pub(super) fn build_record(call: Finished) -> CallRecord {
         usage_estimated: draft.usage_estimated,
         client_key: (s.key != "-").then_some(s.key),
         client_dialect: Some(s.client_dialect),
+        embedding,
     }
 }
 

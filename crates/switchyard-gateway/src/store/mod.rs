@@ -140,6 +140,8 @@ pub struct Draft {
     pub error: Option<ErrorRecord>,
     /// How the usage was estimated, when the provider never reported it.
     pub usage_estimated: Option<String>,
+    /// An embeddings call's shape and canonical request (`embeddings.rs`).
+    pub embedding: Option<switchyard::record::EmbedRecord>,
 }
 
 impl Draft {

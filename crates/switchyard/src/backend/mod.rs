@@ -28,6 +28,8 @@ pub(crate) struct Sent {
     pub replayed_error: Option<crate::error::Error>,
     /// What a replayed call was when it was recorded.
     pub replayed_call: Option<ReplayedCall>,
+    /// The shape a replayed embeddings call was recorded in.
+    pub replayed_embed_shape: Option<switchyard_wire::embed::EmbedShape>,
 }
 
 /// A recorded call's own description, kept by its replay's record whatever handle made
@@ -73,6 +75,11 @@ impl CallNotes {
         sent.replayed_attempts = Some(attempts);
         sent.replayed_error = error;
         sent.replayed_call = Some(call);
+    }
+
+    /// Notes the shape a replayed embeddings call was recorded in.
+    pub(crate) fn replayed_embed_shape(&self, shape: switchyard_wire::embed::EmbedShape) {
+        self.lock().replayed_embed_shape = Some(shape);
     }
 
     /// Takes everything noted so far.

@@ -312,16 +312,47 @@ impl ReplayLog {
         let n = self
             .next_number(role, &digest, true)
             .map_err(|e| self.exhausted(role, call, e))?;
+        self.answer(n, &call.notes)
+    }
+
+    /// Takes the record answering an embeddings call for `role` (matched on its inputs,
+    /// `record::embed_digest`), or says why there is none.
+    fn take_embedding(&self, role: &str, call: &crate::embed::EmbedCall) -> Result<CallRecord> {
+        let digest = record::embed_digest(&call.request);
+        let n = self.next_number(role, &digest, true).map_err(|e| match e {
+            Error::ReplayExhausted {
+                role,
+                digest,
+                nearest: None,
+            } => Error::ReplayExhausted {
+                role,
+                digest,
+                nearest: Some("no recorded embeddings call of that role has these inputs".into()),
+            },
+            other => other,
+        })?;
+        let record = self.answer(n, &call.notes)?;
+        let Some(e) = &record.embedding else {
+            return Err(Error::Unsupported(format!(
+                "recorded call {n} matched an embeddings request but is not an embeddings call"
+            )));
+        };
+        call.notes.replayed_embed_shape(e.shape);
+        Ok(record)
+    }
+
+    /// Record `n`, its body and story noted as this replay's.
+    fn answer(&self, n: u64, notes: &super::CallNotes) -> Result<CallRecord> {
         let record = self.read(n)?;
+        let call = notes;
         // The body the recorded run sent is the body this replay "sends", so that the
         // replayed run's records hold the same bytes.
         if let Some(body) = &record.body {
-            call.notes
-                .sent_body(bytes::Bytes::copy_from_slice(body.get().as_bytes()));
+            call.sent_body(bytes::Bytes::copy_from_slice(body.get().as_bytes()));
         }
         // Each replayed call's record is its recorded call's: one role may have called
         // several models through several dialects.
-        call.notes.replayed(
+        call.replayed(
             record.attempts.clone(),
             record.error.as_ref().map(|e| e.to_error()),
             super::ReplayedCall {
@@ -499,8 +530,13 @@ impl ReplayBackend {
 
     /// The recorded role this call is answered from.
     fn role_for_call(&self, call: &Call) -> String {
+        self.role_for(call.role.as_ref())
+    }
+
+    /// The recorded role a call by the handle of `role` is answered from.
+    fn role_for(&self, role: Option<&Arc<str>>) -> String {
         if self.from_handle {
-            if let Some(role) = &call.role {
+            if let Some(role) = role {
                 return match self.log.answering_role(role) {
                     Some(answering) => answering.to_string(),
                     None => role.to_string(),
@@ -662,5 +698,44 @@ impl Backend for ReplayBackend {
         }
         // Recorded whole (or failed before its stream began): the reply as events.
         Ok(ReplyStream::from_reply(replay_reply(how, &record)?))
+    }
+}
+
+/// Embeddings replayed: the recorded reply's bytes decoded in the recorded shape, or the
+/// recorded error.
+#[async_trait]
+impl crate::embed::Embedder for ReplayBackend {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The recorded call's own shape is what its replay's record keeps (noted per call);
+    /// this is only the default.
+    fn shape(&self) -> switchyard_wire::embed::EmbedShape {
+        switchyard_wire::embed::EmbedShape::Openai
+    }
+
+    async fn embed(
+        &self,
+        call: &crate::embed::EmbedCall,
+    ) -> Result<switchyard_wire::embed::Embeddings> {
+        let record = self
+            .log
+            .take_embedding(&self.role_for(call.role.as_ref()), call)?;
+        if let Some(e) = &record.error {
+            return Err(e.to_error());
+        }
+        let shape = record
+            .embedding
+            .as_ref()
+            .map(|e| e.shape)
+            .unwrap_or(switchyard_wire::embed::EmbedShape::Openai);
+        crate::embed::decode_reply(
+            &self.name,
+            shape,
+            &[],
+            record.raw_bytes()?,
+            call.request.input.len(),
+        )
     }
 }

@@ -18,6 +18,17 @@ pub fn prompt_digest(request: &Request) -> String {
     lower_hex(&hasher.finalize()[..16])
 }
 
+/// The digest an embeddings call is matched on: its inputs (not its dimensions or
+/// encoding), tagged so that no chat prompt can share it.
+pub fn embed_digest(request: &switchyard_wire::embed::EmbedRequest) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(b"embeddings\0");
+    let mut writer = HashWriter(&mut hasher);
+    let ok = serde_json::to_writer(&mut writer, &request.input).is_ok();
+    debug_assert!(ok, "embedding inputs always serialise");
+    lower_hex(&hasher.finalize()[..16])
+}
+
 /// Bytes as lowercase hex, without a `format!` per byte (which cost more than the hash
 /// itself on every recorded call).
 pub(crate) fn lower_hex(bytes: &[u8]) -> String {

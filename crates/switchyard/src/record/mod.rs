@@ -18,7 +18,9 @@ mod run_dir;
 mod segment;
 mod writer;
 
-pub use digest::{likeness as digest_likeness, prompt_digest, prompt_lines, short_diff};
+pub use digest::{
+    embed_digest, likeness as digest_likeness, prompt_digest, prompt_lines, short_diff,
+};
 pub use error_record::{ErrorRecord, ProviderRecord};
 pub use index::{rebuild as rebuild_index, run_spend, spend_by_client_key};
 pub use index_row::{IndexRow, INDEX_FILE, INDEX_SCHEMA, INDEX_VERSION};
@@ -100,6 +102,20 @@ pub struct CallRecord {
     /// absent for calls not made through a gateway.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_dialect: Option<Dialect>,
+    /// An embeddings call: its shape and canonical request (`request` is then empty,
+    /// `reply` `null`, and `raw` the vectors as the provider sent them); absent for
+    /// every other call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<EmbedRecord>,
+}
+
+/// What an embeddings call's record holds beside the fields every call has.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EmbedRecord {
+    /// The wire shape spoken upstream.
+    pub shape: switchyard_wire::embed::EmbedShape,
+    /// The canonical request.
+    pub request: switchyard_wire::embed::EmbedRequest,
 }
 
 /// One attempt of a call.

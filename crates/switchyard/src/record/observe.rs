@@ -191,11 +191,135 @@ impl Observed {
             usage_estimated: None,
             client_key: None,
             client_dialect: None,
+            embedding: None,
         };
         let done = rec.recorder.submit_draft(record, raw);
         Box::pin(async move {
             done.await;
         })
+    }
+}
+
+impl Observed {
+    /// [`Observed::end`] for an embeddings call: usage is the input tokens reported, the
+    /// cost theirs at the `input` price, the record's `embedding` holds the request and
+    /// `raw` the reply's bytes (`reply` stays `null`: a vector is no chat reply).
+    pub(crate) fn end_embedding(
+        self,
+        call: crate::embed::EmbedCall,
+        shape: switchyard_wire::embed::EmbedShape,
+        mut sent: crate::backend::Sent,
+        result: std::result::Result<&switchyard_wire::embed::Embeddings, &Error>,
+        attempts: &[Attempt],
+    ) -> BoxFuture<'static, ()> {
+        // A success the provider reported no usage for (Gemini's developer API never
+        // does) is billed an estimate of its input, said so in the record, rather than
+        // nothing: the gateway bills the same.
+        let mut usage_estimated = None;
+        let usage = result.ok().map(|e| {
+            let input = e.input_tokens.unwrap_or_else(|| {
+                let chars = call.request.input.size();
+                usage_estimated = Some(format!(
+                    "input estimated from the {chars} characters embedded (÷ 4): the provider reported no usage"
+                ));
+                (chars as u64).div_ceil(4)
+            });
+            switchyard_wire::Usage {
+                input,
+                ..Default::default()
+            }
+        });
+        let replayed = sent.replayed_call.take();
+        let cost = match &replayed {
+            Some(r) => r.cost_usd,
+            None => crate::internal::cost::call_cost(self.price.as_ref(), usage.as_ref()),
+        };
+        if let Some(r) = self.reservation {
+            r.settle(usage.as_ref(), cost);
+        }
+        let Some(mut rec) = self.recording else {
+            return Box::pin(async {});
+        };
+        if let Some(r) = replayed {
+            rec.reference = r.reference;
+            rec.backend = r.backend;
+            rec.model = r.model;
+        }
+        let ended = Instant::now();
+        let error = result.err().map(ErrorRecord::new);
+        let raw = match result {
+            Ok(e) if !e.raw.is_empty() => Some(e.raw.clone()),
+            _ => None,
+        };
+        let error_raw = error
+            .as_ref()
+            .and_then(|e| e.provider.as_ref().map(|p| p.body.clone()));
+        let attempts = match sent.replayed_attempts.take() {
+            Some(recorded) => recorded,
+            None => attempts.iter().map(attempt_record).collect(),
+        };
+        let mut parameters = serde_json::Map::new();
+        if let Some(d) = call.request.dimensions {
+            parameters.insert("dimensions".into(), d.into());
+        }
+        if let Some(f) = call.request.encoding_format {
+            parameters.insert("encoding_format".into(), f.as_str().into());
+        }
+        let record = CallRecord {
+            format: super::FORMAT,
+            number: 0,
+            role: rec.role,
+            reference: rec.reference,
+            backend: rec.backend,
+            model: rec.model,
+            dialect: None,
+            stream: false,
+            prompt_digest: super::embed_digest(&call.request),
+            parameters,
+            request: switchyard_wire::Request::default(),
+            body: sent.body.and_then(|b| {
+                String::from_utf8(b.to_vec())
+                    .ok()
+                    .and_then(|t| serde_json::value::RawValue::from_string(t).ok())
+            }),
+            reply: None,
+            raw: error_raw,
+            usage,
+            usage_reported: None,
+            attempts,
+            timings: Timings {
+                started_at: super::timestamp(rec.started_at),
+                ended_at: super::timestamp(rec.started_at + (ended - rec.started)),
+                first_byte_ms: None,
+                duration_ms: ms(ended - rec.started),
+            },
+            cost_usd: cost,
+            provider_cost_usd: None,
+            error,
+            usage_estimated,
+            client_key: None,
+            client_dialect: None,
+            embedding: Some(super::EmbedRecord {
+                shape,
+                request: call.request,
+            }),
+        };
+        let done = rec.recorder.submit_draft(record, raw);
+        Box::pin(async move {
+            done.await;
+        })
+    }
+}
+
+fn attempt_record(a: &Attempt) -> AttemptRecord {
+    AttemptRecord {
+        number: a.number,
+        wait_before_ms: ms(a.wait_before),
+        started_at: super::timestamp(a.started_at),
+        duration_ms: ms(a.duration),
+        status: a.status,
+        error_kind: a.error_kind.map(|k| k.as_str().to_string()),
+        error: a.error.clone(),
     }
 }
 

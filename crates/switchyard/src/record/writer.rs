@@ -75,7 +75,7 @@ fn finish_record(record: &mut CallRecord, raw: Option<bytes::Bytes>) {
         record.parameters = super::parameters(&record.request);
     }
     if let Some(raw) = raw {
-        if record.reply.is_some() {
+        if record.reply.is_some() || record.embedding.is_some() {
             record.usage_reported = super::reported_usage(&raw, record.stream, record.dialect);
         }
         record.raw = Some(super::RawBytes::new(&raw));

@@ -25,6 +25,10 @@ pub struct Backend {
     pub key_required: Resolved<bool>,
     /// The dialects served.
     pub apis: Resolved<Vec<Dialect>>,
+    /// Whether `apis` lists `embeddings`: the backend serves embeddings in its family's
+    /// shape ([`Backend::embed_shape`]). Shown only when it does.
+    #[serde(skip_serializing_if = "not_set")]
+    pub embeddings: Resolved<bool>,
     /// Root of the Anthropic Messages API, when set (else derived from `base_url`).
     pub messages_url: Option<Resolved<String>>,
     /// Root of the native Gemini API (before `/models/{model}:generateContent`), when set
@@ -115,6 +119,14 @@ pub enum EndpointError {
         dialect: Dialect,
         /// The dialects it serves, comma-separated.
         served: String,
+    },
+    /// Embeddings were asked of a backend whose `apis` does not list them.
+    #[error(
+        "backend `{backend}` does not serve embeddings: its `apis` does not list `embeddings`"
+    )]
+    EmbeddingsNotServed {
+        /// The backend.
+        backend: String,
     },
     /// The backend is not an HTTP backend (or has no base URL).
     #[error("backend `{backend}` is not reached over HTTP (kind `{kind}`)")]
@@ -436,7 +448,7 @@ fn vertex_global_host(url: &str) -> String {
 /// `model` made safe as URL path text: Gemini names the model in the path, where a space,
 /// `?`, `#`, `%` or `{` would change the URL's meaning (or read as a placeholder).
 /// Letters, digits, `-._~`, the sub-delimiters, `:`, `@` and `/` (tuned-model paths) stay.
-fn path_escape(model: &str) -> String {
+pub(super) fn path_escape(model: &str) -> String {
     let mut out = String::with_capacity(model.len());
     for b in model.bytes() {
         if b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b) {
@@ -446,4 +458,8 @@ fn path_escape(model: &str) -> String {
         }
     }
     out
+}
+
+fn not_set(r: &Resolved<bool>) -> bool {
+    !r.value
 }

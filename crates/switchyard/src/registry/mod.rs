@@ -18,6 +18,7 @@
 
 pub(crate) mod backend;
 mod builtin;
+mod embeddings;
 mod load;
 mod overrides;
 pub(crate) mod patch;

@@ -49,6 +49,9 @@ pub(crate) struct BackendPatch {
     pub api_key_env: Option<String>,
     pub key_required: Option<bool>,
     pub apis: Option<Vec<Dialect>>,
+    /// `embeddings` listed in `apis` (set whenever `apis` is, so a layer's `apis`
+    /// replaces the lower one's whole).
+    pub embeddings: Option<bool>,
     pub messages_url: Option<String>,
     pub gemini_url: Option<String>,
     pub auth: Option<Auth>,
@@ -77,6 +80,7 @@ impl BackendPatch {
             api_key_env: None,
             key_required: None,
             apis: None,
+            embeddings: None,
             messages_url: None,
             gemini_url: None,
             auth: None,
@@ -443,8 +447,9 @@ pub(crate) fn parse_field(
             other => errors.push(wrong(src, &path, "true or false", other)),
         },
         "apis" => {
-            if let Some(apis) = apis_field(src, &path, v, errors) {
+            if let Some((apis, embeddings)) = apis_field(src, &path, v, errors) {
                 patch.apis = Some(apis);
+                patch.embeddings = Some(embeddings);
             }
         }
         "prices" => prices_field(src, name, v, &mut patch.prices, errors),
@@ -533,13 +538,18 @@ fn api_key_env_field(
     }
 }
 
-/// `apis`: a dialect or a list of them, each once; `None` when any is not a dialect.
+/// What `apis` accepts: the dialects, and `embeddings` (not a dialect: see
+/// `registry/embeddings.rs`).
+const API_NAMES: &[&str] = &["chat", "responses", "messages", "gemini", "embeddings"];
+
+/// `apis`: a dialect or a list of them, each once, and whether `embeddings` is among
+/// them; `None` when any is neither.
 fn apis_field(
     src: &LayerSource<'_>,
     path: &[&str],
     v: &Value,
     errors: &mut Vec<ConfigError>,
-) -> Option<Vec<Dialect>> {
+) -> Option<(Vec<Dialect>, bool)> {
     let items: Vec<&Value> = match v {
         Value::Sequence(s) => s.iter().collect(),
         Value::String(_) => vec![v],
@@ -547,21 +557,26 @@ fn apis_field(
             errors.push(wrong(
                 src,
                 path,
-                "a list of dialects (chat, responses, messages, gemini)",
+                "a list of dialects (chat, responses, messages, gemini) and `embeddings`",
                 other,
             ));
             return None;
         }
     };
     let mut apis = Vec::new();
+    let mut embeddings = false;
     let mut ok = true;
     for item in items {
+        if item.as_str() == Some("embeddings") {
+            embeddings = true;
+            continue;
+        }
         match closed(
             src,
             path,
             "dialect",
             item,
-            Dialect::NAMES,
+            API_NAMES,
             Dialect::parse,
             errors,
         ) {
@@ -570,7 +585,7 @@ fn apis_field(
             None => ok = false,
         }
     }
-    ok.then_some(apis)
+    ok.then_some((apis, embeddings))
 }
 
 /// `prices`: model id → price.

@@ -18,6 +18,7 @@ struct Draft {
     api_key_env: Option<Resolved<String>>,
     key_required: Option<Resolved<bool>>,
     apis: Option<Resolved<Vec<Dialect>>>,
+    embeddings: Option<Resolved<bool>>,
     messages_url: Option<Resolved<String>>,
     gemini_url: Option<Resolved<String>>,
     auth: Option<Resolved<Auth>>,
@@ -84,6 +85,7 @@ impl Draft {
             api_key_env: Some(copied(&source.api_key_env, name)),
             key_required: Some(copied(&source.key_required, name)),
             apis: Some(copied(&source.apis, name)),
+            embeddings: Some(copied(&source.embeddings, name)),
             messages_url: source.messages_url.as_ref().map(|r| copied(r, name)),
             gemini_url: source.gemini_url.as_ref().map(|r| copied(r, name)),
             auth: Some(copied(&source.auth, name)),
@@ -130,6 +132,7 @@ impl Draft {
         set(&mut self.api_key_env, &p.api_key_env, layer);
         set(&mut self.key_required, &p.key_required, layer);
         set(&mut self.apis, &p.apis, layer);
+        set(&mut self.embeddings, &p.embeddings, layer);
         set(&mut self.messages_url, &p.messages_url, layer);
         set(&mut self.gemini_url, &p.gemini_url, layer);
         set(&mut self.auth, &p.auth, layer);
@@ -176,6 +179,9 @@ impl Draft {
             apis: self
                 .apis
                 .unwrap_or_else(|| Resolved::default_value(default_apis)),
+            embeddings: self
+                .embeddings
+                .unwrap_or_else(|| Resolved::default_value(false)),
             messages_url: self.messages_url,
             gemini_url: self.gemini_url,
             auth: self

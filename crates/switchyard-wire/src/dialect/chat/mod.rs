@@ -198,7 +198,7 @@ fn usage_to_chat(usage: &Usage) -> Value {
 }
 
 /// The error carried by an `error` value (object, or a bare string some servers send).
-fn error_from_chat(error: &Value) -> StreamError {
+pub(crate) fn error_from_chat(error: &Value) -> StreamError {
     match error {
         Value::Object(e) => StreamError {
             kind: str_at(e, "type").map(str::to_string),

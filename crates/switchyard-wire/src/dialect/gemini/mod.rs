@@ -112,6 +112,7 @@ mod stream_decode;
 mod stream_encode;
 
 pub use parts::synthetic_call_id;
+pub(crate) use reply::provider_error;
 pub use request::RESPONSE_SCHEMA_NAME;
 
 use crate::codec::*;

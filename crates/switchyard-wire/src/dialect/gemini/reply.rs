@@ -81,7 +81,7 @@ pub(super) fn first_candidate<'a>(
 
 /// `{"error":{code,message,status,details}}` as a stream error: `kind` is the status
 /// (`RESOURCE_EXHAUSTED`), `status` the HTTP code.
-pub(super) fn provider_error(obj: &Object) -> Option<StreamError> {
+pub(crate) fn provider_error(obj: &Object) -> Option<StreamError> {
     let error = obj.get("error")?;
     Some(match error {
         Value::Object(e) => StreamError {

@@ -1,0 +1,311 @@
+//! Embeddings: `POST /v1/embeddings` (OpenAI's shape) and Gemini's
+//! `models/{model}:embedContent` / `:batchEmbedContents`, behind the gateway's keys,
+//! models, rates, in-flight caps and budgets like a model call. An OpenAI client of an
+//! OpenAI-shaped backend is passed through (its bytes, the model id spliced in, the
+//! provider's bytes back); every other pair is translated through the canonical request
+//! (a Gemini-family backend is always called with `batchEmbedContents`), the reply
+//! written in the client's shape and, for OpenAI, the encoding it asked (base64 of
+//! little-endian `f32`s, or floats). Metered and recorded with the input tokens and
+//! their cost; a provider that reports no usage (Gemini's developer API) is billed an
+//! estimate, said so in the record.
+//!
+//! The path mirrors `call.rs` step for step rather than sharing it: an embedding has no
+//! stream, no dialect target and no translation of history, and keeping it apart leaves
+//! the chat path as it was.
+
+use crate::errors::{ApiError, Category};
+use crate::meter::Meter;
+use crate::raw::RawBody;
+use crate::state::State;
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::response::Response;
+use bytes::Bytes;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Instant;
+use switchyard::backend::http::RawRequest;
+use switchyard::embed::{Embedder, HttpEmbedder};
+use switchyard::record::EmbedRecord;
+use switchyard::registry::Price;
+use switchyard::wire::embed::{
+    gemini, openai, EmbedRequest, EmbedShape, Embeddings, EncodingFormat,
+};
+use switchyard::{Dialect, Llm, Usage};
+
+/// Where one embeddings call goes.
+pub(crate) struct EmbedTarget {
+    /// The backend's name.
+    pub backend: String,
+    /// The model id on the backend.
+    pub model: String,
+    /// `<backend>/<model>`.
+    pub reference: String,
+    /// The backend's embeddings URL and credential.
+    pub embedder: HttpEmbedder,
+    /// A handle with the gateway's retry policy, for `Llm::retrying`.
+    pub llm: Llm,
+    /// The model's price, when known.
+    pub price: Option<Price>,
+}
+
+/// Who is asking, in which shape.
+#[derive(Debug, Clone)]
+pub(crate) enum Client {
+    /// `POST /v1/embeddings`.
+    Openai,
+    /// Gemini's routes: the model from the path, and whether it is `:embedContent` (one
+    /// input) rather than `:batchEmbedContents`.
+    Gemini {
+        /// The model named in the path.
+        model: String,
+        /// `:embedContent`.
+        single: bool,
+    },
+}
+
+impl Client {
+    /// The dialect whose error shape the client reads.
+    fn dialect(&self) -> Dialect {
+        match self {
+            Client::Openai => Dialect::Chat,
+            Client::Gemini { .. } => Dialect::Gemini,
+        }
+    }
+
+    /// The model asked for and the canonical request.
+    fn decode(&self, bytes: &[u8]) -> Result<(String, EmbedRequest), ApiError> {
+        let bad =
+            |e: switchyard::wire::DecodeError| ApiError::new(Category::BadRequest, e.to_string());
+        match self {
+            Client::Openai => openai::decode_request(bytes)
+                .map(|d| (d.model, d.request))
+                .map_err(bad),
+            Client::Gemini {
+                model,
+                single: true,
+            } => gemini::decode_single_request(bytes)
+                .map(|r| (model.clone(), r))
+                .map_err(bad),
+            Client::Gemini {
+                model,
+                single: false,
+            } => gemini::decode_batch_request(bytes)
+                .map(|r| (model.clone(), r))
+                .map_err(bad),
+        }
+    }
+
+    /// The reply in the client's shape.
+    fn encode(&self, embeddings: &Embeddings, request: &EmbedRequest, requested: &str) -> Bytes {
+        match self {
+            Client::Openai => openai::encode_reply(
+                embeddings,
+                request.encoding_format.unwrap_or(EncodingFormat::Float),
+                requested,
+            ),
+            Client::Gemini { single: true, .. } => gemini::encode_single_reply(embeddings),
+            Client::Gemini { single: false, .. } => gemini::encode_batch_reply(embeddings),
+        }
+    }
+}
+
+/// Serves one embeddings request from `client`.
+pub(crate) async fn handle(state: Arc<State>, client: Client, request: Request) -> Response {
+    let dialect = client.dialect();
+    let mut meter = Meter::new(state.clone(), dialect, Instant::now());
+    match run(&state, &client, request, &mut meter).await {
+        Ok(response) => response,
+        Err(e) => {
+            meter.outcome(e.status.as_u16(), Some(format!("gateway:{:?}", e.category)));
+            let draft = meter.draft();
+            if draft.error.is_none() {
+                draft.error = Some(switchyard::record::ErrorRecord {
+                    kind: format!("gateway:{:?}", e.category),
+                    message: e.message.clone(),
+                    provider: None,
+                    fields: serde_json::Map::new(),
+                });
+            }
+            meter.complete();
+            let (status, headers, body) = e.parts_for(dialect);
+            crate::respond::whole(status, headers, body, &mut meter)
+        }
+    }
+}
+
+async fn run(
+    state: &Arc<State>,
+    client: &Client,
+    request: Request,
+    meter: &mut Meter,
+) -> Result<Response, ApiError> {
+    let (parts, body) = request.into_parts();
+    let key = if state.keys.is_empty() {
+        None
+    } else {
+        let key = state
+            .keys
+            .authenticate(&parts.headers, parts.uri.query())
+            .map_err(|r| {
+                ApiError::new(
+                    Category::Unauthenticated,
+                    match r {
+                        crate::keys::KeyRefusal::Missing => {
+                            "no API key: send the gateway key as `Authorization: Bearer <key>` or `x-goog-api-key: <key>`"
+                        }
+                        crate::keys::KeyRefusal::Unknown => {
+                            "invalid API key: the key sent is not one of the gateway's keys"
+                        }
+                    },
+                )
+            })?;
+        meter.set_key(&key);
+        Some(key)
+    };
+    let bytes = crate::request_body::read(body, &parts.headers, state).await?;
+    meter.set_client_body(&bytes);
+    let (requested, request) = client.decode(&bytes)?;
+    meter.set_requested(&requested);
+    let reference = state.upstreams.resolve(&requested)?;
+    if let Some(key) = &key {
+        if !key.allows(&requested, &reference.to_string()) {
+            return Err(ApiError::new(
+                Category::Forbidden,
+                format!(
+                    "key `{}` may not use model `{requested}`; it may use: {}",
+                    key.name,
+                    key.models.join(", ")
+                ),
+            ));
+        }
+    }
+    let target = state.upstreams.embed_target(&reference)?;
+    meter.set_embed_target(&target);
+    if let Some(key) = &key {
+        key.limiter.admit().map_err(|l| {
+            ApiError::new(
+                Category::RateLimited,
+                format!(
+                    "Rate limit reached for key `{}`: {} {} per minute.",
+                    key.name, l.per_minute, l.what
+                ),
+            )
+            .with_retry_after(l.retry_after)
+        })?;
+        let place = key.concurrency.enter().map_err(|max| {
+            ApiError::new(
+                Category::RateLimited,
+                format!(
+                    "key `{}` has {max} calls in flight, its max_in_flight; try again when one ends",
+                    key.name
+                ),
+            )
+            .with_retry_after(std::time::Duration::from_secs(1))
+        })?;
+        meter.set_in_flight(place);
+        if let Some(budget) = &key.budget {
+            // An embedding's whole cost is its input: no output to reserve for.
+            let bound = target
+                .price
+                .as_ref()
+                .map(|price| crate::budgets::CallBound::new(price, bytes.len(), Some(0), Some(0)));
+            meter.set_reservation(budget.reserve(&key.name, &target.reference, bound)?);
+        }
+    }
+    let shape = target.embedder.shape();
+    let passthrough = matches!(client, Client::Openai) && shape == EmbedShape::Openai;
+    let upstream_body = match passthrough {
+        true => passthrough_body(&bytes, &target.model)?,
+        false => target
+            .embedder
+            .encode_body(&request, &target.model)
+            .map_err(|e| ApiError::new(Category::BadRequest, e.to_string()))?,
+    };
+    meter.set_sent_body(Some(upstream_body.clone()));
+    meter.draft().embedding = Some(EmbedRecord {
+        shape,
+        request: request.clone(),
+    });
+    meter.sent();
+    let inputs = request.input.len();
+    let http = target.embedder.http().clone();
+    let url = target.embedder.url().clone();
+    let outcome = target
+        .llm
+        .retrying(|| {
+            let (http, url, body) = (http.clone(), url.clone(), upstream_body.clone());
+            async move {
+                let response = http.send_raw_to(url, &RawRequest::new(body, false)).await?;
+                let headers = response.header_pairs();
+                let raw = response.bytes().await?;
+                let decoded = switchyard::embed::decode_reply(
+                    http.config().name.as_str(),
+                    shape,
+                    &headers,
+                    raw.clone(),
+                    inputs,
+                )?;
+                Ok((raw, decoded))
+            }
+        })
+        .await;
+    meter.answered();
+    meter.draft().attempts = crate::store::attempt_records(&outcome.attempts);
+    let (raw, embeddings) = outcome.result.map_err(|e| {
+        meter.outcome(0, Some(e.kind().as_str().to_string()));
+        let draft = meter.draft();
+        if let Some(d) = e.provider_details() {
+            draft.keep(&d.body);
+        }
+        draft.error = Some(switchyard::record::ErrorRecord::new(&e));
+        ApiError::from_upstream(&e)
+    })?;
+    meter.draft().keep(&raw);
+    let usage = match embeddings.input_tokens {
+        Some(input) => Usage {
+            input,
+            ..Usage::default()
+        },
+        None => {
+            let chars = request.input.size();
+            meter.draft().usage_estimated = Some(format!(
+                "input estimated from the {chars} characters embedded (÷ 4): the provider reported no usage"
+            ));
+            Usage {
+                input: (chars as u64).div_ceil(4),
+                ..Usage::default()
+            }
+        }
+    };
+    meter.usage(usage);
+    let out = if passthrough {
+        // The provider's bytes as they came.
+        raw
+    } else {
+        let billed = Embeddings {
+            input_tokens: Some(usage.input),
+            ..embeddings
+        };
+        client.encode(&billed, &request, &requested)
+    };
+    meter.outcome(200, None);
+    meter.complete();
+    Ok(crate::respond::whole(
+        StatusCode::OK,
+        crate::respond::json_headers(),
+        out,
+        meter,
+    ))
+}
+
+/// The client's body with the model id the backend knows spliced in.
+fn passthrough_body(bytes: &Bytes, model: &str) -> Result<Bytes, ApiError> {
+    let raw = RawBody::parse(bytes).map_err(|m| ApiError::new(Category::BadRequest, m))?;
+    if raw.string("model").as_deref() == Some(model) {
+        return Ok(bytes.clone());
+    }
+    Ok(Bytes::from(
+        raw.patched(&[("model", Value::from(model).to_string())]),
+    ))
+}

@@ -11,6 +11,7 @@ use crate::config_error::{ConfigError, ConfigProblem, Location};
 pub const SECTIONS: &[&str] = &[
     "model",
     "backends",
+    "routes",
     "llm",
     "budget",
     "log",

@@ -181,7 +181,10 @@ impl Relay {
                 self.sealer = sealer;
             }
             Some(Err(e)) => {
-                self.meter.draft().error = Some(ErrorRecord::new(&e));
+                let draft = self.meter.draft();
+                draft.error = Some(ErrorRecord::new(&e));
+                // The upstream stream is handed over once its output began: a cut.
+                draft.cut = true;
                 let error = ApiError::from_upstream(&e);
                 self.meter
                     .outcome(error.status.as_u16(), Some(e.kind().as_str().to_string()));

@@ -102,6 +102,7 @@ pub mod registry;
 mod reply_check;
 mod reply_stream;
 pub mod retry;
+pub mod router;
 pub mod run;
 mod seconds;
 mod secrets;

@@ -91,6 +91,7 @@ pub(super) fn build_record(call: Finished) -> CallRecord {
         })
     });
     let ended_at = started_at + s.latency;
+
     CallRecord {
         format: record::FORMAT,
         number: 0,
@@ -130,6 +131,8 @@ pub(super) fn build_record(call: Finished) -> CallRecord {
         usage_estimated: draft.usage_estimated,
         client_key: (s.key != "-").then_some(s.key),
         client_dialect: Some(s.client_dialect),
+        route: draft.route,
+        cut: draft.cut,
     }
 }
 
@@ -145,6 +148,7 @@ pub(crate) fn attempt_records(attempts: &[switchyard::Attempt]) -> Vec<AttemptRe
             status: a.status,
             error_kind: a.error_kind.map(|k| k.as_str().to_string()),
             error: a.error.clone(),
+            reference: a.reference.clone(),
         })
         .collect()
 }

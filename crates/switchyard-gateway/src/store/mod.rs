@@ -140,6 +140,10 @@ pub struct Draft {
     pub error: Option<ErrorRecord>,
     /// How the usage was estimated, when the provider never reported it.
     pub usage_estimated: Option<String>,
+    /// The route the client's model named, when it named one.
+    pub route: Option<String>,
+    /// The stream broke after its first byte reached the client.
+    pub cut: bool,
 }
 
 impl Draft {

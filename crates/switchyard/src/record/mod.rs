@@ -100,6 +100,14 @@ pub struct CallRecord {
     /// absent for calls not made through a gateway.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_dialect: Option<Dialect>,
+    /// The route the call went through (`reference` is then the member that served, or
+    /// the member tried last when the call failed); absent for a plain reference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<String>,
+    /// True when a stream broke after its output began: what reached the caller is in
+    /// `reply`, the error in `error`, and the call was not sent again. Absent otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut: bool,
 }
 
 /// One attempt of a call.
@@ -119,6 +127,9 @@ pub struct AttemptRecord {
     pub error_kind: Option<String>,
     /// The error's message, when it failed.
     pub error: Option<String>,
+    /// The route member it was sent to, for a call through a route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
 }
 
 /// When a call ran.

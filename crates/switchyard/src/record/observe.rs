@@ -31,6 +31,8 @@ struct Recording {
     stream: bool,
     /// The backend, asked for the cost it reports itself (Claude Code).
     source: Arc<dyn Backend>,
+    /// The route the call went through, if any.
+    route: Option<String>,
 }
 
 /// How a call ended, as the handle saw it.
@@ -75,12 +77,27 @@ impl Observed {
             dialect: h.backend.dialect(),
             stream,
             source: h.backend.clone(),
+            route: None,
         });
         Ok(Some(Observed {
             recording,
             reservation,
             price: h.price,
         }))
+    }
+
+    /// The call went through `route` and was served by (or last tried on) the member
+    /// `h`: the record names that member, and the call costs its price.
+    pub(crate) fn served_by(&mut self, h: &Handle<'_>, model: &str, route: &str) {
+        self.price = h.price;
+        if let Some(rec) = &mut self.recording {
+            rec.reference = h.label.to_string();
+            rec.backend = h.backend.name().to_string();
+            rec.model = model.to_string();
+            rec.dialect = h.backend.dialect();
+            rec.source = h.backend.clone();
+            rec.route = Some(route.to_string());
+        }
     }
 
     /// Settles the budget and queues the record; the future waits for the record to be
@@ -115,6 +132,9 @@ impl Observed {
             rec.model = r.model;
             rec.dialect = r.dialect;
         }
+        // A stream hands out nothing before its first output, so a stream that failed
+        // with a reply so far broke after output reached the caller.
+        let cut = rec.stream && matches!(outcome, Outcome::Failed(_, Some(_)));
         let ended = Instant::now();
         let duration_ms = ms(ended - rec.started);
         let (reply, error) = match outcome {
@@ -151,6 +171,7 @@ impl Observed {
                     status: a.status,
                     error_kind: a.error_kind.map(|k| k.as_str().to_string()),
                     error: a.error.clone(),
+                    reference: a.reference.clone(),
                 })
                 .collect(),
         };
@@ -191,6 +212,8 @@ impl Observed {
             usage_estimated: None,
             client_key: None,
             client_dialect: None,
+            route: rec.route,
+            cut,
         };
         let done = rec.recorder.submit_draft(record, raw);
         Box::pin(async move {

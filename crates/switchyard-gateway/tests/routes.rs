@@ -1,0 +1,282 @@
+//! Routes through the gateway, the mock's fault models as members: fallback before the
+//! first byte on each listed kind, whole and streamed, passed through and translated
+//! (each member in its own dialect); a stream cut after its first byte ends with the
+//! dialect's error event and is recorded as cut; the record names the member that served
+//! and every attempt; the `models:` table naming a route; the OpenAI SDK through a route.
+
+mod common;
+
+use common::python::run_sdk_script;
+use common::recording::records;
+use common::{client_body, decode, gateway_for, path};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use switchyard::backend::http::Timeouts;
+use switchyard::env::MapEnv;
+use switchyard_gateway::{start, GatewayConfig, RunningGateway};
+use switchyard_mock::MockServer;
+use switchyard_wire::{Dialect, Request};
+
+/// A gateway before the mock with `down` (nobody listening) beside the `up-*` backends,
+/// the routes of `extra`, a store in `dir` when given, and short upstream timeouts.
+async fn gateway(
+    mock: &MockServer,
+    extra: &[&str],
+    dir: Option<&std::path::Path>,
+) -> RunningGateway {
+    let config = GatewayConfig {
+        retry: switchyard::RetryPolicy::never(),
+        store: dir.map(|d| d.to_path_buf()),
+        timeouts: Timeouts {
+            first_byte: Some(Duration::from_millis(300)),
+            idle: Some(Duration::from_millis(300)),
+            ..GatewayConfig::default().timeouts
+        },
+        models: BTreeMap::from([("smart".to_string(), "fallback".to_string())]),
+        ..GatewayConfig::default()
+    };
+    let mut overrides = vec![
+        "backends.down.from=mock".to_string(),
+        "backends.down.base_url=http://127.0.0.1:1/v1".to_string(),
+    ];
+    overrides.extend(extra.iter().map(|s| s.to_string()));
+    let g = gateway_for(&mock.base_url(), config, MapEnv::default(), &overrides);
+    start(g, "127.0.0.1:0".parse().unwrap()).await.unwrap()
+}
+
+async fn send(
+    gw: &RunningGateway,
+    client: Dialect,
+    model: &str,
+    text: &str,
+    stream: bool,
+) -> (u16, Vec<u8>) {
+    let body = client_body(client, model, &Request::user(text), stream);
+    let r = reqwest::Client::new()
+        .post(format!("{}{}", gw.url(), path(client, model, stream)))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    (status, r.bytes().await.unwrap().to_vec())
+}
+
+const FIRST_MEMBERS: &[(&str, &str)] = &[
+    ("quota", "up-chat/quota"),
+    ("rate_limited", "up-chat/fault-429"),
+    ("overloaded", "up-chat/fault-503"),
+    ("server_error", "up-chat/fault-500"),
+    ("transport", "down/echo"),
+    ("timeout", "up-chat/slow-first-byte-5s"),
+];
+
+#[tokio::test]
+async fn each_listed_kind_falls_back_before_the_first_byte_whole_and_streamed() {
+    let mock = MockServer::start().await;
+    for (kind, first) in FIRST_MEMBERS {
+        let gw = gateway(
+            &mock,
+            &[
+                &format!("routes.fallback.try=[{first}, up-messages/echo]"),
+                &format!("routes.fallback.on=[{kind}]"),
+            ],
+            None,
+        )
+        .await;
+        for client in [Dialect::Chat, Dialect::Messages] {
+            for stream in [false, true] {
+                // By the route's name and by its name in the `models:` table.
+                for model in ["fallback", "smart"] {
+                    let text = format!("{kind} {client} {stream} {model}");
+                    let (status, body) = send(&gw, client, model, &text, stream).await;
+                    assert_eq!(
+                        status,
+                        200,
+                        "{kind} {client} stream={stream}: {}",
+                        String::from_utf8_lossy(&body)
+                    );
+                    assert_eq!(decode(client, &body, stream).text(), text, "{kind}");
+                }
+            }
+        }
+        gw.shutdown().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_kind_not_listed_is_answered_as_the_member_gave_it() {
+    let mock = MockServer::start().await;
+    let gw = gateway(
+        &mock,
+        &[
+            "routes.fallback.try=[up-chat/fault-503, up-messages/echo]",
+            "routes.fallback.on=[quota]",
+        ],
+        None,
+    )
+    .await;
+    let (status, body) = send(&gw, Dialect::Chat, "fallback", "hi", false).await;
+    assert_eq!(status, 503, "{}", String::from_utf8_lossy(&body));
+    assert!(mock
+        .requests()
+        .iter()
+        .all(|r| r.path.ends_with("/chat/completions")));
+}
+
+#[tokio::test]
+async fn a_stream_cut_after_its_first_byte_ends_with_the_dialects_error_and_is_recorded_as_cut() {
+    let mock = MockServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(
+        &mock,
+        &[
+            "routes.fallback.try=[up-chat/lorem-40+error-mid-stream, up-messages/echo]",
+            "routes.cutt.try=[up-messages/lorem-40+cut-stream, up-chat/echo]",
+        ],
+        Some(dir.path()),
+    )
+    .await;
+    // Passed through (chat → chat), then translated (chat → messages).
+    for model in ["fallback", "cutt"] {
+        let (status, body) = send(&gw, Dialect::Chat, model, "hi", true).await;
+        assert_eq!(status, 200);
+        let text = String::from_utf8_lossy(&body);
+        assert!(text.contains("\"error\""), "{model}: {text}");
+        assert!(
+            !text.trim_end().ends_with("data: [DONE]"),
+            "{model}: {text}"
+        );
+    }
+    let (recs, _) = records(dir.path(), 2).await;
+    for r in &recs {
+        assert!(r.cut, "{r:?}");
+        assert!(r.error.is_some());
+        assert!(r.reference.contains("lorem-40"), "{}", r.reference);
+    }
+    // The second members were never asked.
+    assert!(mock
+        .requests()
+        .iter()
+        .all(|r| !r.body_text().contains("\"echo\"")));
+    gw.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_record_names_the_member_that_served_and_every_attempt() {
+    let mock = MockServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(
+        &mock,
+        &["routes.fallback.try=[up-chat/mock-small+fault-503, up-messages/mock-large]"],
+        Some(dir.path()),
+    )
+    .await;
+    for stream in [false, true] {
+        let (status, body) = send(&gw, Dialect::Chat, "smart", "which", stream).await;
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        let reply = decode(Dialect::Chat, &body, stream);
+        assert_eq!(reply.model.as_deref(), Some("mock-large"));
+    }
+    let (mut recs, _) = records(dir.path(), 2).await;
+    recs.sort_by_key(|r| r.number);
+    // The first call tried both; the second found the first member cooling (the
+    // route's default 30 s after a 503 without Retry-After) and went straight on.
+    assert_eq!(recs[1].attempts.len(), 1);
+    assert_eq!(
+        recs[1].attempts[0].reference.as_deref(),
+        Some("up-messages/mock-large")
+    );
+    recs.truncate(1);
+    for r in &recs {
+        assert_eq!(r.route.as_deref(), Some("fallback"));
+        assert_eq!(r.reference, "up-messages/mock-large");
+        assert_eq!(r.dialect, Some(Dialect::Messages));
+        assert_eq!(r.client_dialect, Some(Dialect::Chat));
+        assert!(!r.cut);
+        let refs: Vec<_> = r.attempts.iter().map(|a| a.reference.as_deref()).collect();
+        assert_eq!(
+            refs,
+            [
+                Some("up-chat/mock-small+fault-503"),
+                Some("up-messages/mock-large")
+            ]
+        );
+        assert_eq!(r.attempts[0].status, Some(503));
+        assert_eq!(r.attempts[1].number, 2);
+        let u = r.usage.expect("usage");
+        let large = (u.input as f64 * 3.0 + u.output as f64 * 15.0) / 1e6;
+        assert!((r.cost_usd.unwrap() - large).abs() < 1e-12);
+    }
+    gw.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_cooling_member_is_skipped_until_its_retry_after_ends() {
+    let mock = MockServer::start().await;
+    let gw = gateway(
+        &mock,
+        &["routes.fallback.try=[up-chat/fault-503-retry-60, up-messages/echo]"],
+        None,
+    )
+    .await;
+    for i in 0..3 {
+        let (status, _) = send(&gw, Dialect::Chat, "fallback", &format!("{i}"), false).await;
+        assert_eq!(status, 200);
+    }
+    let chat = mock
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/chat/completions"))
+        .count();
+    assert_eq!(
+        chat, 1,
+        "the member cools for its Retry-After after its first 503"
+    );
+    gw.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn every_member_cooling_past_max_wait_is_a_503_naming_each() {
+    let mock = MockServer::start().await;
+    let gw = gateway(
+        &mock,
+        &["routes.fallback.try=[up-chat/fault-503-retry-60, up-messages/fault-503-retry-90]"],
+        None,
+    )
+    .await;
+    let (status, _) = send(&gw, Dialect::Chat, "fallback", "a", false).await;
+    assert_eq!(status, 503);
+    let (status, body) = send(&gw, Dialect::Chat, "fallback", "b", false).await;
+    assert_eq!(status, 503);
+    let text = String::from_utf8_lossy(&body);
+    assert!(
+        text.contains("every member of route `fallback` is cooling down"),
+        "{text}"
+    );
+    assert!(
+        text.contains("up-chat/fault-503-retry-60 cooling for"),
+        "{text}"
+    );
+    gw.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_sdk_works_through_a_route() {
+    let mock = MockServer::start().await;
+    let gw = gateway(
+        &mock,
+        &["routes.fallback.try=[up-chat/fault-503, up-responses/fault-429, up-messages/echo]"],
+        None,
+    )
+    .await;
+    let test = "the_openai_sdk_works_through_a_route";
+    let Some(out) = run_sdk_script(test, "sdk_routes.py", &gw.url()).await else {
+        return;
+    };
+    assert!(
+        out.lines().filter(|l| l.starts_with("ok ")).count() >= 6,
+        "{out}"
+    );
+}

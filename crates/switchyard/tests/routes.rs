@@ -442,3 +442,115 @@ fn routes_in_a_run_config_are_located_by_line_and_column() {
         "{e}"
     );
 }
+
+#[tokio::test]
+async fn a_role_naming_a_route_is_checked_per_member_and_calls_through_it() {
+    let mock = MockServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "backends:\n  mock: {{base_url: {}}}\n  a: {{from: mock}}\n  b: {{from: mock, apis: [messages]}}\n\
+             routes:\n  smart: {{try: [a/fault-503, b/echo]}}\n\
+             llm:\n  planner: {{model: smart, max_tokens: 50}}\n  coder: {{model: smart, dialect: chat}}\n",
+            mock.base_url()
+        ),
+    )
+    .unwrap();
+    let env = MapEnv::default();
+    let report = switchyard::Run::builder(&path)
+        .env(&env)
+        .user_file(false)
+        .check();
+    let planner = report.roles.iter().find(|r| r.role == "planner").unwrap();
+    assert!(planner.ok);
+    assert_eq!(planner.route.as_deref(), Some("smart"));
+    let members: Vec<_> = planner
+        .members
+        .iter()
+        .map(|m| m.reference.clone().unwrap())
+        .collect();
+    assert_eq!(members, ["a/fault-503", "b/echo"]);
+    assert_eq!(
+        planner.members[1].dialect,
+        Some(switchyard::Dialect::Messages)
+    );
+    // A role that must speak chat cannot use a member that serves only Messages.
+    let coder = report.roles.iter().find(|r| r.role == "coder").unwrap();
+    assert!(!coder.ok);
+    let text = report.problems_text();
+    assert!(
+        text.contains("backend `b` does not serve the `chat` dialect"),
+        "{text}"
+    );
+
+    std::fs::write(
+        &path,
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .replace("  coder: {model: smart, dialect: chat}\n", ""),
+    )
+    .unwrap();
+    let run = switchyard::Run::builder(&path)
+        .env(&env)
+        .user_file(false)
+        .open()
+        .unwrap();
+    let planner = run.llm("planner").unwrap();
+    let outcome = planner.complete_detailed(Request::user("plan")).await;
+    assert_eq!(outcome.result.unwrap().text(), "plan");
+    assert_eq!(outcome.member.as_deref(), Some("b/echo"));
+    // The role's settings reached the member that served.
+    let last = mock.requests().pop().unwrap();
+    assert_eq!(last.json.unwrap()["max_tokens"], 50);
+}
+
+#[test]
+fn binding_a_cli_to_a_route_goes_through_the_gateway() {
+    use switchyard::bind::{bind_through_gateway, needs_gateway, Agent, EnvValue};
+    let env = MapEnv::default();
+    let mut opts = LoadOptions::new(&env);
+    opts.user_file = false;
+    opts.overrides = vec![
+        "backends.a.from=openai".into(),
+        "routes.smart.try=[anthropic/claude-sonnet-4-5, a/gpt-5.4]".into(),
+        "routes.local.try=[claude-code/sonnet]".into(),
+    ];
+    let registry = Config::load(&opts).unwrap().registry;
+    assert!(needs_gateway(Agent::Claude, &registry, "smart").unwrap());
+    let b = bind_through_gateway(
+        Agent::Claude,
+        &registry,
+        "smart",
+        &[],
+        "http://127.0.0.1:8080",
+    )
+    .unwrap();
+    assert_eq!(
+        b.var("ANTHROPIC_MODEL"),
+        Some(&EnvValue::Text("smart".into()))
+    );
+    assert_eq!(
+        b.var("ANTHROPIC_BASE_URL"),
+        Some(&EnvValue::Text("http://127.0.0.1:8080".into()))
+    );
+    assert!(
+        b.unset.contains(&"ANTHROPIC_API_KEY".to_string()),
+        "{:?}",
+        b.unset
+    );
+    assert!(
+        b.unset.contains(&"OPENAI_API_KEY".to_string()),
+        "{:?}",
+        b.unset
+    );
+    let e = needs_gateway(Agent::Codex, &registry, "local")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("route `local`: member `claude-code/sonnet`"),
+        "{e}"
+    );
+    assert!(switchyard::bind::bind(Agent::Claude, &registry, "smart", &[], &env).is_err());
+}

@@ -11,7 +11,6 @@ use crate::config_error::{ConfigError, ConfigProblem, Location};
 pub const SECTIONS: &[&str] = &[
     "model",
     "backends",
-    "routes",
     "llm",
     "budget",
     "log",
@@ -23,6 +22,7 @@ pub const SECTIONS: &[&str] = &[
     "unknown_cost",
     "timeouts",
     "limits",
+    "routes",
 ];
 
 /// One command-line override.

@@ -280,3 +280,47 @@ async fn the_openai_sdk_works_through_a_route() {
         "{out}"
     );
 }
+
+#[tokio::test]
+async fn a_budget_reserves_for_the_dearest_member_that_may_serve() {
+    use common::recording::{env, key, ALICE};
+    use switchyard_gateway::BudgetPeriod;
+    let mock = MockServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = GatewayConfig {
+        retry: switchyard::RetryPolicy::never(),
+        store: Some(dir.path().to_path_buf()),
+        keys: vec![key("alice", "ALICE_KEY", Some((0.1, BudgetPeriod::Total)))],
+        ..GatewayConfig::default()
+    };
+    // With no stated output limit, a call is bound by 32,768 output tokens: $0.066 at
+    // mock-small's $2 per million, $0.49 at mock-large's $15.
+    let extra = [
+        "routes.cheap.try=[up-chat/mock-small, up-messages/mock-small]".to_string(),
+        "routes.mixed.try=[up-chat/mock-small, up-messages/mock-large]".to_string(),
+    ];
+    let g = gateway_for(&mock.base_url(), config, env(), &extra);
+    let gw = start(g, "127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let ask = |model: &'static str| {
+        let url = gw.url();
+        async move {
+            let body = client_body(Dialect::Chat, model, &Request::user("hi"), false);
+            let r = reqwest::Client::new()
+                .post(format!("{url}/v1/chat/completions"))
+                .header("content-type", "application/json")
+                .header("authorization", format!("Bearer {ALICE}"))
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    let (status, body) = ask("cheap").await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = ask("mixed").await;
+    assert_eq!(status, 429, "{body}");
+    assert!(body.contains("budget exceeded for key `alice`"), "{body}");
+    assert!(body.contains("could cost up to $0.49"), "{body}");
+    gw.shutdown().await.unwrap();
+}

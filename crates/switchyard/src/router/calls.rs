@@ -93,6 +93,7 @@ impl Routed {
             }
         };
         let mut wait_before = waited;
+        let last = order.last().copied();
         for i in order {
             let member = &self.members[i];
             tried.member = Some(i);
@@ -137,7 +138,7 @@ impl Routed {
                 }
                 Err(e) => {
                     let falls_back = self.router.failed(i, &e);
-                    if falls_back {
+                    if falls_back && Some(i) != last {
                         tracing::warn!(
                             route = %route.name,
                             member = member.label(),

@@ -1,6 +1,6 @@
 //! The router: for one route, which members a call tries and in what order (the pick,
 //! cooldowns, calls in flight), and what a member's failure does. It holds no handle and
-//! makes no call: the library's `Llm` ([`calls`]) and the gateway each run their own
+//! makes no call: the library's `Llm` (`calls.rs`) and the gateway each run their own
 //! attempts and ask the router before and after each.
 //!
 //! A member that fails with a kind the route falls back on is put in cooldown — for the

@@ -166,7 +166,12 @@ impl Meter {
                 a.reference = member.clone();
             }
         }
-        self.draft.attempts.extend(records);
+        if self.draft.attempts.is_empty() {
+            // The plain path: the records move in, no second buffer.
+            self.draft.attempts = records;
+        } else {
+            self.draft.attempts.extend(records);
+        }
     }
 
     /// Routes only: watches the next member's upstream call.

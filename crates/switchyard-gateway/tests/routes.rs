@@ -119,6 +119,15 @@ async fn a_kind_not_listed_is_answered_as_the_member_gave_it() {
     .await;
     let (status, body) = send(&gw, Dialect::Chat, "fallback", "hi", false).await;
     assert_eq!(status, 503, "{}", String::from_utf8_lossy(&body));
+    // The route is listed beside the models, and found by name.
+    let list = reqwest::get(format!("{}/v1/models", gw.url()))
+        .await
+        .unwrap();
+    assert!(list.text().await.unwrap().contains("\"id\":\"fallback\""));
+    let one = reqwest::get(format!("{}/v1/models/fallback", gw.url()))
+        .await
+        .unwrap();
+    assert_eq!(one.status().as_u16(), 200);
     assert!(mock
         .requests()
         .iter()
@@ -322,5 +331,30 @@ async fn a_budget_reserves_for_the_dearest_member_that_may_serve() {
     assert_eq!(status, 429, "{body}");
     assert!(body.contains("budget exceeded for key `alice`"), "{body}");
     assert!(body.contains("could cost up to $0.49"), "{body}");
+    gw.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_route_of_one_member_is_its_reference() {
+    let mock = MockServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(
+        &mock,
+        &["routes.fallback.try=[up-chat/echo]"],
+        Some(dir.path()),
+    )
+    .await;
+    for stream in [false, true] {
+        let (status, body) = send(&gw, Dialect::Chat, "smart", "one", stream).await;
+        assert_eq!(status, 200);
+        assert_eq!(decode(Dialect::Chat, &body, stream).text(), "one");
+    }
+    let (recs, _) = records(dir.path(), 2).await;
+    for r in &recs {
+        // The plain path: no router, the member's reference in the record.
+        assert_eq!(r.reference, "up-chat/echo");
+        assert_eq!(r.route, None);
+        assert_eq!(r.attempts[0].reference, None);
+    }
     gw.shutdown().await.unwrap();
 }

@@ -42,7 +42,12 @@ pub(crate) async fn run(
                 .registry()
                 .require_reference(&m.reference)
                 .map_err(|e| ApiError::new(Category::NotFound, e.to_string()))?;
-            upstreams.target(&reference, dialect)
+            let target = upstreams.target(&reference, dialect)?;
+            Ok(match route.retry_each {
+                true => target,
+                // Straight to the next member at the first listed failure.
+                false => crate::upstream::without_retries(&target),
+            })
         })
         .collect::<Result<Vec<Arc<Target>>, ApiError>>()?;
     meter.draft().route = Some(route.name.clone());

@@ -22,6 +22,7 @@ use switchyard::{Dialect, Llm, Parsed, Reference, RetryPolicy, Sleeper};
 pub(crate) const DEFAULT_MAX_TARGETS: usize = 1024;
 
 /// Where one client request goes.
+#[derive(Clone)]
 pub struct Target {
     /// The backend's name.
     pub backend: String,
@@ -49,6 +50,19 @@ pub struct Target {
     pub anthropic_first_party: bool,
     /// `…/v1/messages/count_tokens` when the backend serves Messages.
     pub count_tokens_url: Option<url::Url>,
+    /// False for a copy made for one call (a route's member without its retries): never
+    /// kept in the cache, where plain calls would find it.
+    pub(crate) cacheable: bool,
+}
+
+/// `target` for a route with `retry_each: false`: the same upstream, no retries of its
+/// own (the route goes on to its next member instead).
+pub(crate) fn without_retries(target: &Arc<Target>) -> Arc<Target> {
+    Arc::new(Target {
+        llm: target.llm.clone().with_retry(RetryPolicy::never()),
+        cacheable: false,
+        ..Target::clone(target)
+    })
 }
 
 /// How upstreams are called: the retry policy, the timeouts and the waits.
@@ -212,6 +226,9 @@ impl Upstreams {
     /// A call through `target` succeeded: its model exists upstream, so the target is
     /// kept for the next calls (the least recently used reference leaves a full cache).
     pub fn confirm(&self, target: &Arc<Target>, client: Dialect) {
+        if !target.cacheable {
+            return;
+        }
         let slot = slot(client);
         if self
             .targets
@@ -331,6 +348,7 @@ impl Upstreams {
             anthropic_first_party: messages_root
                 .is_some_and(|r| r.contains("://api.anthropic.com")),
             count_tokens_url,
+            cacheable: true,
         })
     }
 }

@@ -358,3 +358,33 @@ async fn a_route_of_one_member_is_its_reference() {
     }
     gw.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn each_members_retries_run_first_unless_retry_each_is_false() {
+    let mock = MockServer::start().await;
+    for (retry_each, upstream_503s) in [(true, 3), (false, 1)] {
+        let config = GatewayConfig {
+            retry: switchyard::RetryPolicy {
+                overloaded: vec![Duration::from_millis(1); 2],
+                ..switchyard::RetryPolicy::never()
+            },
+            ..GatewayConfig::default()
+        };
+        let extra = [
+            "routes.fallback.try=[up-chat/fault-503, up-messages/echo]".to_string(),
+            format!("routes.fallback.retry_each={retry_each}"),
+        ];
+        let g = gateway_for(&mock.base_url(), config, MapEnv::default(), &extra);
+        let gw = start(g, "127.0.0.1:0".parse().unwrap()).await.unwrap();
+        mock.clear();
+        let (status, _) = send(&gw, Dialect::Chat, "fallback", "retries", false).await;
+        assert_eq!(status, 200);
+        let chat = mock
+            .requests()
+            .iter()
+            .filter(|r| r.path.ends_with("/chat/completions"))
+            .count();
+        assert_eq!(chat, upstream_503s, "retry_each: {retry_each}");
+        gw.shutdown().await.unwrap();
+    }
+}

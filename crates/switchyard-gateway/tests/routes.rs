@@ -138,27 +138,34 @@ async fn a_kind_not_listed_is_answered_as_the_member_gave_it() {
 async fn a_stream_cut_after_its_first_byte_ends_with_the_dialects_error_and_is_recorded_as_cut() {
     let mock = MockServer::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let gw = gateway(
-        &mock,
-        &[
-            "routes.fallback.try=[up-chat/lorem-40+error-mid-stream, up-messages/echo]",
-            "routes.cutt.try=[up-messages/lorem-40+cut-stream, up-chat/echo]",
-        ],
-        Some(dir.path()),
-    )
-    .await;
-    // Passed through (chat → chat), then translated (chat → messages).
-    for model in ["fallback", "cutt"] {
-        let (status, body) = send(&gw, Dialect::Chat, model, "hi", true).await;
+    // An error event, a cut before the end marker, a reset connection, silence past the
+    // idle timeout; passed through (chat → chat) and translated (chat → messages).
+    let faults = ["error-mid-stream", "cut-stream", "cut-stream-reset", "hang"];
+    let mut routes = Vec::new();
+    for (i, fault) in faults.iter().enumerate() {
+        for upstream in ["up-chat", "up-messages"] {
+            routes.push((
+                format!("r{i}-{upstream}"),
+                format!("routes.r{i}-{upstream}.try=[{upstream}/lorem-40+{fault}, up-chat/echo]"),
+            ));
+        }
+    }
+    let mut extra: Vec<&str> = routes.iter().map(|(_, o)| o.as_str()).collect();
+    // What the harness's `models:` names.
+    extra.push("routes.fallback.try=[up-chat/echo, up-messages/echo]");
+    let gw = gateway(&mock, &extra, Some(dir.path())).await;
+    for (name, _) in &routes {
+        let (status, body) = send(&gw, Dialect::Chat, name, "hi", true).await;
         assert_eq!(status, 200);
         let text = String::from_utf8_lossy(&body);
-        assert!(text.contains("\"error\""), "{model}: {text}");
         assert!(
-            !text.trim_end().ends_with("data: [DONE]"),
-            "{model}: {text}"
+            text.contains("\"content\":\"lore\""),
+            "{name}: output reached the client: {text}"
         );
+        assert!(text.contains("\"error\""), "{name}: {text}");
+        assert!(!text.trim_end().ends_with("data: [DONE]"), "{name}: {text}");
     }
-    let (recs, _) = records(dir.path(), 2).await;
+    let (recs, _) = records(dir.path(), routes.len()).await;
     for r in &recs {
         assert!(r.cut, "{r:?}");
         assert!(r.error.is_some());

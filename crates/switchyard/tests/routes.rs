@@ -175,7 +175,9 @@ async fn a_stream_broken_after_its_first_output_is_an_error_recorded_as_cut() {
     let dir = tempfile::tempdir().unwrap();
     let recorder =
         Recorder::create(dir.path(), &RunInfo::new(), RecorderOptions::default()).unwrap();
-    for fault in ["error-mid-stream", "cut-stream", "cut-stream-reset"] {
+    // An error event, a cut before the end marker, a reset connection, silence past the
+    // idle timeout: each after output reached the caller.
+    for fault in ["error-mid-stream", "cut-stream", "cut-stream-reset", "hang"] {
         let r = registry(
             &mock,
             &[&format!("routes.r.try=[a/lorem-40+{fault}, c/echo]")],
@@ -203,7 +205,7 @@ async fn a_stream_broken_after_its_first_output_is_an_error_recorded_as_cut() {
     }
     recorder.close().unwrap();
     let records = read_records(dir.path()).unwrap();
-    assert_eq!(records.len(), 3);
+    assert_eq!(records.len(), 4);
     for rec in &records {
         assert!(rec.cut, "{rec:?}");
         assert!(rec.error.is_some());

@@ -99,7 +99,7 @@ pub(crate) async fn run(
         }
         let passthrough = target.dialect == dialect && may_pass;
         meter.set_target(target, call.stream, passthrough);
-        let _busy = router.enter(i);
+        let busy = router.enter(i);
         meter.set_gate(Some(Box::new(Gate {
             router: router.clone(),
             member: i,
@@ -120,6 +120,8 @@ pub(crate) async fn run(
                 );
                 handed_back = Some(e);
             }
+            // A stream stays in flight on its member until its body is done with.
+            None if call.stream => return answered.map(|r| holding(r, busy)),
             None => return answered,
         }
     }
@@ -166,6 +168,17 @@ async fn plan(
             }
         }
     }
+}
+
+/// `response` keeping `busy` until its body is dropped (for `least_busy`).
+fn holding(response: Response, busy: switchyard::router::Busy) -> Response {
+    use futures::StreamExt;
+    let (parts, body) = response.into_parts();
+    let body = body.into_data_stream().map(move |chunk| {
+        let _held = &busy;
+        chunk
+    });
+    Response::from_parts(parts, axum::body::Body::from_stream(body))
 }
 
 /// A member skipped for its window, in the record's attempts.

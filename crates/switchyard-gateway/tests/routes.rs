@@ -395,3 +395,43 @@ async fn each_members_retries_run_first_unless_retry_each_is_false() {
         gw.shutdown().await.unwrap();
     }
 }
+
+#[tokio::test]
+async fn least_busy_sends_calls_past_a_member_holding_a_stream() {
+    let mock = MockServer::start().await;
+    let gw = gateway(
+        &mock,
+        &[
+            "routes.fallback={pick: least_busy, members: [up-chat/lorem-200+delay-20ms, up-messages/echo]}",
+        ],
+        None,
+    )
+    .await;
+    // The first stream goes to the first member (no call in flight anywhere) and is held
+    // open, its head read, its body not.
+    let body = client_body(Dialect::Chat, "fallback", &Request::user("long"), true);
+    let held = reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", gw.url()))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(held.status().as_u16(), 200);
+    // While it streams, every call goes to the member with none in flight.
+    for i in 0..3 {
+        let (status, body) = send(&gw, Dialect::Chat, "fallback", &format!("{i}"), false).await;
+        assert_eq!(status, 200);
+        assert_eq!(decode(Dialect::Chat, &body, false).text(), format!("{i}"));
+    }
+    // The first member got the held stream only (a call sent to it would also have
+    // timed out there and fallen back, so the chat requests are what tell).
+    let chat = mock
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/chat/completions"))
+        .count();
+    assert_eq!(chat, 1);
+    drop(held);
+    gw.shutdown().await.unwrap();
+}

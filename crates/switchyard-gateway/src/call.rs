@@ -1,5 +1,7 @@
 //! The path every model call takes through the gateway, whatever the client's dialect:
-//! key → bounded body → model → target → rate limit → pass through or translate.
+//! key → bounded body → model → target → rate limit → pass through or translate. A model
+//! naming a route of two members or more goes on in `route_call.rs`, through these same
+//! steps.
 
 use crate::errors::{ApiError, Category};
 use crate::meter::Meter;

@@ -56,6 +56,11 @@ backends:
   ngxm: {base_url: "http://127.0.0.1:$NGINX_PORT/v1", apis: [messages], key_required: false, auth: none, prices: {fixed: {input: 1, output: 2}}}
   ngxs: {base_url: "http://127.0.0.1:$NGINX_PORT/sse/v1", apis: [chat], key_required: false, prices: {fixed: {input: 1, output: 2}}}
 EOF
+# `route1`: a route of one member (docs/routing.md), which must cost what its reference
+# does. Written only when asked: a binary older than routes refuses the section.
+case " $CASES " in *" route1 "*)
+  printf 'routes:\n  one: {try: [ngx/fixed]}\n' >>"$WORK/gateway.yaml" ;;
+esac
 
 # Total instructions of one gateway run making `n` calls of `model` (stream or not).
 count() { # bin n model stream store
@@ -88,6 +93,7 @@ for bin in $BINS; do
   for case in $CASES; do
     case "$case" in
       whole) model=ngx/fixed; stream=0; store=none ;;
+      route1) model=one; stream=0; store=none ;;
       stream) model=ngxs/fixed; stream=1; store=none ;;
       translated) model=ngxm/fixed; stream=0; store=none ;;
       whole+store) model=ngx/fixed; stream=0; store=store ;;

@@ -343,3 +343,45 @@ fn the_replay_example_replays_its_shipped_run_from_the_repository_root() {
         "replaying writes nothing beside the run"
     );
 }
+
+#[test]
+fn a_role_naming_a_route_shows_each_member_and_the_members_problems() {
+    let home = tempfile::tempdir().unwrap();
+    let config = "backends:\n  a: {from: mock}\n  b: {from: mock, apis: [messages]}\n\
+                  routes:\n  smart: {try: [a/echo, b/echo], on: [quota, overloaded]}\n\
+                  llm:\n  planner: smart\n  coder: {model: smart, dialect: chat}\n";
+    let r = check(home.path(), config, &[]);
+    assert_eq!(r.code, Some(1), "{}", r.out);
+    assert!(row(&r, "planner").contains("route of 2"), "{}", r.out);
+    assert!(r.out.contains("  member 1  a/echo"), "{}", r.out);
+    assert!(r.out.contains("  member 2  b/echo"), "{}", r.out);
+    assert!(
+        r.out
+            .contains("role `coder`: backend `b` does not serve the `chat` dialect"),
+        "{}",
+        r.out
+    );
+    let j = json(&check(home.path(), config, &["--json"]));
+    let planner = &j["roles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["role"] == "planner")
+        .unwrap();
+    assert_eq!(planner["route"], "smart");
+    assert_eq!(planner["members"][1]["dialect"], "messages");
+    // An unknown kind in `on:`, located.
+    let r = check(
+        home.path(),
+        &config.replace("overloaded]", "overload]"),
+        &[],
+    );
+    assert!(r.out.contains("run.yaml:5:"), "{}", r.out);
+    assert!(
+        r.out.contains(
+            "unknown failure kind `overload` in `routes.smart.on` (did you mean `overloaded`?)"
+        ),
+        "{}",
+        r.out
+    );
+}

@@ -1,10 +1,13 @@
 //! The path every model call takes through the gateway, whatever the client's dialect:
-//! key → bounded body → model → target → rate limit → pass through or translate.
+//! key → bounded body → model → target → rate limit → pass through or translate. A model
+//! naming a route of two members or more goes on in `route_call.rs`, through these same
+//! steps.
 
 use crate::errors::{ApiError, Category};
 use crate::meter::Meter;
 use crate::raw::RawBody;
 use crate::state::State;
+use crate::upstream::Target;
 use crate::{count_tokens, passthrough, translate};
 use axum::extract::Request;
 use axum::response::Response;
@@ -101,76 +104,156 @@ async fn run(
         }
     };
     meter.set_requested(&requested);
+    if let Some(router) = state.upstreams.router(&requested) {
+        let call = Prepared {
+            key,
+            raw: &raw,
+            bytes: &bytes,
+            headers: &parts.headers,
+            requested: &requested,
+            stream,
+        };
+        return crate::route_call::run(state, inbound, router, call, meter).await;
+    }
     let reference = state.upstreams.resolve(&requested)?;
     if let Some(key) = &key {
         let full = reference.to_string();
-        if !key.allows(&requested, &full) {
-            return Err(ApiError::new(
-                Category::Forbidden,
-                format!(
-                    "key `{}` may not use model `{requested}`; it may use: {}",
-                    key.name,
-                    key.models.join(", ")
-                ),
-            ));
-        }
+        check_model(key, &requested, &full)?;
     }
     let target = state.upstreams.target(&reference, dialect)?;
     // A body carrying envelopes is opened by translation, even to its own dialect.
     let passthrough = target.dialect == dialect && !crate::envelope::may_carry(&bytes);
     meter.set_target(&target, stream && !inbound.count_tokens, passthrough);
     if let Some(key) = &key {
-        key.limiter.admit().map_err(|l| {
-            ApiError::new(
-                Category::RateLimited,
-                format!(
-                    "Rate limit reached for key `{}`: {} {} per minute.",
-                    key.name, l.per_minute, l.what
-                ),
-            )
-            .with_retry_after(l.retry_after)
-        })?;
+        admit(key)?;
     }
     if inbound.count_tokens {
         meter.not_recorded();
         return count_tokens::answer(&target, &raw, &bytes, &parts.headers, dialect, meter).await;
     }
     if let Some(key) = &key {
-        let place = key.concurrency.enter().map_err(|max| {
-            ApiError::new(
-                Category::RateLimited,
-                format!(
-                    "key `{}` has {max} calls in flight, its max_in_flight; try again when one ends",
-                    key.name
-                ),
-            )
-            .with_retry_after(std::time::Duration::from_secs(1))
-        })?;
-        meter.set_in_flight(place);
+        enter(key, meter)?;
         if let Some(budget) = &key.budget {
-            let bound = target.price.as_ref().map(|price| {
-                crate::budgets::CallBound::new(
-                    price,
-                    bytes.len(),
-                    crate::budgets::stated_output_limit(dialect, &raw),
-                    target.output_limit,
-                )
-            });
+            let bound = bound(&target, dialect, &raw, bytes.len());
             meter.set_reservation(budget.reserve(&key.name, &target.reference, bound)?);
         }
     }
+    let call = Prepared {
+        key,
+        raw: &raw,
+        bytes: &bytes,
+        headers: &parts.headers,
+        requested: &requested,
+        stream,
+    };
+    dispatch(state, &target, passthrough, &call, dialect, meter).await
+}
+
+/// A call read and checked, ready to go upstream.
+pub(crate) struct Prepared<'a> {
+    pub key: Option<Arc<crate::keys::Key>>,
+    pub raw: &'a RawBody<'a>,
+    pub bytes: &'a bytes::Bytes,
+    pub headers: &'a axum::http::HeaderMap,
+    pub requested: &'a str,
+    pub stream: bool,
+}
+
+/// Refused unless `key` may use the model asked for (by its name or what it means).
+pub(crate) fn check_model(
+    key: &crate::keys::Key,
+    requested: &str,
+    full: &str,
+) -> Result<(), ApiError> {
+    if key.allows(requested, full) {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        Category::Forbidden,
+        format!(
+            "key `{}` may not use model `{requested}`; it may use: {}",
+            key.name,
+            key.models.join(", ")
+        ),
+    ))
+}
+
+/// The key's rate limits.
+pub(crate) fn admit(key: &crate::keys::Key) -> Result<(), ApiError> {
+    key.limiter.admit().map_err(|l| {
+        ApiError::new(
+            Category::RateLimited,
+            format!(
+                "Rate limit reached for key `{}`: {} {} per minute.",
+                key.name, l.per_minute, l.what
+            ),
+        )
+        .with_retry_after(l.retry_after)
+    })
+}
+
+/// The key's place among its calls in flight.
+pub(crate) fn enter(key: &crate::keys::Key, meter: &mut Meter) -> Result<(), ApiError> {
+    let place = key.concurrency.enter().map_err(|max| {
+        ApiError::new(
+            Category::RateLimited,
+            format!(
+                "key `{}` has {max} calls in flight, its max_in_flight; try again when one ends",
+                key.name
+            ),
+        )
+        .with_retry_after(std::time::Duration::from_secs(1))
+    })?;
+    meter.set_in_flight(place);
+    Ok(())
+}
+
+/// The most a call through `target` can cost (`None`: the model has no price).
+pub(crate) fn bound(
+    target: &Target,
+    dialect: Dialect,
+    raw: &RawBody<'_>,
+    body_bytes: usize,
+) -> Option<crate::budgets::CallBound> {
+    target.price.as_ref().map(|price| {
+        crate::budgets::CallBound::new(
+            price,
+            body_bytes,
+            crate::budgets::stated_output_limit(dialect, raw),
+            target.output_limit,
+        )
+    })
+}
+
+/// Sends the call to `target`: passed through in the client's dialect, or translated.
+pub(crate) async fn dispatch(
+    state: &Arc<State>,
+    target: &Target,
+    passthrough: bool,
+    call: &Prepared<'_>,
+    dialect: Dialect,
+    meter: &mut Meter,
+) -> Result<Response, ApiError> {
     if passthrough {
         passthrough::forward(
-            &target,
-            &raw,
-            &bytes,
-            stream,
+            target,
+            call.raw,
+            call.bytes,
+            call.stream,
             dialect,
-            &parts.headers,
+            call.headers,
             meter,
         )
         .await
     } else {
-        translate::forward(&target, &bytes, stream, dialect, &state.state_key, meter).await
+        translate::forward(
+            target,
+            call.bytes,
+            call.stream,
+            dialect,
+            &state.state_key,
+            meter,
+        )
+        .await
     }
 }

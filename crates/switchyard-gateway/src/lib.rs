@@ -51,6 +51,7 @@ pub mod raw;
 mod refusals;
 mod request_body;
 mod respond;
+mod route_call;
 mod routes;
 mod server;
 mod state;

@@ -49,6 +49,21 @@ pub(crate) struct Meter {
     seen: SeenSoFar,
     record: bool,
     draft: Draft,
+    /// Set while a route tries a member that is not its last: an upstream failure of a
+    /// kind the route falls back on is kept here instead of being answered.
+    gate: Option<Box<Gate>>,
+}
+
+/// A route member's failure, kept for the route to judge (see [`Meter::fall_back`]).
+pub(crate) struct Gate {
+    /// The route (its `on:`, its cooldowns).
+    pub router: Arc<switchyard::router::Router>,
+    /// The member being tried.
+    pub member: usize,
+    /// Whether a listed failure goes back to the route (not the last member).
+    pub hand_back: bool,
+    /// The failure kept, when one was.
+    pub failed: Option<switchyard::Error>,
 }
 
 impl Meter {
@@ -92,6 +107,7 @@ impl Meter {
             seen: SeenSoFar::default(),
             record: true,
             draft: Draft::default(),
+            gate: None,
         }
     }
 
@@ -136,6 +152,51 @@ impl Meter {
     /// What the record will hold (body as sent, raw bytes, attempts…).
     pub(crate) fn draft(&mut self) -> &mut Draft {
         &mut self.draft
+    }
+
+    /// A call's attempts upstream, after those of earlier route members (numbered on
+    /// from them, each naming its member when the call goes through a route).
+    pub(crate) fn attempts(&mut self, attempts: &[switchyard::Attempt]) {
+        let offset = self.draft.attempts.len() as u32;
+        let member = self.draft.route.as_ref().map(|_| self.reference.clone());
+        let mut records = crate::store::attempt_records(attempts);
+        if offset > 0 || member.is_some() {
+            for a in &mut records {
+                a.number += offset;
+                a.reference = member.clone();
+            }
+        }
+        if self.draft.attempts.is_empty() {
+            // The plain path: the records move in, no second buffer.
+            self.draft.attempts = records;
+        } else {
+            self.draft.attempts.extend(records);
+        }
+    }
+
+    /// Routes only: watches the next member's upstream call.
+    pub(crate) fn set_gate(&mut self, gate: Option<Box<Gate>>) {
+        self.gate = gate;
+    }
+
+    /// The gate, with the failure it kept.
+    pub(crate) fn take_gate(&mut self) -> Option<Box<Gate>> {
+        self.gate.take()
+    }
+
+    /// An upstream failure before anything reached the client: `Ok` gives it back to be
+    /// answered; `Err` when a route took it to try its next member (nothing is answered
+    /// or recorded for it then).
+    pub(crate) fn fall_back(&mut self, e: switchyard::Error) -> Result<switchyard::Error, ()> {
+        let Some(gate) = &mut self.gate else {
+            return Ok(e);
+        };
+        // A listed failure cools the member down, the last one's too (it is answered).
+        if gate.router.failed(gate.member, &e) && gate.hand_back {
+            gate.failed = Some(e);
+            return Err(());
+        }
+        Ok(e)
     }
 
     /// The client key.
@@ -251,6 +312,7 @@ impl Meter {
             seen: self.seen,
             record: self.record,
             draft: std::mem::take(&mut self.draft),
+            gate: None,
         }
     }
 

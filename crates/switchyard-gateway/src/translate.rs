@@ -7,7 +7,6 @@ use crate::errors::ApiError;
 use crate::ids::{self, Restore};
 use crate::meter::Meter;
 use crate::meter::SeenSoFar;
-use crate::store::attempt_records;
 use crate::upstream::Target;
 use axum::body::Body;
 use axum::http::{HeaderValue, StatusCode};
@@ -59,8 +58,8 @@ pub(crate) async fn forward(
     if !stream {
         let outcome = target.llm.complete_detailed(request).await;
         meter.set_sent_body(outcome.sent_body.clone());
-        meter.draft().attempts = attempt_records(&outcome.attempts);
-        let mut reply = outcome.result.map_err(|e| failed(meter, &e))?;
+        meter.attempts(&outcome.attempts);
+        let mut reply = outcome.result.map_err(|e| failed(meter, e))?;
         meter.answered();
         // The bytes as received (a reference count); the record decodes them itself.
         meter.draft().keep(&reply.raw);
@@ -83,8 +82,8 @@ pub(crate) async fn forward(
     }
     let outcome = target.llm.stream_detailed(request).await;
     meter.set_sent_body(outcome.sent_body.clone());
-    meter.draft().attempts = attempt_records(&outcome.attempts);
-    let upstream = outcome.result.map_err(|e| failed(meter, &e))?;
+    meter.attempts(&outcome.attempts);
+    let upstream = outcome.result.map_err(|e| failed(meter, e))?;
     meter.answered();
     meter.head();
     let state = Relay {
@@ -112,8 +111,14 @@ pub(crate) async fn forward(
     Ok(response)
 }
 
-/// Notes an upstream failure on the meter (and its record) and answers it.
-fn failed(meter: &mut Meter, e: &switchyard::Error) -> ApiError {
+/// Notes an upstream failure on the meter (and its record) and answers it, unless a
+/// route takes it to try its next member.
+fn failed(meter: &mut Meter, e: switchyard::Error) -> ApiError {
+    let e = match meter.fall_back(e) {
+        Ok(e) => e,
+        Err(()) => return ApiError::fell_back(),
+    };
+    let e = &e;
     meter.outcome(0, Some(e.kind().as_str().to_string()));
     let draft = meter.draft();
     if let Some(d) = e.provider_details() {
@@ -181,7 +186,10 @@ impl Relay {
                 self.sealer = sealer;
             }
             Some(Err(e)) => {
-                self.meter.draft().error = Some(ErrorRecord::new(&e));
+                let draft = self.meter.draft();
+                draft.error = Some(ErrorRecord::new(&e));
+                // The upstream stream is handed over once its output began: a cut.
+                draft.cut = true;
                 let error = ApiError::from_upstream(&e);
                 self.meter
                     .outcome(error.status.as_u16(), Some(e.kind().as_str().to_string()));

@@ -15,12 +15,14 @@ use switchyard::backend::http::{HttpBackend, Timeouts};
 use switchyard::connect::{http_backend_pooled, preferred_dialect, ClientPool};
 use switchyard::env::EnvSource;
 use switchyard::registry::{Kind, Price, Registry};
+use switchyard::router::Router;
 use switchyard::{Dialect, Llm, Parsed, Reference, RetryPolicy, Sleeper};
 
 /// The most targets kept by default.
 pub(crate) const DEFAULT_MAX_TARGETS: usize = 1024;
 
 /// Where one client request goes.
+#[derive(Clone)]
 pub struct Target {
     /// The backend's name.
     pub backend: String,
@@ -38,6 +40,9 @@ pub struct Target {
     pub llm: Llm,
     /// The model's price, when known.
     pub price: Option<Price>,
+    /// The backend's context window, when known (a route skips a member too small for
+    /// the request).
+    pub context_window: Option<u64>,
     /// The most output a call that states no limit may be reserved for: the backend's
     /// `max_output_tokens`, else its `context_window`.
     pub output_limit: Option<u64>,
@@ -45,6 +50,19 @@ pub struct Target {
     pub anthropic_first_party: bool,
     /// `…/v1/messages/count_tokens` when the backend serves Messages.
     pub count_tokens_url: Option<url::Url>,
+    /// False for a copy made for one call (a route's member without its retries): never
+    /// kept in the cache, where plain calls would find it.
+    pub(crate) cacheable: bool,
+}
+
+/// `target` for a route with `retry_each: false`: the same upstream, no retries of its
+/// own (the route goes on to its next member instead).
+pub(crate) fn without_retries(target: &Arc<Target>) -> Arc<Target> {
+    Arc::new(Target {
+        llm: target.llm.clone().with_retry(RetryPolicy::never()),
+        cacheable: false,
+        ..Target::clone(target)
+    })
 }
 
 /// How upstreams are called: the retry policy, the timeouts and the waits.
@@ -80,6 +98,9 @@ pub struct Upstreams {
     calling: Calling,
     targets: RwLock<HashMap<String, Cached>>,
     clock: AtomicU64,
+    /// One router per route of two members or more, shared by every call (its cooldowns
+    /// and calls in flight); a route of one member is its reference.
+    routers: BTreeMap<String, Arc<Router>>,
 }
 
 impl Upstreams {
@@ -91,6 +112,11 @@ impl Upstreams {
         env: Arc<dyn EnvSource + Send + Sync>,
         calling: Calling,
     ) -> Self {
+        let routers = registry
+            .routes()
+            .filter(|r| r.members.len() > 1)
+            .map(|r| (r.name.clone(), Arc::new(Router::new(r.clone()))))
+            .collect();
         Upstreams {
             registry,
             env,
@@ -99,7 +125,27 @@ impl Upstreams {
             calling,
             targets: RwLock::new(HashMap::new()),
             clock: AtomicU64::new(0),
+            routers,
         }
+    }
+
+    /// The router of the route a client's model name means (directly or through the
+    /// `models:` table), when it names a route of two members or more.
+    pub fn router(&self, requested: &str) -> Option<&Arc<Router>> {
+        if self.routers.is_empty() {
+            return None;
+        }
+        let text = self
+            .models
+            .get(requested)
+            .map(String::as_str)
+            .unwrap_or(requested);
+        self.routers.get(text)
+    }
+
+    /// How the gateway waits (a route's cooldowns).
+    pub fn sleeper(&self) -> &Arc<dyn Sleeper> {
+        &self.calling.sleeper
     }
 
     /// The registry.
@@ -117,6 +163,7 @@ impl Upstreams {
         let errors: Vec<String> = self
             .models
             .iter()
+            .filter(|(_, r)| self.registry.route(r).is_none())
             .filter_map(|(name, r)| match self.registry.require_reference(r) {
                 Ok(_) => None,
                 Err(e) => Some(format!("models.{name}: {e}")),
@@ -131,11 +178,15 @@ impl Upstreams {
 
     /// The reference a client's model name means.
     pub fn resolve(&self, requested: &str) -> Result<Reference, ApiError> {
-        let text = self
+        let mut text = self
             .models
             .get(requested)
             .map(String::as_str)
             .unwrap_or(requested);
+        // A route of one member is its reference: no router on the call's path.
+        if let Some([only]) = self.registry.route(text).map(|r| r.members.as_slice()) {
+            text = &only.reference;
+        }
         match self.registry.parse_reference(text) {
             Ok(Parsed::Reference(r)) => Ok(r),
             Ok(Parsed::NotAReference(_)) => {
@@ -175,6 +226,9 @@ impl Upstreams {
     /// A call through `target` succeeded: its model exists upstream, so the target is
     /// kept for the next calls (the least recently used reference leaves a full cache).
     pub fn confirm(&self, target: &Arc<Target>, client: Dialect) {
+        if !target.cacheable {
+            return;
+        }
         let slot = slot(client);
         if self
             .targets
@@ -285,6 +339,7 @@ impl Upstreams {
             http,
             llm,
             price: backend.price(&reference.model).map(|p| p.value),
+            context_window: backend.context_window.as_ref().map(|w| w.value),
             output_limit: backend
                 .max_output_tokens
                 .as_ref()
@@ -293,6 +348,7 @@ impl Upstreams {
             anthropic_first_party: messages_root
                 .is_some_and(|r| r.contains("://api.anthropic.com")),
             count_tokens_url,
+            cacheable: true,
         })
     }
 }

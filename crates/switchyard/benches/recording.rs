@@ -182,6 +182,7 @@ fn synthetic(i: usize, prompt_size: usize) -> CallRecord {
             status: Some(200),
             error_kind: None,
             error: None,
+            reference: None,
         }],
         timings: Timings {
             started_at: now.clone(),
@@ -196,6 +197,8 @@ fn synthetic(i: usize, prompt_size: usize) -> CallRecord {
         client_key: None,
         client_dialect: None,
         embedding: None,
+        route: None,
+        cut: false,
         request,
     }
 }

@@ -28,6 +28,9 @@ pub struct Attempt {
     pub error_kind: Option<ErrorKind>,
     /// The error's message as a person would read it; `None` when it succeeded.
     pub error: Option<String>,
+    /// For a call through a route, the member this attempt was sent to (the reference
+    /// as the route writes it); `None` for a plain reference.
+    pub reference: Option<String>,
 }
 
 impl Attempt {
@@ -51,6 +54,9 @@ pub struct CallOutcome<T> {
     /// how a program that keeps its own records (the gateway) gets it without encoding
     /// the request a second time.
     pub sent_body: Option<bytes::Bytes>,
+    /// For a call through a route, the member that served it (or, when it failed, the
+    /// member tried last), as the route writes it; `None` for a plain reference.
+    pub member: Option<String>,
 }
 
 impl<T> CallOutcome<T> {

@@ -138,6 +138,12 @@ fn bind_with(
     env: &dyn EnvSource,
     needs_key_now: bool,
 ) -> Result<Binding> {
+    if registry.route(reference).is_some() {
+        return Err(Error::Unsupported(format!(
+            "`{reference}` is a route: {} reaches its members through the gateway (`switchyard bind` starts or finds one; see bind_through_gateway)",
+            agent.title()
+        )));
+    }
     let (backend, model) = http_backend(agent, registry, reference)?;
     let dialect = agent.dialect();
     if !backend.serves(dialect) {
@@ -182,6 +188,12 @@ fn bind_with(
 /// the CLI can only reach it through the gateway (see [`bind_through_gateway`]). Errors
 /// as [`bind`] does for an unknown reference or a backend that is not HTTP.
 pub fn needs_gateway(agent: Agent, registry: &Registry, reference: &str) -> Result<bool> {
+    // A CLI reaches one base URL: a route's members are followed by the gateway, which
+    // translates the CLI's dialect for each member that lacks it.
+    if let Some(route) = registry.route(reference) {
+        route_members(agent, registry, route)?;
+        return Ok(true);
+    }
     let (backend, _) = http_backend(agent, registry, reference)?;
     Ok(!backend.serves(agent.dialect()))
 }
@@ -213,6 +225,9 @@ pub fn bind_through_gateway(
     user_args: &[String],
     gateway_url: &str,
 ) -> Result<Binding> {
+    if let Some(route) = registry.route(reference) {
+        return bind_route(agent, registry, route, user_args, gateway_url);
+    }
     let (backend, model) = http_backend(agent, registry, reference)?;
     let root = gateway_url.trim_end_matches('/');
     let root = root.strip_suffix("/v1").unwrap_or(root);
@@ -236,6 +251,66 @@ pub fn bind_through_gateway(
     if !backend.uses_no_key() && !backend.api_key_env.value.is_empty() {
         // The backend's key is the gateway's to send: the CLI does not inherit it.
         b.unset.push(backend.api_key_env.value.clone());
+    }
+    Ok(b)
+}
+
+/// Every member of `route` as an HTTP backend and model (the gateway calls none other).
+fn route_members<'r>(
+    agent: Agent,
+    registry: &'r Registry,
+    route: &registry::Route,
+) -> Result<Vec<(&'r registry::Backend, String)>> {
+    route
+        .members
+        .iter()
+        .map(|m| {
+            http_backend(agent, registry, &m.reference).map_err(|e| {
+                Error::Unsupported(format!(
+                    "route `{}`: member `{}`: {e}",
+                    route.name, m.reference
+                ))
+            })
+        })
+        .collect()
+}
+
+/// [`bind_through_gateway`] for a route: the CLI sends the route's name, the gateway
+/// follows it; the CLI is told the smallest context window of the members and gets none
+/// of their keys.
+fn bind_route(
+    agent: Agent,
+    registry: &Registry,
+    route: &registry::Route,
+    user_args: &[String],
+    gateway_url: &str,
+) -> Result<Binding> {
+    let members = route_members(agent, registry, route)?;
+    let root = gateway_url.trim_end_matches('/');
+    let root = root.strip_suffix("/v1").unwrap_or(root);
+    let base = match agent {
+        Agent::Claude => root.to_string(),
+        Agent::Codex => format!("{root}/v1"),
+    };
+    let target = Target {
+        base: &base,
+        key_var: None,
+        x_api_key: false,
+        vendor_host: false,
+        context_window: members
+            .iter()
+            .filter_map(|(b, _)| b.context_window.as_ref().map(|w| w.value))
+            .min(),
+        provider_id: GATEWAY_PROVIDER.to_string(),
+        provider_name: GATEWAY_PROVIDER,
+        gateway: true,
+    };
+    let mut b = binding(agent, &route.name, route.name.clone(), user_args, &target);
+    for (backend, _) in &members {
+        let var = &backend.api_key_env.value;
+        if !backend.uses_no_key() && !var.is_empty() && !b.unset.contains(var) {
+            b.unset.push(var.clone());
+        }
     }
     Ok(b)
 }

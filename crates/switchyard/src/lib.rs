@@ -75,6 +75,14 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Routes
+//!
+//! A route (`routes:` in the registry's layers, see `docs/routing.md`) names several
+//! references with a policy: fallback in order, weighted, or least busy, with cooldowns.
+//! Its name is taken wherever a reference is — [`Llm::resolve`], a role's `model` — and
+//! the handle tries the members in turn ([`router`]), recording one call with every
+//! attempt on every member and the member that served ([`CallOutcome::member`]).
+//!
 //! # Errors
 //!
 //! Every failure is an [`Error`] whose [`Error::kind`] a program can match on: a quota
@@ -103,6 +111,7 @@ pub mod registry;
 mod reply_check;
 mod reply_stream;
 pub mod retry;
+pub mod router;
 pub mod run;
 mod seconds;
 mod secrets;

@@ -45,6 +45,9 @@ pub struct Llm {
     budget: Option<Arc<BudgetTracker>>,
     price: Option<Price>,
     embedder: Option<Arc<dyn crate::embed::Embedder>>,
+    /// Set on a handle made from a route: its calls go through the members instead of
+    /// `backend` (which is then the first member's, for its name).
+    routed: Option<Arc<crate::router::Routed>>,
 }
 
 impl std::fmt::Debug for Llm {
@@ -81,6 +84,7 @@ impl Llm {
             budget: None,
             price: None,
             embedder: None,
+            routed: None,
         }
     }
 
@@ -93,6 +97,14 @@ impl Llm {
 
     /// The same handle with another retry policy.
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        if let Some(routed) = &mut self.routed {
+            let retry_each = routed.router.route().retry_each;
+            for m in &mut Arc::make_mut(routed).members {
+                if retry_each {
+                    *m = m.clone().with_retry(retry.clone());
+                }
+            }
+        }
         Arc::make_mut(&mut self.policy).retry = retry;
         self
     }
@@ -107,6 +119,11 @@ impl Llm {
     /// The same handle waiting through `sleeper` between attempts (tests pass a
     /// [`crate::RecordingSleeper`] so that no wait is real).
     pub fn with_sleeper(mut self, sleeper: Arc<dyn Sleeper>) -> Self {
+        if let Some(routed) = &mut self.routed {
+            for m in &mut Arc::make_mut(routed).members {
+                *m = m.clone().with_sleeper(sleeper.clone());
+            }
+        }
         self.sleeper = sleeper;
         self
     }
@@ -114,6 +131,11 @@ impl Llm {
     /// The same handle cancelled by `token` (share one token across the handles of a
     /// run to stop them all).
     pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
+        if let Some(routed) = &mut self.routed {
+            for m in &mut Arc::make_mut(routed).members {
+                *m = m.clone().with_cancellation(token.clone());
+            }
+        }
         self.cancel = token;
         self
     }
@@ -166,6 +188,16 @@ impl Llm {
     /// a budget checks it first; a handle with a recorder records the call before
     /// returning.
     pub async fn complete_detailed(&self, request: Request) -> CallOutcome<Reply> {
+        if let Some(routed) = &self.routed {
+            // Boxed: a route's call holds its members' calls, and the plain path's future
+            // stays as small as it was.
+            return Box::pin(routed.complete(self, request)).await;
+        }
+        self.plain_complete(request).await
+    }
+
+    /// A call on the handle's own backend (a route's member calls this).
+    pub(crate) async fn plain_complete(&self, request: Request) -> CallOutcome<Reply> {
         let (observed, call) = match self.before_sending(request, false).await {
             Ok(ready) => ready,
             Err(e) => return not_sent(e),
@@ -202,6 +234,14 @@ impl Llm {
     /// to the stream's first output; how the stream ends is the stream's to tell (a
     /// recording handle records the call when the stream ends).
     pub async fn stream_detailed(&self, request: Request) -> CallOutcome<ReplyStream> {
+        if let Some(routed) = &self.routed {
+            return Box::pin(routed.stream(self, request)).await;
+        }
+        self.plain_stream(request).await
+    }
+
+    /// A streamed call on the handle's own backend (a route's member calls this).
+    pub(crate) async fn plain_stream(&self, request: Request) -> CallOutcome<ReplyStream> {
         let (observed, call) = match self.before_sending(request, true).await {
             Ok(ready) => ready,
             Err(e) => return not_sent(e),
@@ -229,6 +269,7 @@ impl Llm {
             mut result,
             attempts,
             sent_body,
+            ..
         } = outcome;
         if let (Some(recorded), Err(_)) = (sent.replayed_error.take(), &result) {
             result = Err(recorded);
@@ -257,6 +298,7 @@ impl Llm {
             result,
             attempts,
             sent_body,
+            member: None,
         }
     }
 
@@ -301,7 +343,7 @@ impl Llm {
         Ok((observed, call))
     }
 
-    fn check_context(&self, request: &Request) -> Result<()> {
+    pub(crate) fn check_context(&self, request: &Request) -> Result<()> {
         if let (true, Some(window)) = (self.policy.context_check, self.context_window) {
             crate::context_check::check(&self.label, request, window)?;
         }
@@ -323,6 +365,7 @@ fn not_sent<T>(error: Error) -> CallOutcome<T> {
         result: Err(error),
         attempts: Vec::new(),
         sent_body: None,
+        member: None,
     }
 }
 
@@ -354,6 +397,15 @@ impl Llm {
         env: &dyn crate::env::EnvSource,
         policy: CallPolicy,
     ) -> Result<Llm> {
+        if let Some(route) = registry.route(reference) {
+            let members = route
+                .members
+                .iter()
+                .map(|m| Llm::resolve_with(registry, &m.reference, env, policy.clone()))
+                .collect::<Result<Vec<_>>>()?;
+            let router = Arc::new(crate::router::Router::new(route.clone()));
+            return Llm::routed(router, members).map(|l| l.with_policy(policy));
+        }
         let resolved = registry.require_reference(reference)?;
         let backend = registry
             .backend(&resolved.backend)
@@ -371,6 +423,50 @@ impl Llm {
             Some(e) => llm.with_embedder(e),
             None => llm,
         })
+    }
+}
+
+/// Routes: one handle over several members.
+impl Llm {
+    /// A handle calling the members of `router`'s route, `members[i]` the handle of its
+    /// i-th member (each with its own backend, retries, context window and price). The
+    /// route's handle records each call once, with every attempt on every member and the
+    /// member that served; give the recorder and budget to it, not to the members.
+    ///
+    /// Clones share the router (its cooldowns and calls in flight): make one handle per
+    /// route and clone it, rather than resolving the route again.
+    pub fn routed(router: Arc<crate::router::Router>, members: Vec<Llm>) -> Result<Llm> {
+        let route = router.route();
+        if members.is_empty() || members.len() != route.members.len() {
+            return Err(Error::Config(format!(
+                "route `{}` has {} members but {} handles were given",
+                route.name,
+                route.members.len(),
+                members.len()
+            )));
+        }
+        let members: Vec<Llm> = members
+            .into_iter()
+            .map(|m| match route.retry_each {
+                true => m,
+                // Straight to the next member at the first listed failure.
+                false => m.with_retry(RetryPolicy::never()),
+            })
+            .collect();
+        let first = members[0].backend.clone();
+        let mut llm = Llm::new(route.name.clone(), first, route.name.clone());
+        llm.routed = Some(Arc::new(crate::router::Routed { router, members }));
+        Ok(llm)
+    }
+
+    /// The route's router, for a handle made from a route.
+    pub fn router(&self) -> Option<&Arc<crate::router::Router>> {
+        self.routed.as_ref().map(|r| &r.router)
+    }
+
+    /// The members' handles, for a handle made from a route (empty otherwise).
+    pub fn members(&self) -> &[Llm] {
+        self.routed.as_ref().map_or(&[], |r| r.members.as_slice())
     }
 }
 
@@ -455,7 +551,12 @@ impl Llm {
         Ok(llm)
     }
 
-    fn observer(&self) -> crate::record::Handle<'_> {
+    /// How the handle waits (between attempts, and for a route's cooldowns).
+    pub(crate) fn sleeper(&self) -> &dyn Sleeper {
+        self.sleeper.as_ref()
+    }
+
+    pub(crate) fn observer(&self) -> crate::record::Handle<'_> {
         crate::record::Handle {
             role: self.role.as_deref(),
             label: &self.label,

@@ -54,6 +54,8 @@ pub struct ReplyStream {
     hook: Option<EndHook>,
     first_byte: Option<Instant>,
     finishing: Option<(BoxFuture<'static, ()>, Option<Result<Event>>)>,
+    /// Kept for as long as the stream lives (a route member's place in flight).
+    held: Option<Box<dyn std::any::Any + Send>>,
 }
 
 impl ReplyStream {
@@ -69,7 +71,14 @@ impl ReplyStream {
             hook: None,
             first_byte: None,
             finishing: None,
+            held: None,
         }
+    }
+
+    /// Keeps `value` alive until the stream is dropped.
+    pub(crate) fn holding(mut self, value: Box<dyn std::any::Any + Send>) -> Self {
+        self.held = Some(value);
+        self
     }
 
     /// Attaches the hook called when the stream ends.

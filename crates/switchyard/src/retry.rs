@@ -294,6 +294,7 @@ impl RetryLoop<'_> {
                     .filter(|s| *s != 0),
                 error_kind: result.as_ref().err().map(Error::kind),
                 error: result.as_ref().err().map(Error::to_string),
+                reference: None,
             });
             let error = match result {
                 Ok(value) => {
@@ -301,6 +302,7 @@ impl RetryLoop<'_> {
                         result: Ok(value),
                         attempts,
                         sent_body: None,
+                        member: None,
                     }
                 }
                 Err(e) => e,
@@ -375,6 +377,7 @@ impl RetryLoop<'_> {
             result: Err(self.cancel_error(during)),
             attempts,
             sent_body: None,
+            member: None,
         }
     }
 
@@ -404,6 +407,7 @@ impl RetryLoop<'_> {
             result: Err(error),
             attempts,
             sent_body: None,
+            member: None,
         }
     }
 }

@@ -144,7 +144,27 @@ pub(super) fn text(report: &CheckReport) -> String {
         .iter()
         .map(|s| s.to_string())
         .collect::<Vec<_>>()];
-        rows.extend(report.roles.iter().map(row));
+        for r in &report.roles {
+            if r.members.is_empty() {
+                rows.push(row(r));
+                continue;
+            }
+            // A route's role: its name and status, then a row per member.
+            let mut first = vec!["-".to_string(); 11];
+            first[0] = r.role.clone();
+            first[1] = r.reference.clone().unwrap_or_default();
+            first[2] = row(r)[2].clone();
+            first[3] = format!("route of {}", r.members.len());
+            first[10] = row(r)[10].clone();
+            rows.push(first);
+            for (i, m) in r.members.iter().enumerate() {
+                let mut member = row(m);
+                member[0] = format!("  member {}", i + 1);
+                member[2] = "-".into();
+                member[10] = "".into();
+                rows.push(member);
+            }
+        }
         out.push_str(&table::render(&rows));
     }
     out.push('\n');

@@ -254,6 +254,20 @@ pub(crate) fn show_text(r: &CallRecord) -> String {
         r.role.clone().unwrap_or_else(|| "(none)".into()),
     );
     line(&mut out, "reference", r.reference.clone());
+    if let Some(route) = &r.route {
+        line(
+            &mut out,
+            "route",
+            format!("{route} (served by {})", r.reference),
+        );
+    }
+    if r.cut {
+        line(
+            &mut out,
+            "cut",
+            "the stream broke after its output began".to_string(),
+        );
+    }
     if r.client_key.is_some() || r.client_dialect.is_some() {
         // A call through the gateway: who sent it, in which dialect.
         line(
@@ -343,8 +357,12 @@ pub(crate) fn show_text(r: &CallRecord) -> String {
             &mut out,
             "attempt",
             format!(
-                "{} · waited {:.0} ms · {:.1} ms · {}{}",
+                "{}{} · waited {:.0} ms · {:.1} ms · {}{}",
                 a.number,
+                a.reference
+                    .as_ref()
+                    .map(|m| format!(" · {m}"))
+                    .unwrap_or_default(),
                 a.wait_before_ms,
                 a.duration_ms,
                 a.status

@@ -19,7 +19,6 @@ use crate::errors::ApiError;
 use crate::meter::Meter;
 use crate::raw::RawBody;
 use crate::respond;
-use crate::store::attempt_records;
 use crate::upstream::Target;
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
@@ -95,7 +94,7 @@ pub(crate) async fn forward(
         .llm
         .retrying(|| attempt(target, &request, dialect, &refusal))
         .await;
-    meter.draft().attempts = attempt_records(&outcome.attempts);
+    meter.attempts(&outcome.attempts);
     match outcome.result {
         Ok(Answer::Whole {
             status,
@@ -145,7 +144,10 @@ pub(crate) async fn forward(
             *response.headers_mut() = headers;
             Ok(response)
         }
-        Err(e) => refused_upstream(e, refusal.load(Ordering::Relaxed), meter),
+        Err(e) => match meter.fall_back(e) {
+            Ok(e) => refused_upstream(e, refusal.load(Ordering::Relaxed), meter),
+            Err(()) => Err(ApiError::fell_back()),
+        },
     }
 }
 

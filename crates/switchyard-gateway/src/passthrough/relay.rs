@@ -222,7 +222,10 @@ impl Relay {
         self.meter.seen_so_far(self.watch.seen());
         self.meter
             .outcome(0, Some(error.kind().as_str().to_string()));
-        self.meter.draft().error = Some(ErrorRecord::new(error));
+        let draft = self.meter.draft();
+        draft.error = Some(ErrorRecord::new(error));
+        // The relay runs once the stream's output began: a failure now is a cut.
+        draft.cut = true;
         self.meter.complete();
     }
 

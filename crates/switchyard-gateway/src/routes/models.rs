@@ -147,8 +147,8 @@ fn answer(state: &State, request: &Request, dialect: Dialect) -> Response {
     ([("content-type", "application/json")], body.to_string()).into_response()
 }
 
-/// The `models:` names first (in the table's order), then each HTTP backend's aliases and
-/// priced ids as references, once each.
+/// The `models:` names first (in the table's order), then the routes, then each HTTP
+/// backend's aliases and priced ids as references, once each.
 fn known(state: &State) -> Vec<Listed> {
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
@@ -161,6 +161,9 @@ fn known(state: &State) -> Vec<Listed> {
         add(name.clone(), reference.clone());
     }
     let registry = state.upstreams.registry();
+    for route in registry.routes() {
+        add(route.name.clone(), route.name.clone());
+    }
     for name in registry.names() {
         let Some(backend) = registry.backend(name) else {
             continue;

@@ -95,6 +95,7 @@ pub(super) fn build_record(call: Finished) -> CallRecord {
         })
     });
     let ended_at = started_at + s.latency;
+
     CallRecord {
         format: record::FORMAT,
         number: 0,
@@ -138,6 +139,8 @@ pub(super) fn build_record(call: Finished) -> CallRecord {
         client_key: (s.key != "-").then_some(s.key),
         client_dialect: Some(s.client_dialect),
         embedding,
+        route: draft.route,
+        cut: draft.cut,
     }
 }
 
@@ -153,6 +156,7 @@ pub(crate) fn attempt_records(attempts: &[switchyard::Attempt]) -> Vec<AttemptRe
             status: a.status,
             error_kind: a.error_kind.map(|k| k.as_str().to_string()),
             error: a.error.clone(),
+            reference: a.reference.clone(),
         })
         .collect()
 }

@@ -142,6 +142,10 @@ pub struct Draft {
     pub usage_estimated: Option<String>,
     /// An embeddings call's shape and canonical request (`embeddings.rs`).
     pub embedding: Option<switchyard::record::EmbedRecord>,
+    /// The route the client's model named, when it named one.
+    pub route: Option<String>,
+    /// The stream broke after its first byte reached the client.
+    pub cut: bool,
 }
 
 impl Draft {

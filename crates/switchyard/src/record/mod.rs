@@ -107,6 +107,14 @@ pub struct CallRecord {
     /// every other call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embedding: Option<EmbedRecord>,
+    /// The route the call went through (`reference` is then the member that served, or
+    /// the member tried last when the call failed); absent for a plain reference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<String>,
+    /// True when a stream broke after its output began: what reached the caller is in
+    /// `reply`, the error in `error`, and the call was not sent again. Absent otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut: bool,
 }
 
 /// What an embeddings call's record holds beside the fields every call has.
@@ -135,6 +143,9 @@ pub struct AttemptRecord {
     pub error_kind: Option<String>,
     /// The error's message, when it failed.
     pub error: Option<String>,
+    /// The route member it was sent to, for a call through a route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
 }
 
 /// When a call ran.

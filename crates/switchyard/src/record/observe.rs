@@ -31,6 +31,8 @@ struct Recording {
     stream: bool,
     /// The backend, asked for the cost it reports itself (Claude Code).
     source: Arc<dyn Backend>,
+    /// The route the call went through, if any.
+    route: Option<String>,
 }
 
 /// How a call ended, as the handle saw it.
@@ -75,12 +77,27 @@ impl Observed {
             dialect: h.backend.dialect(),
             stream,
             source: h.backend.clone(),
+            route: None,
         });
         Ok(Some(Observed {
             recording,
             reservation,
             price: h.price,
         }))
+    }
+
+    /// The call went through `route` and was served by (or last tried on) the member
+    /// `h`: the record names that member, and the call costs its price.
+    pub(crate) fn served_by(&mut self, h: &Handle<'_>, model: &str, route: &str) {
+        self.price = h.price;
+        if let Some(rec) = &mut self.recording {
+            rec.reference = h.label.to_string();
+            rec.backend = h.backend.name().to_string();
+            rec.model = model.to_string();
+            rec.dialect = h.backend.dialect();
+            rec.source = h.backend.clone();
+            rec.route = Some(route.to_string());
+        }
     }
 
     /// Settles the budget and queues the record; the future waits for the record to be
@@ -115,6 +132,9 @@ impl Observed {
             rec.model = r.model;
             rec.dialect = r.dialect;
         }
+        // A stream hands out nothing before its first output, so a stream that failed
+        // with a reply so far broke after output reached the caller.
+        let cut = rec.stream && matches!(outcome, Outcome::Failed(_, Some(_)));
         let ended = Instant::now();
         let duration_ms = ms(ended - rec.started);
         let (reply, error) = match outcome {
@@ -141,18 +161,7 @@ impl Observed {
         };
         let attempts: Vec<AttemptRecord> = match replayed {
             Some(recorded) => recorded,
-            None => attempts
-                .iter()
-                .map(|a| AttemptRecord {
-                    number: a.number,
-                    wait_before_ms: ms(a.wait_before),
-                    started_at: super::timestamp(a.started_at),
-                    duration_ms: ms(a.duration),
-                    status: a.status,
-                    error_kind: a.error_kind.map(|k| k.as_str().to_string()),
-                    error: a.error.clone(),
-                })
-                .collect(),
+            None => attempts.iter().map(attempt_record).collect(),
         };
         // Kept beside the cost from our prices, never in its place.
         let provider_cost_usd = reply.and_then(|r| rec.source.reported_cost(&r.raw));
@@ -192,6 +201,8 @@ impl Observed {
             client_key: None,
             client_dialect: None,
             embedding: None,
+            route: rec.route,
+            cut,
         };
         let done = rec.recorder.submit_draft(record, raw);
         Box::pin(async move {
@@ -303,6 +314,9 @@ impl Observed {
                 shape,
                 request: call.request,
             }),
+            // Embeddings do not go through routes (docs/routing.md).
+            route: None,
+            cut: false,
         };
         let done = rec.recorder.submit_draft(record, raw);
         Box::pin(async move {
@@ -320,6 +334,7 @@ fn attempt_record(a: &Attempt) -> AttemptRecord {
         status: a.status,
         error_kind: a.error_kind.map(|k| k.as_str().to_string()),
         error: a.error.clone(),
+        reference: a.reference.clone(),
     }
 }
 

@@ -8,6 +8,7 @@ use serde_yaml_ng::Value;
 
 use super::overrides::{self, Override, SECTIONS};
 use super::patch::{self, key_text, type_name, BackendPatch, LayerSource};
+use super::route::{self, RoutePatch};
 use super::spans::SpanIndex;
 use super::types::Layer;
 use super::url_template;
@@ -16,7 +17,7 @@ use crate::env::{env_stem, EnvSource};
 use crate::internal::suggest::nearest;
 
 /// Top-level keys of a backends file (the built-ins and the user's file).
-pub const BACKENDS_FILE_KEYS: &[&str] = &["backends", "prices_date"];
+pub const BACKENDS_FILE_KEYS: &[&str] = &["backends", "routes", "prices_date"];
 
 /// The user's backends file: `$SWITCHYARD_BACKENDS`, else
 /// `$XDG_CONFIG_HOME/switchyard/backends.yaml`, else `~/.config/switchyard/backends.yaml`.
@@ -114,6 +115,7 @@ fn unknown_top(label: &str, spans: &SpanIndex, key: &str, accepted: &[&str]) -> 
 #[derive(Clone)]
 pub(crate) struct BackendsFile {
     pub patches: Vec<BackendPatch>,
+    pub routes: Vec<RoutePatch>,
     pub prices_date: Option<String>,
 }
 
@@ -126,6 +128,7 @@ pub(crate) fn parse_backends_file(
 ) -> BackendsFile {
     let mut out = BackendsFile {
         patches: Vec::new(),
+        routes: Vec::new(),
         prices_date: None,
     };
     let Some(file) = parse_file(text, label, errors) else {
@@ -142,6 +145,7 @@ pub(crate) fn parse_backends_file(
                 };
                 out.patches = patch::parse_backends(&src, v, errors);
             }
+            "routes" => out.routes = routes_of(&layer, label, &file.spans, v, errors),
             "prices_date" => out.prices_date = Some(key_text(v)),
             other => errors.push(unknown_top(label, &file.spans, other, BACKENDS_FILE_KEYS)),
         }
@@ -153,6 +157,7 @@ pub(crate) fn parse_backends_file(
 /// parts of Switchyard that define them.
 pub(crate) struct RunConfigFile {
     pub patches: Vec<BackendPatch>,
+    pub routes: Vec<RoutePatch>,
     pub sections: BTreeMap<String, serde_json::Value>,
     /// False when the text is not YAML or not a mapping: nothing in it could be read.
     pub parsed: bool,
@@ -166,6 +171,7 @@ pub(crate) fn parse_run_config(
     let label = path.display().to_string();
     let mut out = RunConfigFile {
         patches: Vec::new(),
+        routes: Vec::new(),
         sections: BTreeMap::new(),
         parsed: false,
     };
@@ -182,6 +188,9 @@ pub(crate) fn parse_run_config(
                 prefix: vec!["backends".into()],
             };
             out.patches = patch::parse_backends(&src, v, errors);
+        } else if k == "routes" {
+            let layer = Layer::RunConfig(path.to_path_buf());
+            out.routes = routes_of(&layer, &label, &file.spans, v, errors);
         } else if SECTIONS.contains(&k.as_str()) {
             match serde_json::to_value(v) {
                 Ok(j) => {
@@ -201,6 +210,23 @@ pub(crate) fn parse_run_config(
         }
     }
     out
+}
+
+/// One file's `routes:` section.
+fn routes_of(
+    layer: &Layer,
+    label: &str,
+    spans: &SpanIndex,
+    value: &Value,
+    errors: &mut Vec<ConfigError>,
+) -> Vec<RoutePatch> {
+    let src = LayerSource {
+        layer: layer.clone(),
+        label: label.to_string(),
+        spans: Some(spans),
+        prefix: vec!["routes".into()],
+    };
+    route::parse_routes(&src, value, errors)
 }
 
 /// Reads a file; `Ok(None)` when it does not exist.
@@ -246,16 +272,17 @@ pub(crate) fn env_patches<'a>(
     out
 }
 
-/// The backend patches of the overrides, and the other overrides.
+/// The backend and route patches of the overrides, and the other overrides.
 pub(crate) fn split_overrides(
     overrides: &[Override],
     errors: &mut Vec<ConfigError>,
-) -> (Vec<BackendPatch>, Vec<Override>) {
+) -> (Vec<BackendPatch>, Vec<RoutePatch>, Vec<Override>) {
     let patches = overrides::backend_patches(overrides, errors);
+    let routes = route::override_patches(overrides, errors);
     let others = overrides
         .iter()
-        .filter(|o| o.path[0] != "backends")
+        .filter(|o| o.path[0] != "backends" && o.path[0] != "routes")
         .cloned()
         .collect();
-    (patches, others)
+    (patches, routes, others)
 }

@@ -23,6 +23,7 @@ mod load;
 mod overrides;
 pub(crate) mod patch;
 pub(crate) mod resolve;
+mod route;
 pub(crate) mod spans;
 mod types;
 mod url_template;
@@ -38,6 +39,9 @@ pub use builtin::BUILTINS_YAML;
 pub use load::{user_file_path, BACKENDS_FILE_KEYS};
 pub use overrides::{looks_like_override, parse_override, redacted, Override, SECTIONS};
 pub use patch::{FIELDS, PRICE_FIELDS};
+pub use route::{
+    FallbackKind, Member, Pick, Route, DEFAULT_COOLDOWN, DEFAULT_MAX_WAIT, ROUTE_FIELDS,
+};
 pub use types::{Auth, DeveloperRole, Dialect, Kind, Layer, MaxTokensField, Price, Resolved};
 
 use crate::config_error::{ConfigError, ConfigErrors};
@@ -71,6 +75,7 @@ impl<'a> LoadOptions<'a> {
 #[derive(Debug, Clone, Default)]
 pub struct Registry {
     backends: BTreeMap<String, Backend>,
+    routes: BTreeMap<String, Route>,
     prices_date: Option<String>,
 }
 
@@ -157,6 +162,7 @@ impl Config {
         let mut errors: Vec<ConfigError> = Vec::new();
         let builtins = builtin::builtin_file(&mut errors);
         let mut patches = builtins.patches;
+        let mut route_patches = builtins.routes;
 
         let mut user_file = None;
         if opts.user_file {
@@ -171,6 +177,7 @@ impl Config {
                             &mut errors,
                         );
                         patches.extend(f.patches);
+                        route_patches.extend(f.routes);
                         user_file = Some(path);
                     }
                     Ok(None) => {}
@@ -187,6 +194,7 @@ impl Config {
                 Ok(text) => {
                     let rc = load::parse_run_config(&text, path, &mut errors);
                     patches.extend(rc.patches);
+                    route_patches.extend(rc.routes);
                     sections = rc.sections;
                     run_config_read = rc.parsed;
                 }
@@ -207,8 +215,9 @@ impl Config {
                 Vec::new()
             }
         };
-        let (override_patches, other_overrides) =
+        let (override_patches, override_routes, other_overrides) =
             load::split_overrides(&parsed_overrides, &mut errors);
+        route_patches.extend(override_routes);
 
         let mut names: Vec<&str> = patches
             .iter()
@@ -229,12 +238,17 @@ impl Config {
         if errors.is_empty() {
             errors = resolve_errors;
         }
+        let mut registry = Registry {
+            backends,
+            routes: BTreeMap::new(),
+            prices_date: builtins.prices_date,
+        };
+        // Routes are checked against the backends that resolved: a member naming a
+        // backend that failed to resolve is refused beside that backend's own problem.
+        registry.routes = route::resolve_routes(&route_patches, &registry, &mut errors);
         Loaded {
             config: Config {
-                registry: Registry {
-                    backends,
-                    prices_date: builtins.prices_date,
-                },
+                registry,
                 user_file,
                 run_config: run_config_path,
                 sections,
@@ -273,6 +287,16 @@ impl Registry {
     /// Every backend name, sorted.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.backends.keys().map(String::as_str)
+    }
+
+    /// The route called `name`.
+    pub fn route(&self, name: &str) -> Option<&Route> {
+        self.routes.get(name)
+    }
+
+    /// Every route, by name.
+    pub fn routes(&self) -> impl Iterator<Item = &Route> {
+        self.routes.values()
     }
 
     /// The date the built-in prices were taken (`prices_date` in `builtins.yaml`).

@@ -22,6 +22,7 @@ pub const SECTIONS: &[&str] = &[
     "unknown_cost",
     "timeouts",
     "limits",
+    "routes",
 ];
 
 /// One command-line override.

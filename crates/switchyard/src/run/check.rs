@@ -69,6 +69,13 @@ pub struct RoleCheck {
     pub settings: Settings,
     /// True when the role has no problem.
     pub ok: bool,
+    /// The route the role's model names, when it names one (the fields above are then
+    /// its first member's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub route: Option<String>,
+    /// A route's members, each as the role resolves on it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<RoleCheck>,
 }
 
 /// One problem.
@@ -149,32 +156,19 @@ impl CheckReport {
                     custom_backend: custom(name),
                     settings: Settings::default(),
                     ok: false,
+                    route: None,
+                    members: Vec::new(),
                 });
                 continue;
             };
-            let b = &info.backend;
-            roles.push(RoleCheck {
-                role: name.clone(),
-                form: info.form,
-                reference: Some(secrets::redact_words(&info.reference)),
-                model_from: Some(info.model_from),
-                backend: Some(b.name.clone()),
-                kind: Some(b.kind.value),
-                model: Some(secrets::redact_words(&info.model)),
-                dialect: info.dialect,
-                served: match (b.kind.value, info.dialect) {
-                    (Kind::Http, Some(d)) => Some(b.serves(d)),
-                    (Kind::Http, None) => Some(false),
-                    _ => None,
-                },
-                key_variable: (!b.uses_no_key()).then(|| b.api_key_env.value.clone()),
-                key: Some(b.key_status(env)),
-                price_known: Some(b.price(&info.model).is_some()),
-                context_window: b.context_window.as_ref().map(|c| c.value),
-                custom_backend: custom(name),
-                settings: redacted_settings(&info.settings),
-                ok: !failing(name),
-            });
+            let ok = !failing(name);
+            let mut check = role_check(info, custom(name), ok, env);
+            check.members = info
+                .members
+                .iter()
+                .map(|m| role_check(m, false, ok, env))
+                .collect();
+            roles.push(check);
         }
         CheckReport {
             config,
@@ -183,6 +177,41 @@ impl CheckReport {
             roles,
             problems,
         }
+    }
+}
+
+/// What the check shows of one resolved role (or one member of a route's role).
+fn role_check(
+    info: &super::resolve::RoleInfo,
+    custom_backend: bool,
+    ok: bool,
+    env: &dyn EnvSource,
+) -> RoleCheck {
+    let name = &info.name;
+    let b = &info.backend;
+    RoleCheck {
+        role: name.clone(),
+        form: info.form,
+        reference: Some(secrets::redact_words(&info.reference)),
+        model_from: Some(info.model_from),
+        backend: Some(b.name.clone()),
+        kind: Some(b.kind.value),
+        model: Some(secrets::redact_words(&info.model)),
+        dialect: info.dialect,
+        served: match (b.kind.value, info.dialect) {
+            (Kind::Http, Some(d)) => Some(b.serves(d)),
+            (Kind::Http, None) => Some(false),
+            _ => None,
+        },
+        key_variable: (!b.uses_no_key()).then(|| b.api_key_env.value.clone()),
+        key: Some(b.key_status(env)),
+        price_known: Some(b.price(&info.model).is_some()),
+        context_window: b.context_window.as_ref().map(|c| c.value),
+        custom_backend,
+        settings: redacted_settings(&info.settings),
+        ok,
+        route: info.route.as_ref().map(|r| r.name.clone()),
+        members: Vec::new(),
     }
 }
 

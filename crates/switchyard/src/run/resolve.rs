@@ -51,6 +51,14 @@ pub struct RoleInfo {
     /// Retries, timeouts and the context check: the run's `retry:` and `timeouts:` with
     /// the role's own fields laid over them.
     pub policy: CallPolicy,
+    /// The route the role's model names, if it names one; the fields above are then its
+    /// first member's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub route: Option<crate::registry::Route>,
+    /// For a route, each member resolved as the role would be on its own (the role's
+    /// settings checked against each member's backend).
+    #[serde(skip)]
+    pub members: Vec<RoleInfo>,
 }
 
 /// A problem found while resolving, with the role it belongs to.
@@ -235,11 +243,20 @@ pub(crate) fn prepare(
         let info = resolve_role(&config, entry, &defaults, &run_policy, &mut found);
         if let Some(info) = info {
             let custom_backend = custom.get(&info.name).cloned();
+            // A route's role is each of its members on its own.
+            let each: Vec<&RoleInfo> = if info.members.is_empty() {
+                vec![&info]
+            } else {
+                info.members.iter().collect()
+            };
             if custom_backend.is_none() {
-                connection_problems(&info, &entry.loc, env, &mut found);
+                for m in &each {
+                    connection_problems(m, &entry.loc, env, &mut found);
+                }
             }
             if let Some(limit) = max_usd.filter(|_| counted(&info.name)) {
-                if info.backend.price(&info.model).is_none() {
+                for m in each.iter().filter(|m| m.backend.price(&m.model).is_none()) {
+                    let info = *m;
                     found.push(role_problem(
                         entry.loc.clone(),
                         &info.name,
@@ -380,39 +397,19 @@ fn resolve_role(
         ));
     }
     let Target {
-        mut backend,
+        backend,
         model,
         reference,
         model_from,
         replay_log,
+        route,
     } = match &entry.inline {
         Some(inline) => inline_target(config, entry, inline, found)?,
         None if entry.form == RoleForm::Inline => return None, // its kind was refused
         None => reference_target(config, entry, defaults, found)?,
     };
 
-    // The role's own price, context window and body fields, at the run config's layer.
-    let layer = config
-        .run_config
-        .clone()
-        .map(Layer::RunConfig)
-        .unwrap_or(Layer::Override);
-    if let Some(p) = &entry.price {
-        backend
-            .prices
-            .insert(model.clone(), Resolved::new(p.value, layer.clone()));
-    }
-    if let Some(cw) = entry.context_window {
-        backend.context_window = Some(Resolved::new(cw, layer.clone()));
-    }
-    let dialect = role_dialect(entry, &backend, found);
-    let resolved = role_settings(entry, &backend, dialect, found);
-    for (k, v) in &resolved.extra_body {
-        backend
-            .extra_body
-            .insert(k.clone(), Resolved::new(v.clone(), layer.clone()));
-    }
-
+    let (backend, dialect, resolved) = fold_role(config, entry, backend, &model, found);
     let policy = match role_policy(run_policy, &resolved.policy) {
         Ok(p) => p,
         Err(e) => {
@@ -425,7 +422,7 @@ fn resolve_role(
         }
     };
 
-    Some(RoleInfo {
+    let mut info = RoleInfo {
         policy,
         name: name.clone(),
         form: entry.form,
@@ -436,7 +433,83 @@ fn resolve_role(
         dialect,
         settings: resolved,
         replay_log,
-    })
+        route: None,
+        members: Vec::new(),
+    };
+    if let Some(route) = route {
+        info.members = route_members(config, entry, &info, &route, found);
+        info.route = Some(route);
+    }
+    Some(info)
+}
+
+/// A route's members as the role would be on each: the first is the role's own
+/// resolution, the others are folded and checked the same way.
+fn route_members(
+    config: &Config,
+    entry: &RoleEntry,
+    info: &RoleInfo,
+    route: &crate::registry::Route,
+    found: &mut Vec<ConfigError>,
+) -> Vec<RoleInfo> {
+    let mut out = Vec::new();
+    for (i, m) in route.members.iter().enumerate() {
+        let mut member = if i == 0 {
+            info.clone()
+        } else {
+            // Members were checked when the registry loaded; one that fails here failed there.
+            let Ok(r) = config.registry.require_reference(&m.reference) else {
+                continue;
+            };
+            let Some(backend) = config.registry.backend(&r.backend) else {
+                continue;
+            };
+            let (backend, dialect, settings) =
+                fold_role(config, entry, backend.clone(), &r.model, found);
+            RoleInfo {
+                backend,
+                model: r.model.clone(),
+                dialect,
+                settings,
+                ..info.clone()
+            }
+        };
+        member.reference = m.reference.clone();
+        out.push(member);
+    }
+    out
+}
+
+/// The role's own price, context window and body fields laid over `backend` (at the run
+/// config's layer), its dialect, and its settings checked against what the backend takes.
+fn fold_role(
+    config: &Config,
+    entry: &RoleEntry,
+    mut backend: Backend,
+    model: &str,
+    found: &mut Vec<ConfigError>,
+) -> (Backend, Option<Dialect>, Settings) {
+    let layer = config
+        .run_config
+        .clone()
+        .map(Layer::RunConfig)
+        .unwrap_or(Layer::Override);
+    if let Some(p) = &entry.price {
+        backend
+            .prices
+            .insert(model.to_string(), Resolved::new(p.value, layer.clone()));
+    }
+    if let Some(cw) = entry.context_window {
+        backend.context_window = Some(Resolved::new(cw, layer.clone()));
+    }
+    let dialect = role_dialect(entry, &backend, found);
+    let resolved = role_settings(entry, &backend, dialect, found);
+    for (k, v) in &resolved.extra_body {
+        backend
+            .extra_body
+            .insert(k.clone(), Resolved::new(v.clone(), layer.clone()));
+    }
+    (backend, dialect, resolved)
 }
 
 /// What a role calls: the backend (its own copy, to lay the role's fields over), the model
@@ -447,6 +520,7 @@ struct Target {
     reference: String,
     model_from: ModelSource,
     replay_log: Option<String>,
+    route: Option<crate::registry::Route>,
 }
 
 /// The target of an inline endpoint (`backend: <kind>` in the role).
@@ -485,6 +559,7 @@ fn inline_target(
         reference,
         model_from: from,
         replay_log: inline.log.as_ref().map(|l| l.value.clone()),
+        route: None,
     })
 }
 
@@ -520,7 +595,12 @@ fn reference_target(
     }
     .cloned()
     .unwrap_or_else(|| entry.loc.clone());
-    let r = match config.registry.require_reference(text) {
+    // A route: the role's fields are its first member's; each member is resolved beside.
+    let route = config.registry.route(text).cloned();
+    let member = route
+        .as_ref()
+        .map_or(text, |r| r.members[0].reference.as_str());
+    let r = match config.registry.require_reference(member) {
         Ok(r) => r,
         Err(e) => {
             found.push(role_problem(loc, name, e.to_string()));
@@ -541,6 +621,7 @@ fn reference_target(
         reference: text.to_string(),
         model_from: from,
         replay_log: None,
+        route,
     })
 }
 
@@ -712,6 +793,27 @@ fn build_llm(
     custom: Option<Arc<dyn CallableBackend>>,
     pool: &ClientPool,
 ) -> crate::error::Result<Llm> {
+    if let (Some(route), None) = (&info.route, &custom) {
+        let members = info
+            .members
+            .iter()
+            .map(|m| {
+                build_llm(
+                    &RoleInfo {
+                        route: None,
+                        ..m.clone()
+                    },
+                    env,
+                    None,
+                    pool,
+                )
+            })
+            .collect::<crate::error::Result<Vec<_>>>()?;
+        let router = Arc::new(crate::router::Router::new(route.clone()));
+        return Ok(Llm::routed(router, members)?
+            .with_role(info.name.clone())
+            .with_policy(info.policy.clone()));
+    }
     let timeouts = info.policy.timeouts();
     let (inner, total): (Arc<dyn CallableBackend>, _) = match custom {
         Some(c) => (c, info.policy.total_timeout),

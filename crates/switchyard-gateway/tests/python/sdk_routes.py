@@ -1,0 +1,47 @@
+"""The official OpenAI Python SDK through a route of the gateway.
+
+Usage: python sdk_routes.py BASE_URL
+
+The gateway's route `fallback` tries a member answering 503, then one answering 429,
+then `up-messages/echo` (Anthropic Messages, so the answer is translated); `smart` names
+it in the gateway's `models:` table. Each case prints `ok <name>`; the first failure
+raises (non-zero exit).
+"""
+
+import sys
+
+import openai
+
+BASE = sys.argv[1].rstrip("/")
+oa = openai.OpenAI(base_url=BASE + "/v1", api_key="sk-test", max_retries=0)
+
+
+def check(name, got, want):
+    if got != want:
+        raise AssertionError(f"{name}: got {got!r}, want {want!r}")
+    print(f"ok {name}")
+
+
+for model in ["fallback", "smart"]:
+    r = oa.chat.completions.create(model=model, messages=[{"role": "user", "content": f"chat {model}"}])
+    check(f"chat whole {model}", r.choices[0].message.content, f"chat {model}")
+    # The member that served says so.
+    check(f"chat model {model}", r.model, "echo")
+
+    chunks = oa.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": f"stream {model}"}], stream=True,
+        stream_options={"include_usage": True})
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    check(f"chat stream {model}", text, f"stream {model}")
+
+    r = oa.responses.create(model=model, input=f"responses {model}")
+    check(f"responses whole {model}", r.output_text, f"responses {model}")
+
+    text = ""
+    with oa.responses.stream(model=model, input=f"rstream {model}") as s:
+        for event in s:
+            if event.type == "response.output_text.delta":
+                text += event.delta
+    check(f"responses stream {model}", text, f"rstream {model}")
+
+print("all ok")

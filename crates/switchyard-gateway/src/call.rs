@@ -44,22 +44,26 @@ pub(crate) async fn handle(state: Arc<State>, inbound: Inbound, request: Request
     let mut meter = Meter::new(state.clone(), dialect, arrived);
     match run(&state, &inbound, request, &mut meter).await {
         Ok(response) => response,
-        Err(e) => {
-            meter.outcome(e.status.as_u16(), Some(format!("gateway:{:?}", e.category)));
-            let draft = meter.draft();
-            if draft.error.is_none() {
-                draft.error = Some(switchyard::record::ErrorRecord {
-                    kind: format!("gateway:{:?}", e.category),
-                    message: e.message.clone(),
-                    provider: None,
-                    fields: serde_json::Map::new(),
-                });
-            }
-            meter.complete();
-            let (status, headers, body) = e.parts_for(dialect);
-            crate::respond::whole(status, headers, body, &mut meter)
-        }
+        Err(e) => refused(e, dialect, &mut meter),
     }
+}
+
+/// A call the gateway refused or could not serve: recorded with its error (unless the
+/// meter already holds the provider's), answered in the client's dialect.
+pub(crate) fn refused(e: ApiError, dialect: Dialect, meter: &mut Meter) -> Response {
+    meter.outcome(e.status.as_u16(), Some(format!("gateway:{:?}", e.category)));
+    let draft = meter.draft();
+    if draft.error.is_none() {
+        draft.error = Some(switchyard::record::ErrorRecord {
+            kind: format!("gateway:{:?}", e.category),
+            message: e.message.clone(),
+            provider: None,
+            fields: serde_json::Map::new(),
+        });
+    }
+    meter.complete();
+    let (status, headers, body) = e.parts_for(dialect);
+    crate::respond::whole(status, headers, body, meter)
 }
 
 async fn run(

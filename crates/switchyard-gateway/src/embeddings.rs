@@ -116,21 +116,7 @@ pub(crate) async fn handle(state: Arc<State>, client: Client, request: Request) 
     let mut meter = Meter::new(state.clone(), dialect, Instant::now());
     match run(&state, &client, request, &mut meter).await {
         Ok(response) => response,
-        Err(e) => {
-            meter.outcome(e.status.as_u16(), Some(format!("gateway:{:?}", e.category)));
-            let draft = meter.draft();
-            if draft.error.is_none() {
-                draft.error = Some(switchyard::record::ErrorRecord {
-                    kind: format!("gateway:{:?}", e.category),
-                    message: e.message.clone(),
-                    provider: None,
-                    fields: serde_json::Map::new(),
-                });
-            }
-            meter.complete();
-            let (status, headers, body) = e.parts_for(dialect);
-            crate::respond::whole(status, headers, body, &mut meter)
-        }
+        Err(e) => crate::call::refused(e, dialect, &mut meter),
     }
 }
 
@@ -169,41 +155,13 @@ async fn run(
     meter.set_requested(&requested);
     let reference = state.upstreams.resolve(&requested)?;
     if let Some(key) = &key {
-        if !key.allows(&requested, &reference.to_string()) {
-            return Err(ApiError::new(
-                Category::Forbidden,
-                format!(
-                    "key `{}` may not use model `{requested}`; it may use: {}",
-                    key.name,
-                    key.models.join(", ")
-                ),
-            ));
-        }
+        crate::call::check_model(key, &requested, &reference.to_string())?;
     }
     let target = state.upstreams.embed_target(&reference)?;
     meter.set_embed_target(&target);
     if let Some(key) = &key {
-        key.limiter.admit().map_err(|l| {
-            ApiError::new(
-                Category::RateLimited,
-                format!(
-                    "Rate limit reached for key `{}`: {} {} per minute.",
-                    key.name, l.per_minute, l.what
-                ),
-            )
-            .with_retry_after(l.retry_after)
-        })?;
-        let place = key.concurrency.enter().map_err(|max| {
-            ApiError::new(
-                Category::RateLimited,
-                format!(
-                    "key `{}` has {max} calls in flight, its max_in_flight; try again when one ends",
-                    key.name
-                ),
-            )
-            .with_retry_after(std::time::Duration::from_secs(1))
-        })?;
-        meter.set_in_flight(place);
+        crate::call::admit(key)?;
+        crate::call::enter(key, meter)?;
         if let Some(budget) = &key.budget {
             // An embedding's whole cost is its input: no output to reserve for.
             let bound = target

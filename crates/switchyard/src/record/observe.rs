@@ -115,14 +115,12 @@ impl Observed {
             Outcome::Failed(_, None) => None,
         };
         let replayed = sent.as_mut().and_then(|s| s.replayed_call.take());
-        // A replayed call costs what it cost when recorded, at the prices of then.
-        let cost = match &replayed {
-            Some(r) => r.cost_usd,
-            None => crate::internal::cost::call_cost(self.price.as_ref(), usage.as_ref()),
-        };
-        if let Some(r) = self.reservation {
-            r.settle(usage.as_ref(), cost);
-        }
+        let cost = settle(
+            self.price.as_ref(),
+            self.reservation,
+            replayed.as_ref(),
+            usage.as_ref(),
+        );
         let Some(mut rec) = self.recording else {
             return Box::pin(async {});
         };
@@ -241,13 +239,12 @@ impl Observed {
             }
         });
         let replayed = sent.replayed_call.take();
-        let cost = match &replayed {
-            Some(r) => r.cost_usd,
-            None => crate::internal::cost::call_cost(self.price.as_ref(), usage.as_ref()),
-        };
-        if let Some(r) = self.reservation {
-            r.settle(usage.as_ref(), cost);
-        }
+        let cost = settle(
+            self.price.as_ref(),
+            self.reservation,
+            replayed.as_ref(),
+            usage.as_ref(),
+        );
         let Some(mut rec) = self.recording else {
             return Box::pin(async {});
         };
@@ -323,6 +320,24 @@ impl Observed {
             done.await;
         })
     }
+}
+
+/// A call's cost, settled against its budget reservation: a replayed call costs what it
+/// cost when recorded, at the prices of then; any other at today's prices.
+fn settle(
+    price: Option<&Price>,
+    reservation: Option<Reservation>,
+    replayed: Option<&crate::backend::ReplayedCall>,
+    usage: Option<&crate::Usage>,
+) -> Option<f64> {
+    let cost = match replayed {
+        Some(r) => r.cost_usd,
+        None => crate::internal::cost::call_cost(price, usage),
+    };
+    if let Some(r) = reservation {
+        r.settle(usage, cost);
+    }
+    cost
 }
 
 fn attempt_record(a: &Attempt) -> AttemptRecord {

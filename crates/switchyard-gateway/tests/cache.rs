@@ -24,6 +24,15 @@ fn read_write() -> CacheConfig {
 /// A gateway recording into `dir` (each reply waits for its record, so the next call
 /// finds it), `echo` priced, Alice's key with a budget of $0.001 in total.
 async fn gateway(mock: &MockServer, dir: &Path, cache: CacheConfig) -> RunningGateway {
+    gateway_with(mock, dir, cache, &[]).await
+}
+
+async fn gateway_with(
+    mock: &MockServer,
+    dir: &Path,
+    cache: CacheConfig,
+    more: &[&str],
+) -> RunningGateway {
     let mut config = GatewayConfig {
         retry: switchyard::RetryPolicy::never(),
         keys: vec![key(
@@ -39,7 +48,10 @@ async fn gateway(mock: &MockServer, dir: &Path, cache: CacheConfig) -> RunningGa
     let extra = vec![
         "backends.mock.api_key_env=UPSTREAM_KEY".to_string(),
         "backends.mock.prices.echo={input: 1, output: 2}".to_string(),
-    ];
+    ]
+    .into_iter()
+    .chain(more.iter().map(|s| s.to_string()))
+    .collect::<Vec<_>>();
     let g = gateway_for(&mock.base_url(), config, env(), &extra);
     start(g, "127.0.0.1:0".parse().unwrap()).await.unwrap()
 }
@@ -240,4 +252,38 @@ async fn warm_requests_expired_entries_and_a_cache_off_miss() {
     let records = read_records(dir.path()).unwrap();
     assert_eq!(hits(&records), [None, None, None, Some(3), None, None]);
     assert!(records[0].cache_key.is_none() && records[1].cache_key.is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_route_is_cached_under_its_name() {
+    let mock = MockServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let routes = [
+        "routes.smart.try=[up-chat/fault-503, up-chat/echo]",
+        "routes.smart.on=[overloaded, server_error]",
+        "backends.up-chat.api_key_env=UPSTREAM_KEY",
+        "backends.up-chat.prices.echo={input: 1, output: 2}",
+        "backends.up-chat.prices.fault-503={input: 1, output: 2}",
+    ];
+    let gw = gateway_with(&mock, dir.path(), read_write(), &routes).await;
+    let request = Request::user("through a route").with_max_tokens(16);
+    let ask_route = || async {
+        let (status, _, body) = send(&gw, ALICE, Dialect::Chat, "smart", &request, false).await;
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        body
+    };
+    let first = ask_route().await;
+    let upstream = mock.received();
+    assert!(upstream >= 2, "the first member failed, the second served");
+    assert_eq!(ask_route().await, first);
+    assert_eq!(mock.received(), upstream, "the hit called no member");
+    // The route's entry is not the plain reference's.
+    let (status, _, _) = send(&gw, ALICE, Dialect::Chat, "up-chat/echo", &request, false).await;
+    assert_eq!(status, 200);
+    assert_eq!(mock.received(), upstream + 1);
+    gw.shutdown().await.unwrap();
+    let records = read_records(dir.path()).unwrap();
+    assert_eq!(hits(&records), [None, Some(1), None]);
+    assert_eq!(records[1].route.as_deref(), Some("smart"));
+    assert_eq!(records[1].cost_usd, Some(0.0));
 }

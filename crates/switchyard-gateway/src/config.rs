@@ -470,6 +470,31 @@ mod tests {
     }
 
     #[test]
+    fn the_cache_section_is_read_and_its_problems_named() {
+        let c = GatewayConfig::from_sections(&sections(json!({
+            "cache": {"mode": "read-write", "ttl": "10m"}
+        })))
+        .unwrap();
+        assert_eq!(c.cache.mode, crate::cache::CacheMode::ReadWrite);
+        assert_eq!(c.cache.ttl, Some(Duration::from_secs(600)));
+        assert_eq!(
+            GatewayConfig::default().cache.mode,
+            crate::cache::CacheMode::Off
+        );
+        let e = GatewayConfig::from_sections(&sections(json!({
+            "cache": {"mode": "on", "ttl": "a while"}
+        })))
+        .unwrap_err();
+        assert_eq!(
+            e,
+            [
+                "cache.mode: expected one of off, read, read-write, found \"on\"",
+                "cache.ttl: expected a number of seconds (3600) or a text with a unit (\"90s\", \"10m\", \"1h\", \"7d\"), found \"a while\""
+            ]
+        );
+    }
+
+    #[test]
     fn every_listener_problem_is_named() {
         let e = GatewayConfig::from_sections(&sections(json!({
             "listen": {"header_timeout_secs": 0, "body_timeout_secs": "soon", "idle_timeout_secs": -1,

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
-use switchyard::record::CallRecord;
+use switchyard::record::{CallRecord, Location};
 use switchyard::Dialect;
 
 /// One recorded call a key may be answered with.
@@ -19,6 +19,9 @@ pub(crate) struct Entry {
     pub dialect: Dialect,
     /// Whether it was streamed.
     pub stream: bool,
+    /// Where its record lies, once known (read from the log at start, or found at its
+    /// first hit), so a hit reads one line.
+    pub location: Option<Location>,
 }
 
 impl Entry {
@@ -45,6 +48,7 @@ impl Entry {
                 started,
                 dialect,
                 stream: record.stream,
+                location: None,
             },
         ))
     }
@@ -62,10 +66,11 @@ impl CacheIndex {
         let index = self;
         // Only lines naming a cache key are parsed: a long log of other calls costs a
         // byte search per line.
-        let _ = switchyard::record::for_each_record_line(dir, |_, line| {
+        let _ = switchyard::record::for_each_record_line(dir, |at, line| {
             if contains(line, b"\"cache_key\"") {
                 if let Ok(record) = serde_json::from_slice::<CallRecord>(line) {
-                    if let Some((key, entry)) = Entry::of(&record) {
+                    if let Some((key, mut entry)) = Entry::of(&record) {
+                        entry.location = Some(at);
                         index.add(key, entry);
                     }
                 }
@@ -89,13 +94,24 @@ impl CacheIndex {
         stream: bool,
         ttl: Option<Duration>,
         now: SystemTime,
-    ) -> Option<u64> {
+    ) -> Option<(u64, Option<Location>)> {
         let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         entries.get(key)?.iter().rev().find_map(|e| {
             let fresh =
                 ttl.is_none_or(|ttl| now.duration_since(e.started).unwrap_or(Duration::ZERO) < ttl);
-            (e.dialect == dialect && e.stream == stream && fresh).then_some(e.number)
+            (e.dialect == dialect && e.stream == stream && fresh).then_some((e.number, e.location))
         })
+    }
+
+    /// Notes where the record of entry `number` under `key` lies.
+    pub(crate) fn locate(&self, key: &str, number: u64, at: Location) {
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(e) = entries
+            .get_mut(key)
+            .and_then(|v| v.iter_mut().find(|e| e.number == number))
+        {
+            e.location = Some(at);
+        }
     }
 }
 
@@ -116,17 +132,27 @@ mod tests {
             started: t0 + Duration::from_secs(secs),
             dialect,
             stream,
+            location: None,
         };
         index.add("k".into(), entry(1, 0, Dialect::Chat, false));
         index.add("k".into(), entry(2, 10, Dialect::Chat, false));
         index.add("k".into(), entry(3, 20, Dialect::Chat, true));
         let now = t0 + Duration::from_secs(30);
-        assert_eq!(index.find("k", Dialect::Chat, false, None, now), Some(2));
-        assert_eq!(index.find("k", Dialect::Chat, true, None, now), Some(3));
+        assert_eq!(
+            index.find("k", Dialect::Chat, false, None, now),
+            Some((2, None))
+        );
+        assert_eq!(
+            index.find("k", Dialect::Chat, true, None, now),
+            Some((3, None))
+        );
         assert_eq!(index.find("k", Dialect::Messages, false, None, now), None);
         assert_eq!(index.find("other", Dialect::Chat, false, None, now), None);
         let ttl = Some(Duration::from_secs(25));
-        assert_eq!(index.find("k", Dialect::Chat, false, ttl, now), Some(2));
+        assert_eq!(
+            index.find("k", Dialect::Chat, false, ttl, now),
+            Some((2, None))
+        );
         let ttl = Some(Duration::from_secs(15));
         assert_eq!(index.find("k", Dialect::Chat, false, ttl, now), None);
         assert_eq!(

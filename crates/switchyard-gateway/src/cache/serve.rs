@@ -45,8 +45,21 @@ pub(crate) fn lookup(
     let found = store
         .cache()
         .find(&key, dialect, stream, config.ttl, SystemTime::now())
-        .and_then(|n| {
-            let record = switchyard::record::read_record(store.dir(), n).ok()?;
+        .and_then(|(n, at)| {
+            let dir = store.dir();
+            let at = match at {
+                Some(at) => at,
+                None => {
+                    let at = switchyard::record::record_location(dir, n).ok()?;
+                    store.cache().locate(&key, n, at);
+                    at
+                }
+            };
+            let record = switchyard::record::read_record_at(dir, at).ok()?;
+            // The line must still be that record, and one that may answer.
+            if record.number != n || record.error.is_some() || record.cut {
+                return None;
+            }
             let raw = record.raw.as_ref()?.to_bytes().ok()?;
             Some((n, raw))
         });

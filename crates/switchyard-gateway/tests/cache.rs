@@ -287,3 +287,28 @@ async fn a_route_is_cached_under_its_name() {
     assert_eq!(records[1].route.as_deref(), Some("smart"));
     assert_eq!(records[1].cost_usd, Some(0.0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_dialect_whole_and_streamed_is_answered_from_its_own_entry() {
+    let mock = MockServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(&mock, dir.path(), read_write()).await;
+    let request = Request::user("every dialect").with_max_tokens(16);
+    let mut upstream = 0;
+    for client in common::DIALECTS {
+        for stream in [false, true] {
+            let first = ask(&gw, client, &request, stream).await;
+            upstream += 1;
+            assert_eq!(
+                mock.received(),
+                upstream,
+                "{client} stream {stream}: a miss"
+            );
+            let again = ask(&gw, client, &request, stream).await;
+            assert_eq!(again, first, "{client} stream {stream}: byte for byte");
+            assert_eq!(mock.received(), upstream, "{client} stream {stream}: a hit");
+        }
+    }
+    assert_eq!(metric(&gw, "switchyard_gateway_cache_hits_total").await, 8);
+    gw.shutdown().await.unwrap();
+}

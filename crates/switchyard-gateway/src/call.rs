@@ -135,6 +135,15 @@ async fn run(
         meter.not_recorded();
         return count_tokens::answer(&target, &raw, &bytes, &parts.headers, dialect, meter).await;
     }
+    if !inbound.count_tokens {
+        let name = reference.to_string();
+        match crate::cache::serve::lookup(state, &name, dialect, &bytes, stream, meter) {
+            crate::cache::serve::Lookup::Hit(response) => return Ok(response),
+            // Only a reply passed through is in the client's dialect as recorded.
+            crate::cache::serve::Lookup::Miss(Some(k)) if passthrough => meter.set_cache_key(k),
+            crate::cache::serve::Lookup::Miss(_) => {}
+        }
+    }
     if let Some(key) = &key {
         enter(key, meter)?;
         if let Some(budget) = &key.budget {

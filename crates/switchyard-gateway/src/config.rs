@@ -15,6 +15,7 @@
 //! store: ./gateway-data             # or {path: DIR, durability: fast|answered|synced, max_backlog: N}
 //! timeouts: {first_byte_timeout_seconds: 600, idle_timeout_seconds: 300}
 //! limits: {max_targets: 1024, max_metric_series: 1000}
+//! cache: {mode: read-write, ttl: 1h, temperature_above_zero: false}   # or off | read | read-write
 //! ```
 
 mod keys;
@@ -104,6 +105,8 @@ pub struct GatewayConfig {
     /// The most metric series (`limits.max_metric_series`): calls past it are counted
     /// under `model="(other)"`.
     pub max_metric_series: usize,
+    /// The response cache (`cache:`; off by default, and only with a store).
+    pub cache: crate::cache::CacheConfig,
 }
 
 impl Default for GatewayConfig {
@@ -127,6 +130,7 @@ impl Default for GatewayConfig {
             store_options: StoreOptions::default(),
             max_targets: crate::upstream::DEFAULT_MAX_TARGETS,
             max_metric_series: crate::metrics::DEFAULT_MAX_SERIES,
+            cache: crate::cache::CacheConfig::default(),
         }
     }
 }
@@ -270,6 +274,9 @@ impl GatewayConfig {
         }
         if let Some(limits) = sections.get("limits") {
             sections::read_limits(limits, &mut config, &mut errors);
+        }
+        if let Some(cache) = sections.get("cache") {
+            config.cache = crate::cache::read_cache(cache, &mut errors);
         }
         if errors.is_empty() {
             Ok(config)
@@ -459,6 +466,31 @@ mod tests {
                 DEFAULT_BODY_TIMEOUT,
                 DEFAULT_IDLE_TIMEOUT
             )
+        );
+    }
+
+    #[test]
+    fn the_cache_section_is_read_and_its_problems_named() {
+        let c = GatewayConfig::from_sections(&sections(json!({
+            "cache": {"mode": "read-write", "ttl": "10m"}
+        })))
+        .unwrap();
+        assert_eq!(c.cache.mode, crate::cache::CacheMode::ReadWrite);
+        assert_eq!(c.cache.ttl, Some(Duration::from_secs(600)));
+        assert_eq!(
+            GatewayConfig::default().cache.mode,
+            crate::cache::CacheMode::Off
+        );
+        let e = GatewayConfig::from_sections(&sections(json!({
+            "cache": {"mode": "on", "ttl": "a while"}
+        })))
+        .unwrap_err();
+        assert_eq!(
+            e,
+            [
+                "cache.mode: expected one of off, read, read-write, found \"on\"",
+                "cache.ttl: expected a number of seconds (3600) or a text with a unit (\"90s\", \"10m\", \"1h\", \"7d\"), found \"a while\""
+            ]
         );
     }
 

@@ -23,6 +23,7 @@
 
 mod access_log;
 mod budgets;
+pub mod cache;
 mod call;
 pub mod config;
 mod connection;

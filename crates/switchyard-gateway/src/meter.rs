@@ -226,6 +226,17 @@ impl Meter {
         self.price = target.price;
     }
 
+    /// Answered from the cache by recorded call `number`: no price, no upstream call.
+    pub(crate) fn cache_hit(&mut self, number: u64) {
+        self.price = None;
+        self.draft.cache_hit = Some(number);
+    }
+
+    /// The key to enter the call under in the cache, once it is recorded.
+    pub(crate) fn set_cache_key(&mut self, key: String) {
+        self.draft.cache_key = Some(key);
+    }
+
     /// The request is about to be sent upstream.
     pub(crate) fn sent(&mut self) {
         self.sent = Some(Instant::now());

@@ -140,6 +140,8 @@ pub struct Metrics {
     recorder: Mutex<Option<Arc<dyn CallRecorder>>>,
     max_series: usize,
     refusals: crate::listener_refusals::Refusals,
+    cache_hits: std::sync::atomic::AtomicU64,
+    cache_misses: std::sync::atomic::AtomicU64,
 }
 
 impl Default for Metrics {
@@ -156,6 +158,8 @@ impl Metrics {
             recorder: Mutex::default(),
             max_series: max_series.max(1),
             refusals: Default::default(),
+            cache_hits: Default::default(),
+            cache_misses: Default::default(),
         }
     }
 
@@ -184,6 +188,16 @@ impl Metrics {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .in_flight += 1;
+    }
+
+    /// A cache lookup: a hit, or a miss.
+    pub(crate) fn cache_lookup(&self, hit: bool) {
+        let counter = if hit {
+            &self.cache_hits
+        } else {
+            &self.cache_misses
+        };
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// A call finished: counted, then handed to the recorder.
@@ -314,6 +328,24 @@ impl Metrics {
             "# HELP switchyard_gateway_in_flight Calls in progress.\n# TYPE switchyard_gateway_in_flight gauge\nswitchyard_gateway_in_flight {}",
             inner.in_flight
         );
+        for (name, help, counter) in [
+            (
+                "switchyard_gateway_cache_hits_total",
+                "Calls answered from the cache.",
+                &self.cache_hits,
+            ),
+            (
+                "switchyard_gateway_cache_misses_total",
+                "Cacheable calls the cache could not answer.",
+                &self.cache_misses,
+            ),
+        ] {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
+                counter.load(std::sync::atomic::Ordering::Relaxed)
+            );
+        }
         self.refusals.render(&mut out);
         out
     }

@@ -78,6 +78,9 @@ impl Gateway {
         };
         if let Some(store) = &store {
             resume_budgets(&keys, store, &mut errors);
+            if config.cache.reads() {
+                store.load_cache();
+            }
         }
         let state_key = StateKey::load(state_key_env, store.as_ref().map(Store::dir))
             .unwrap_or_else(|e| {
@@ -100,6 +103,7 @@ impl Gateway {
                 max_json_depth: config.max_json_depth,
                 drain_expired: AtomicBool::new(false),
                 state_key,
+                cache: config.cache,
             }),
             listen: crate::listener::Options::from_config(config),
         })

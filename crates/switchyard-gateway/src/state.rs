@@ -33,4 +33,6 @@ pub struct State {
     pub drain_expired: AtomicBool,
     /// What envelopes of opaque state are signed with.
     pub state_key: crate::envelope::StateKey,
+    /// The response cache's settings (`cache:`).
+    pub cache: crate::cache::CacheConfig,
 }

@@ -199,6 +199,8 @@ fn synthetic(i: usize, prompt_size: usize) -> CallRecord {
         embedding: None,
         route: None,
         cut: false,
+        cache_key: None,
+        cache_hit: None,
         request,
     }
 }

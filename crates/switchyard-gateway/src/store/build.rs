@@ -132,7 +132,12 @@ pub(super) fn build_record(call: Finished) -> CallRecord {
             first_byte_ms: s.time_to_first_byte.map(ms),
             duration_ms: ms(s.latency),
         },
-        cost_usd: switchyard::internal::cost::call_cost(price.as_ref(), usage.as_ref()),
+        // A cache hit costs nothing: no provider was called.
+        cost_usd: if draft.cache_hit.is_some() {
+            Some(0.0)
+        } else {
+            switchyard::internal::cost::call_cost(price.as_ref(), usage.as_ref())
+        },
         provider_cost_usd: None,
         error,
         usage_estimated: draft.usage_estimated,
@@ -141,6 +146,8 @@ pub(super) fn build_record(call: Finished) -> CallRecord {
         embedding,
         route: draft.route,
         cut: draft.cut,
+        cache_key: draft.cache_key,
+        cache_hit: draft.cache_hit,
     }
 }
 

@@ -146,6 +146,10 @@ pub struct Draft {
     pub route: Option<String>,
     /// The stream broke after its first byte reached the client.
     pub cut: bool,
+    /// The cache key to enter the call under (`cache: read-write`, a call passed through).
+    pub cache_key: Option<String>,
+    /// A call answered from the cache: the recorded call that answered it.
+    pub cache_hit: Option<u64>,
 }
 
 impl Draft {
@@ -212,6 +216,7 @@ pub struct Store {
     /// Finished calls handed over and not yet written (the backlog `/metrics` shows).
     pending: Arc<AtomicUsize>,
     outcome: Arc<Outcome>,
+    cache: Arc<crate::cache::CacheIndex>,
 }
 
 /// Finished calls waiting for the store's thread.
@@ -277,6 +282,7 @@ impl Store {
         let intake = Arc::new(Intake::default());
         let pending = Arc::new(AtomicUsize::new(0));
         let outcome = Arc::new(Outcome::default());
+        let cache = Arc::new(crate::cache::CacheIndex::default());
         let thread = {
             let (recorder, intake) = (recorder.clone(), intake.clone());
             let pace = Pace {
@@ -285,6 +291,7 @@ impl Store {
                 outcome: outcome.clone(),
                 linger: options.durability == StoreDurability::Fast,
                 behind: behind(options.max_backlog),
+                cache: cache.clone(),
             };
             std::thread::Builder::new()
                 .name("switchyard-gateway-store".into())
@@ -299,7 +306,20 @@ impl Store {
             thread: Mutex::new(Some(thread)),
             pending,
             outcome,
+            cache,
         })
+    }
+
+    /// The response cache's entries (filled from the log by [`Store::load_cache`], then
+    /// as calls entered in it are written).
+    pub fn cache(&self) -> &crate::cache::CacheIndex {
+        &self.cache
+    }
+
+    /// Reads the cache entries of the calls already in the log (a gateway restarted on
+    /// its data directory answers from them).
+    pub fn load_cache(&self) {
+        self.cache.load(&self.dir);
     }
 
     /// The data directory.
@@ -405,6 +425,9 @@ struct Batch {
     written: futures::future::BoxFuture<'static, Option<u64>>,
     calls: usize,
     acks: Vec<oneshot::Sender<bool>>,
+    /// The cache entries the batch makes: each record's place in the batch, key and
+    /// entry (numbered once the batch is written).
+    cache: Vec<(usize, String, crate::cache::Entry)>,
 }
 
 type InFlight = std::collections::VecDeque<Batch>;
@@ -454,22 +477,29 @@ fn store_loop(intake: &Intake, recorder: &Arc<Recorder>, pace: &Pace) {
         queue.waiting = queue.waiting.saturating_sub(waits);
         drop(queue);
         let mut waiting = Vec::with_capacity(waits);
+        let mut cache = Vec::new();
         let records = calls
             .into_iter()
-            .map(|queued| {
+            .enumerate()
+            .map(|(i, queued)| {
                 if let Some(ack) = queued.ack {
                     waiting.push(ack);
                 }
                 // Calls are served first: a call's thread waiting for this core gets it
                 // between two records, not at the end of the batch.
                 pace.courtesy.give_way();
-                build::build_record(queued.call)
+                let record = build::build_record(queued.call);
+                if let Some((key, entry)) = crate::cache::Entry::of(&record) {
+                    cache.push((i, key, entry));
+                }
+                record
             })
             .collect();
         in_flight.push_back(Batch {
             written: recorder.submit_many(records),
             calls: take,
             acks: waiting,
+            cache,
         });
         while in_flight.iter().map(|b| b.calls).sum::<usize>() > WINDOW {
             if let Some(oldest) = in_flight.pop_front() {
@@ -511,6 +541,8 @@ struct Pace {
     /// start waiting for their records (yielding to calls that wait for them only slows
     /// both).
     behind: usize,
+    /// Where written calls entered in the cache go.
+    cache: Arc<crate::cache::CacheIndex>,
 }
 
 impl Pace {
@@ -523,6 +555,15 @@ impl Pace {
     /// Counts a written (or lost) batch off the backlog and answers its waiting calls.
     fn answer(&self, batch: Batch, written: Option<u64>) {
         self.pending.fetch_sub(batch.calls, Ordering::Relaxed);
+        if let Some(last) = written {
+            // The batch is numbered in order, ending at `last`; entries go in before the
+            // calls waiting for their records are answered.
+            let first = (last + 1).saturating_sub(batch.calls as u64);
+            for (i, key, mut entry) in batch.cache {
+                entry.number = first + i as u64;
+                self.cache.add(key, entry);
+            }
+        }
         let ok = written.is_some();
         self.outcome.failing.store(!ok, Ordering::Relaxed);
         if !ok {
@@ -650,6 +691,7 @@ mod tests {
                 outcome: Arc::default(),
                 linger: true,
                 behind: super::behind(max_backlog),
+                cache: Arc::default(),
             };
             assert_eq!(pace.behind, behind, "max_backlog {max_backlog}");
             let at = |n: usize| {

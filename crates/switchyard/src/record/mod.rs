@@ -115,6 +115,14 @@ pub struct CallRecord {
     /// `reply`, the error in `error`, and the call was not sent again. Absent otherwise.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cut: bool,
+    /// The gateway's cache key of the call (`docs/routing.md`, *The cache*), on a call
+    /// made with the cache in `read-write` mode; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_key: Option<String>,
+    /// A call answered from the cache: the number of the recorded call whose reply was
+    /// served (cost 0, nothing sent upstream). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_hit: Option<u64>,
 }
 
 /// What an embeddings call's record holds beside the fields every call has.

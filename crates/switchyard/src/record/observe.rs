@@ -201,6 +201,8 @@ impl Observed {
             embedding: None,
             route: rec.route,
             cut,
+            cache_key: None,
+            cache_hit: None,
         };
         let done = rec.recorder.submit_draft(record, raw);
         Box::pin(async move {
@@ -314,6 +316,8 @@ impl Observed {
             // Embeddings do not go through routes (docs/routing.md).
             route: None,
             cut: false,
+            cache_key: None,
+            cache_hit: None,
         };
         let done = rec.recorder.submit_draft(record, raw);
         Box::pin(async move {

@@ -23,6 +23,7 @@ pub const SECTIONS: &[&str] = &[
     "timeouts",
     "limits",
     "routes",
+    "cache",
 ];
 
 /// One command-line override.

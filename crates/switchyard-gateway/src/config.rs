@@ -74,6 +74,9 @@ pub struct GatewayConfig {
     pub keys: Vec<KeySpec>,
     /// Where calls are recorded (`--data-dir` wins).
     pub store: Option<PathBuf>,
+    /// A `store:` section set its options but named no directory: the gateway refuses to
+    /// start unless one comes from elsewhere (`--data-dir`), rather than run unrecorded.
+    pub store_without_path: bool,
     /// The largest request body accepted.
     pub max_body_bytes: usize,
     /// How long shutdown waits for calls in flight.
@@ -116,6 +119,7 @@ impl Default for GatewayConfig {
             models: BTreeMap::new(),
             keys: Vec::new(),
             store: None,
+            store_without_path: false,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
             header_timeout: DEFAULT_HEADER_TIMEOUT,
@@ -419,6 +423,7 @@ fn origin_problem(s: &str) -> Option<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::sync::Arc;
 
     fn sections(v: Value) -> BTreeMap<String, Value> {
         v.as_object().unwrap().clone().into_iter().collect()
@@ -615,5 +620,33 @@ mod tests {
             e.contains("keys[0] (a).unknown_cost: expected `allow`"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn store_options_without_a_directory_wait_for_data_dir() {
+        // `--data-dir` may give the directory, so the section alone is no error...
+        let mut c = GatewayConfig::from_sections(&sections(json!({
+            "store": {"durability": "answered"}
+        })))
+        .unwrap();
+        assert!(c.store_without_path && c.store.is_none());
+        assert_eq!(c.store_options.durability, StoreDurability::Answered);
+        // ...but a gateway with none is refused, saying both ways to give one.
+        let env: Arc<dyn switchyard::env::EnvSource + Send + Sync> =
+            Arc::new(switchyard::env::MapEnv::default());
+        let registry = switchyard::registry::Registry::builtin().unwrap();
+        let errors = crate::Gateway::new(&c, registry.clone(), env.clone())
+            .err()
+            .expect("refused");
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("store: the directory is missing")
+                    && e.contains("--data-dir DIR")),
+            "{errors:?}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        c.store = Some(dir.path().to_path_buf());
+        assert!(crate::Gateway::new(&c, registry, env).is_ok());
     }
 }

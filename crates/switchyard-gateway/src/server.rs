@@ -74,6 +74,12 @@ impl Gateway {
                     None
                 }
             },
+            None if config.store_without_path => {
+                errors.push(
+                    "store: the directory is missing: write {path: DIR, …} in the config, or pass --data-dir DIR".into(),
+                );
+                None
+            }
             None => None,
         };
         if let Some(store) = &store {

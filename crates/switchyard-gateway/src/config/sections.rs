@@ -52,9 +52,9 @@ pub(super) fn read_store(value: &Value, config: &mut GatewayConfig, errors: &mut
                     )),
                 }
             }
-            if config.store.is_none() && !map.contains_key("path") {
-                errors.push("store: the directory is missing: write {path: DIR, …}".into());
-            }
+            // The directory may still come from `--data-dir`; `Gateway::new` refuses a
+            // store with none.
+            config.store_without_path = config.store.is_none() && !map.contains_key("path");
         }
         other => errors.push(format!(
             "store: expected a directory, or {{{STORE_FIELDS}}}, found {other}"

@@ -48,6 +48,31 @@ pub(crate) async fn handle(state: Arc<State>, inbound: Inbound, request: Request
     }
 }
 
+/// The client's key, when the gateway has keys (none asked otherwise); noted on the meter.
+pub(crate) fn authenticate(
+    state: &State,
+    parts: &axum::http::request::Parts,
+    meter: &mut Meter,
+) -> Result<Option<std::sync::Arc<crate::keys::Key>>, ApiError> {
+    if state.keys.is_empty() {
+        return Ok(None);
+    }
+    let key = state
+        .keys
+        .authenticate(&parts.headers, parts.uri.query())
+        .map_err(|r| {
+            ApiError::new(
+                Category::Unauthenticated,
+                match r {
+                    crate::keys::KeyRefusal::Missing => "no API key: send the gateway key as `Authorization: Bearer <key>`, `x-api-key: <key>` or `x-goog-api-key: <key>`",
+                    crate::keys::KeyRefusal::Unknown => "invalid API key: the key sent is not one of the gateway's keys",
+                },
+            )
+        })?;
+    meter.set_key(&key);
+    Ok(Some(key))
+}
+
 /// A call the gateway refused or could not serve: recorded with its error (unless the
 /// meter already holds the provider's), answered in the client's dialect.
 pub(crate) fn refused(e: ApiError, dialect: Dialect, meter: &mut Meter) -> Response {
@@ -74,24 +99,7 @@ async fn run(
 ) -> Result<Response, ApiError> {
     let dialect = inbound.dialect;
     let (parts, body) = request.into_parts();
-    let key = if state.keys.is_empty() {
-        None
-    } else {
-        let key = state
-            .keys
-            .authenticate(&parts.headers, parts.uri.query())
-            .map_err(|r| {
-                ApiError::new(
-                    Category::Unauthenticated,
-                    match r {
-                        crate::keys::KeyRefusal::Missing => "no API key: send the gateway key as `Authorization: Bearer <key>`, `x-api-key: <key>` or `x-goog-api-key: <key>`",
-                        crate::keys::KeyRefusal::Unknown => "invalid API key: the key sent is not one of the gateway's keys",
-                    },
-                )
-            })?;
-        meter.set_key(&key);
-        Some(key)
-    };
+    let key = authenticate(state, &parts, meter)?;
     let bytes = crate::request_body::read(body, &parts.headers, state).await?;
     meter.set_client_body(&bytes);
     let raw = RawBody::parse(&bytes).map_err(|m| ApiError::new(Category::BadRequest, m))?;

@@ -127,28 +127,7 @@ async fn run(
     meter: &mut Meter,
 ) -> Result<Response, ApiError> {
     let (parts, body) = request.into_parts();
-    let key = if state.keys.is_empty() {
-        None
-    } else {
-        let key = state
-            .keys
-            .authenticate(&parts.headers, parts.uri.query())
-            .map_err(|r| {
-                ApiError::new(
-                    Category::Unauthenticated,
-                    match r {
-                        crate::keys::KeyRefusal::Missing => {
-                            "no API key: send the gateway key as `Authorization: Bearer <key>` or `x-goog-api-key: <key>`"
-                        }
-                        crate::keys::KeyRefusal::Unknown => {
-                            "invalid API key: the key sent is not one of the gateway's keys"
-                        }
-                    },
-                )
-            })?;
-        meter.set_key(&key);
-        Some(key)
-    };
+    let key = crate::call::authenticate(state, &parts, meter)?;
     let bytes = crate::request_body::read(body, &parts.headers, state).await?;
     meter.set_client_body(&bytes);
     let (requested, request) = client.decode(&bytes)?;

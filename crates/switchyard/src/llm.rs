@@ -278,12 +278,7 @@ impl Llm {
             Ok(stream) => {
                 let recorded = attempts.clone();
                 Ok(stream.on_end(Box::new(move |reply, end, first_byte| {
-                    use crate::reply_stream::StreamEnd;
-                    let seen = match end {
-                        StreamEnd::Done => Outcome::Reply(reply),
-                        StreamEnd::Failed(e) => Outcome::Failed(e, Some(reply)),
-                        StreamEnd::Dropped => Outcome::Dropped(reply),
-                    };
+                    let seen = Outcome::of_stream(reply, end);
                     observed.end(call, Some(sent), seen, first_byte, &recorded)
                 })))
             }

@@ -45,6 +45,18 @@ pub(crate) enum Outcome<'a> {
     Dropped(&'a Reply),
 }
 
+impl<'a> Outcome<'a> {
+    /// How a stream ended, with the reply it had assembled.
+    pub(crate) fn of_stream(reply: &'a Reply, end: crate::reply_stream::StreamEnd<'a>) -> Self {
+        use crate::reply_stream::StreamEnd;
+        match end {
+            StreamEnd::Done => Outcome::Reply(reply),
+            StreamEnd::Failed(e) => Outcome::Failed(e, Some(reply)),
+            StreamEnd::Dropped => Outcome::Dropped(reply),
+        }
+    }
+}
+
 /// What the handle knows about itself.
 pub(crate) struct Handle<'a> {
     pub role: Option<&'a str>,

@@ -147,8 +147,7 @@ async fn run(
         let name = reference.to_string();
         match crate::cache::serve::lookup(state, &name, dialect, &bytes, stream, meter) {
             crate::cache::serve::Lookup::Hit(response) => return Ok(response),
-            // Only a reply passed through is in the client's dialect as recorded.
-            crate::cache::serve::Lookup::Miss(Some(k)) if passthrough => meter.set_cache_key(k),
+            crate::cache::serve::Lookup::Miss(Some(k)) => meter.set_cache_key(k),
             crate::cache::serve::Lookup::Miss(_) => {}
         }
     }

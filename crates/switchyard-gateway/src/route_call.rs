@@ -76,7 +76,7 @@ pub(crate) async fn run(
     // A route's entries are under its name: any member's reply to it serves.
     match crate::cache::serve::lookup(state, &route.name, dialect, call.bytes, call.stream, meter) {
         crate::cache::serve::Lookup::Hit(response) => return Ok(response),
-        crate::cache::serve::Lookup::Miss(Some(k)) if may_pass => meter.set_cache_key(k),
+        crate::cache::serve::Lookup::Miss(Some(k)) => meter.set_cache_key(k),
         crate::cache::serve::Lookup::Miss(_) => {}
     }
     if let Some(key) = &call.key {

@@ -35,15 +35,7 @@ pub(crate) async fn forward(
         )
     })?;
     let mut request = decoded.request;
-    // A chat client that did not ask for usage in its stream does not get the chunk.
-    let client_wants_usage = dialect != Dialect::Chat
-        || request
-            .passthrough
-            .fields_for(Dialect::Chat)
-            .and_then(|f| f.get("stream_options"))
-            .and_then(|o| o.get("include_usage"))
-            .and_then(|v| v.as_bool())
-            == Some(true);
+    let client_wants_usage = wants_usage(dialect, &request);
     let opened = envelope::open_request(&mut request, dialect, key);
     if opened.dropped > 0 {
         // Forged, altered, or sealed under another key (a rotated `SWITCHYARD_STATE_KEY`).
@@ -256,6 +248,19 @@ impl Drop for Relay {
             self.note_seen();
         }
     }
+}
+
+/// Whether a streaming client is sent the usage event: a chat client only when it asked
+/// (`stream_options.include_usage`), every other dialect always.
+pub(crate) fn wants_usage(dialect: Dialect, request: &switchyard::Request) -> bool {
+    dialect != Dialect::Chat
+        || request
+            .passthrough
+            .fields_for(Dialect::Chat)
+            .and_then(|f| f.get("stream_options"))
+            .and_then(|o| o.get("include_usage"))
+            .and_then(|v| v.as_bool())
+            == Some(true)
 }
 
 /// The `created` time and a fallback response id in the client dialect's style.

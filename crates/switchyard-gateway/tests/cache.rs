@@ -5,7 +5,7 @@
 mod common;
 
 use common::recording::{env, key, send, ALICE};
-use common::{client_body, gateway_for};
+use common::{client_body, decode, gateway_for};
 use std::path::Path;
 use std::time::Duration;
 use switchyard::record::{read_records, CallRecord};
@@ -105,13 +105,27 @@ async fn a_repeated_call_is_answered_from_the_log_byte_for_byte_across_a_restart
     .await;
     assert_eq!(mock.received(), 2);
     // Streamed: a stream is answered by a stream, as recorded.
-    let streamed = ask(&gw, Dialect::Chat, &request, true).await;
-    assert_eq!(mock.received(), 3, "a whole reply does not answer a stream");
-    let again = ask(&gw, Dialect::Chat, &request, true).await;
+    let other = Request::user("what is a stream?").with_max_tokens(16);
+    let streamed = ask(&gw, Dialect::Chat, &other, true).await;
+    assert_eq!(mock.received(), 3);
+    let again = ask(&gw, Dialect::Chat, &other, true).await;
     assert_eq!(again, streamed);
     assert!(String::from_utf8_lossy(&again).contains("data: [DONE]"));
     assert_eq!(mock.received(), 3);
-    assert_eq!(metric(&gw, "switchyard_gateway_cache_hits_total").await, 2);
+    // Each form answers the other, translated: the recorded reply streamed, the
+    // recorded stream's reply whole.
+    let as_stream = ask(&gw, Dialect::Chat, &request, true).await;
+    assert_eq!(
+        decode(Dialect::Chat, &as_stream, true).text(),
+        decode(Dialect::Chat, &first, false).text()
+    );
+    let as_whole = ask(&gw, Dialect::Chat, &other, false).await;
+    assert_eq!(
+        decode(Dialect::Chat, &as_whole, false).text(),
+        decode(Dialect::Chat, &streamed, true).text()
+    );
+    assert_eq!(mock.received(), 3);
+    assert_eq!(metric(&gw, "switchyard_gateway_cache_hits_total").await, 4);
     assert_eq!(
         metric(&gw, "switchyard_gateway_cache_misses_total").await,
         3
@@ -121,7 +135,7 @@ async fn a_repeated_call_is_answered_from_the_log_byte_for_byte_across_a_restart
     // A new gateway on the same data directory answers from the calls already there.
     let gw = gateway(&mock, dir.path(), read_write()).await;
     assert_eq!(ask(&gw, Dialect::Chat, &request, false).await, first);
-    assert_eq!(ask(&gw, Dialect::Chat, &request, true).await, streamed);
+    assert_eq!(ask(&gw, Dialect::Chat, &other, true).await, streamed);
     assert_eq!(mock.received(), 3);
     assert_eq!(metric(&gw, "switchyard_gateway_cache_hits_total").await, 2);
     gw.shutdown().await.unwrap();
@@ -129,7 +143,17 @@ async fn a_repeated_call_is_answered_from_the_log_byte_for_byte_across_a_restart
     let records = read_records(dir.path()).unwrap();
     assert_eq!(
         hits(&records),
-        [None, Some(1), None, None, Some(4), Some(1), Some(4)]
+        [
+            None,
+            Some(1),
+            None,
+            None,
+            Some(4),
+            Some(1),
+            Some(4),
+            Some(1),
+            Some(4)
+        ]
     );
     for r in records.iter().filter(|r| r.cache_hit.is_some()) {
         assert_eq!(r.cost_usd, Some(0.0), "a hit costs nothing");
@@ -138,15 +162,15 @@ async fn a_repeated_call_is_answered_from_the_log_byte_for_byte_across_a_restart
         assert_eq!(r.client_key.as_deref(), Some("alice"));
     }
     assert!(records[0].cost_usd.is_some_and(|c| c > 0.0));
-    assert_eq!(
-        records[0].cache_key, records[3].cache_key,
-        "the stream flag is not in the key"
-    );
+    // The streamed call of the first request hit the whole call's entry: the stream
+    // flag is not in the key, the prompt and the settings are.
+    assert_eq!(records[5].cache_hit, Some(1));
     assert_ne!(records[0].cache_key, records[2].cache_key);
+    assert_ne!(records[0].cache_key, records[3].cache_key);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_same_canonical_request_from_two_dialects_has_one_key_and_is_served_in_each_dialect() {
+async fn the_same_canonical_request_from_two_dialects_hits_one_entry_answered_in_each_dialect() {
     let mock = MockServer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let gw = gateway(&mock, dir.path(), read_write()).await;
@@ -160,21 +184,32 @@ async fn the_same_canonical_request_from_two_dialects_has_one_key_and_is_served_
     };
     assert_eq!(key_of(Dialect::Chat), key_of(Dialect::Messages));
     let chat = ask(&gw, Dialect::Chat, &request, false).await;
-    // The entry's bytes are Chat Completions: an Anthropic client is not answered with
-    // them (nor with a translation, which would not be the recorded bytes).
-    let messages = ask(&gw, Dialect::Messages, &request, false).await;
-    assert_eq!(mock.received(), 2);
-    assert_eq!(ask(&gw, Dialect::Messages, &request, false).await, messages);
+    // The entry's bytes are Chat Completions: an Anthropic client is answered with the
+    // recorded reply in its own dialect, whole and streamed, without a provider call.
+    let (status, headers, messages) =
+        send(&gw, ALICE, Dialect::Messages, "mock/echo", &request, false).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        headers["x-switchyard-cache"].to_str().unwrap(),
+        "hit; call=1; translated"
+    );
+    let recorded = decode(Dialect::Chat, &chat, false);
+    let translated = decode(Dialect::Messages, &messages, false);
+    assert_eq!(translated.text(), recorded.text());
+    assert_eq!(translated.usage, recorded.usage);
+    let streamed = ask(&gw, Dialect::Messages, &request, true).await;
+    assert_eq!(decode(Dialect::Messages, &streamed, true).text(), recorded.text());
     assert_eq!(ask(&gw, Dialect::Chat, &request, false).await, chat);
-    assert_eq!(mock.received(), 2);
+    assert_eq!(mock.received(), 1);
     gw.shutdown().await.unwrap();
     let records = read_records(dir.path()).unwrap();
-    assert_eq!(hits(&records), [None, None, Some(2), Some(1)]);
-    assert_eq!(records[0].cache_key, records[1].cache_key);
+    assert_eq!(hits(&records), [None, Some(1), Some(1), Some(1)]);
     assert_eq!(
         records[0].cache_key.as_deref(),
         Some(key_of(Dialect::Chat).as_str())
     );
+    assert_eq!(records[1].client_dialect, Some(Dialect::Messages));
+    assert_eq!(records[1].reply.as_ref().map(|r| r.text()), Some(recorded.text()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -289,26 +324,44 @@ async fn a_route_is_cached_under_its_name() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_dialect_whole_and_streamed_is_answered_from_its_own_entry() {
+async fn every_dialect_whole_and_streamed_is_answered_byte_for_byte_and_translated() {
     let mock = MockServer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let gw = gateway(&mock, dir.path(), read_write()).await;
-    let request = Request::user("every dialect").with_max_tokens(16);
-    let mut upstream = 0;
-    for client in common::DIALECTS {
-        for stream in [false, true] {
-            let first = ask(&gw, client, &request, stream).await;
-            upstream += 1;
-            assert_eq!(
-                mock.received(),
-                upstream,
-                "{client} stream {stream}: a miss"
-            );
-            let again = ask(&gw, client, &request, stream).await;
-            assert_eq!(again, first, "{client} stream {stream}: byte for byte");
-            assert_eq!(mock.received(), upstream, "{client} stream {stream}: a hit");
-        }
+    let forms: Vec<(Dialect, bool)> = common::DIALECTS
+        .into_iter()
+        .flat_map(|d| [(d, false), (d, true)])
+        .collect();
+    let prompt = |(d, stream): (Dialect, bool)| {
+        Request::user(format!("every dialect: {d} stream {stream}")).with_max_tokens(16)
+    };
+    let mut recorded = Vec::new();
+    for (upstream, &(client, stream)) in forms.iter().enumerate() {
+        let request = prompt((client, stream));
+        let first = ask(&gw, client, &request, stream).await;
+        assert_eq!(mock.received(), upstream as u64 + 1, "{client} stream {stream}: a miss");
+        let again = ask(&gw, client, &request, stream).await;
+        assert_eq!(again, first, "{client} stream {stream}: byte for byte");
+        recorded.push(decode(client, &first, stream).text());
     }
-    assert_eq!(metric(&gw, "switchyard_gateway_cache_hits_total").await, 8);
+    // Every form asks what the next form asked: a hit on that form's entry, translated.
+    for (i, &(client, stream)) in forms.iter().enumerate() {
+        let j = (i + 1) % forms.len();
+        let (status, headers, body) =
+            send(&gw, ALICE, client, "mock/echo", &prompt(forms[j]), stream).await;
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        assert!(headers["x-switchyard-cache"]
+            .to_str()
+            .unwrap()
+            .ends_with("; translated"));
+        assert_eq!(
+            decode(client, &body, stream).text(),
+            recorded[j],
+            "{client} stream {stream} answered from {:?}",
+            forms[j]
+        );
+    }
+    assert_eq!(mock.received(), forms.len() as u64);
+    assert_eq!(metric(&gw, "switchyard_gateway_cache_hits_total").await, 16);
     gw.shutdown().await.unwrap();
 }

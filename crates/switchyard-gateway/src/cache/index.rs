@@ -15,8 +15,11 @@ pub(crate) struct Entry {
     pub number: u64,
     /// When the call started.
     pub started: SystemTime,
-    /// The dialect of its raw bytes (the client's and the upstream's: passed through).
+    /// The dialect of its raw bytes (the upstream's).
     pub dialect: Dialect,
+    /// Whether the client was answered those bytes as they came (passed through): only
+    /// then may they answer a client in that dialect byte for byte.
+    pub passed_through: bool,
     /// Whether it was streamed.
     pub stream: bool,
     /// Where its record lies, once known (read from the log at start, or found at its
@@ -25,16 +28,15 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
-    /// The entry a record makes (its number aside): only a call passed through, that
-    /// succeeded whole and was given a cache key.
+    /// The entry a record makes (its number aside): only a call that succeeded whole,
+    /// kept its reply, and was given a cache key.
     pub(crate) fn of(record: &CallRecord) -> Option<(String, Entry)> {
         let key = record.cache_key.clone()?;
         let dialect = record.dialect?;
         if record.error.is_some()
             || record.cut
-            || record.raw.is_none()
+            || (record.raw.is_none() && record.reply.is_none())
             || record.cache_hit.is_some()
-            || record.client_dialect != Some(dialect)
         {
             return None;
         }
@@ -47,11 +49,24 @@ impl Entry {
                 number: record.number,
                 started,
                 dialect,
+                passed_through: record.client_dialect == Some(dialect) && record.raw.is_some(),
                 stream: record.stream,
                 location: None,
             },
         ))
     }
+}
+
+/// The entry a lookup found.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Found {
+    /// The record's number.
+    pub number: u64,
+    /// Where its record lies, when known.
+    pub location: Option<Location>,
+    /// Whether its raw bytes answer the client as they are: recorded in the client's
+    /// dialect, passed through, with the client's stream flag.
+    pub exact: bool,
 }
 
 /// Every cache entry, by key (oldest first).
@@ -85,8 +100,9 @@ impl CacheIndex {
         entries.entry(key).or_default().push(entry);
     }
 
-    /// The newest entry of `key` recorded in `dialect` with the same stream flag and
-    /// younger than `ttl` at `now`.
+    /// The entry of `key` that answers a client in `dialect` asking `stream`, younger
+    /// than `ttl` at `now`: the newest whose raw bytes are in that form, else the newest
+    /// of any form (its reply then translated).
     pub(crate) fn find(
         &self,
         key: &str,
@@ -94,12 +110,23 @@ impl CacheIndex {
         stream: bool,
         ttl: Option<Duration>,
         now: SystemTime,
-    ) -> Option<(u64, Option<Location>)> {
+    ) -> Option<Found> {
         let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        entries.get(key)?.iter().rev().find_map(|e| {
-            let fresh =
-                ttl.is_none_or(|ttl| now.duration_since(e.started).unwrap_or(Duration::ZERO) < ttl);
-            (e.dialect == dialect && e.stream == stream && fresh).then_some((e.number, e.location))
+        let fresh = |e: &&Entry| {
+            ttl.is_none_or(|ttl| now.duration_since(e.started).unwrap_or(Duration::ZERO) < ttl)
+        };
+        let exact = |e: &Entry| e.passed_through && e.dialect == dialect && e.stream == stream;
+        let candidates = entries.get(key)?;
+        let found = candidates
+            .iter()
+            .rev()
+            .filter(fresh)
+            .find(|e| exact(e))
+            .or_else(|| candidates.iter().rev().find(fresh))?;
+        Some(Found {
+            number: found.number,
+            location: found.location,
+            exact: exact(found),
         })
     }
 
@@ -124,15 +151,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_newest_fresh_entry_of_the_same_dialect_and_stream_flag_answers() {
+    fn the_newest_fresh_entry_in_the_clients_form_answers_else_the_newest_of_any() {
         let index = CacheIndex::default();
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
         let entry = |number, secs, dialect, stream| Entry {
             number,
             started: t0 + Duration::from_secs(secs),
             dialect,
+            passed_through: true,
             stream,
             location: None,
+        };
+        let found = |number, exact| {
+            Some(Found {
+                number,
+                location: None,
+                exact,
+            })
         };
         index.add("k".into(), entry(1, 0, Dialect::Chat, false));
         index.add("k".into(), entry(2, 10, Dialect::Chat, false));
@@ -140,21 +175,29 @@ mod tests {
         let now = t0 + Duration::from_secs(30);
         assert_eq!(
             index.find("k", Dialect::Chat, false, None, now),
-            Some((2, None))
+            found(2, true)
         );
         assert_eq!(
             index.find("k", Dialect::Chat, true, None, now),
-            Some((3, None))
+            found(3, true)
         );
-        assert_eq!(index.find("k", Dialect::Messages, false, None, now), None);
+        // Another dialect: the newest entry of any form, to be translated.
+        assert_eq!(
+            index.find("k", Dialect::Messages, false, None, now),
+            found(3, false)
+        );
         assert_eq!(index.find("other", Dialect::Chat, false, None, now), None);
         let ttl = Some(Duration::from_secs(25));
         assert_eq!(
             index.find("k", Dialect::Chat, false, ttl, now),
-            Some((2, None))
+            found(2, true)
         );
+        // The exact entry expired; the younger streamed one answers, translated.
         let ttl = Some(Duration::from_secs(15));
-        assert_eq!(index.find("k", Dialect::Chat, false, ttl, now), None);
+        assert_eq!(
+            index.find("k", Dialect::Chat, false, ttl, now),
+            found(3, false)
+        );
         assert_eq!(
             index.find("k", Dialect::Chat, true, Some(Duration::ZERO), now),
             None

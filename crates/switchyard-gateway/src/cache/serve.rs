@@ -1,15 +1,20 @@
 //! A call answered from the cache: looked up by its key, and answered with the recorded
-//! reply's raw bytes, byte for byte.
+//! reply — its raw bytes, byte for byte, when the entry was recorded in the client's
+//! dialect with the client's stream flag; else the recorded reply translated to the
+//! client's dialect and form, as a translated call would have been answered.
 
+use super::index::Found;
 use super::{cache_key, cacheable};
 use crate::meter::Meter;
 use crate::state::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
+use bytes::Bytes;
 use std::sync::Arc;
 use std::time::SystemTime;
-use switchyard::Dialect;
-use switchyard_wire::codec;
+use switchyard::record::CallRecord;
+use switchyard::{Dialect, Event};
+use switchyard_wire::{codec, Reply};
 
 /// What the cache made of a call.
 pub(crate) enum Lookup {
@@ -45,31 +50,27 @@ pub(crate) fn lookup(
     let found = store
         .cache()
         .find(&key, dialect, stream, config.ttl, SystemTime::now())
-        .and_then(|(n, at)| {
-            let dir = store.dir();
-            let at = match at {
-                Some(at) => at,
-                None => {
-                    let at = switchyard::record::record_location(dir, n).ok()?;
-                    store.cache().locate(&key, n, at);
-                    at
-                }
-            };
-            let record = switchyard::record::read_record_at(dir, at).ok()?;
-            // The line must still be that record, and one that may answer.
-            if record.number != n || record.error.is_some() || record.cut {
-                return None;
-            }
-            let raw = record.raw.as_ref()?.to_bytes().ok()?;
-            Some((n, raw))
-        });
-    let Some((number, raw)) = found else {
+        .and_then(|found| read_entry(store, &key, found));
+    let Some((found, record)) = found else {
+        state.metrics.cache_lookup(false);
+        return Lookup::Miss(config.writes().then_some(key));
+    };
+    let answer = if found.exact {
+        record.raw.as_ref().and_then(|r| r.to_bytes().ok())
+    } else {
+        translated(state, &record, &decoded.request, dialect, stream)
+    };
+    let Some(answer) = answer else {
         state.metrics.cache_lookup(false);
         return Lookup::Miss(config.writes().then_some(key));
     };
     state.metrics.cache_lookup(true);
-    meter.cache_hit(number);
-    meter.draft().keep(&raw);
+    meter.cache_hit(found.number);
+    // The record of a hit keeps the bytes the original call received and its reply.
+    if let Some(raw) = record.raw.as_ref().and_then(|r| r.to_bytes().ok()) {
+        meter.draft().keep(&raw);
+    }
+    meter.draft().reply = record.reply.clone();
     meter.head();
     meter.first_byte();
     meter.complete();
@@ -80,10 +81,73 @@ pub(crate) fn lookup(
         "application/json"
     };
     headers.insert("content-type", HeaderValue::from_static(kind));
+    let how = if found.exact { "" } else { "; translated" };
     headers.insert(
         "x-switchyard-cache",
-        HeaderValue::from_str(&format!("hit; call={number}"))
+        HeaderValue::from_str(&format!("hit; call={}{how}", found.number))
             .unwrap_or(HeaderValue::from_static("hit")),
     );
-    Lookup::Hit(crate::respond::whole(StatusCode::OK, headers, raw, meter))
+    Lookup::Hit(crate::respond::whole(StatusCode::OK, headers, answer, meter))
+}
+
+/// The record of the entry found, read from its one line (its place found once through
+/// the index when not yet known); `None` when the line no longer reads as a success.
+fn read_entry(
+    store: &crate::store::Store,
+    key: &str,
+    found: Found,
+) -> Option<(Found, CallRecord)> {
+    let dir = store.dir();
+    let at = match found.location {
+        Some(at) => at,
+        None => {
+            let at = switchyard::record::record_location(dir, found.number).ok()?;
+            store.cache().locate(key, found.number, at);
+            at
+        }
+    };
+    let record = switchyard::record::read_record_at(dir, at).ok()?;
+    // The line must still be that record, and one that may answer.
+    (record.number == found.number && record.error.is_none() && !record.cut)
+        .then_some((found, record))
+}
+
+/// The recorded reply as `client` asks it (whole or streamed), encoded as a translated
+/// call encodes an upstream reply: tool names and ids restored to the client's, opaque
+/// state from another dialect sealed.
+fn translated(
+    state: &State,
+    record: &CallRecord,
+    request: &switchyard::Request,
+    client: Dialect,
+    stream: bool,
+) -> Option<Bytes> {
+    let mut reply: Reply = match &record.reply {
+        Some(r) => r.clone(),
+        None => {
+            let dialect = record.dialect?;
+            let raw = record.raw.as_ref()?.to_bytes().ok()?;
+            crate::store::decode_reply(dialect, &raw, record.stream)?
+        }
+    };
+    let mut request = request.clone();
+    let restore = crate::ids::prepare(&mut request, record.dialect.unwrap_or(client));
+    restore.reply(&mut reply);
+    crate::envelope::seal_reply(&mut reply, client, &state.state_key);
+    let context = crate::translate::server_context(client);
+    let encoder = codec(client);
+    if !stream {
+        return Some(Bytes::from(encoder.encode_reply(&reply, &context)));
+    }
+    let usage_asked = crate::translate::wants_usage(client, &request);
+    let mut out = Vec::new();
+    let mut stream = encoder.stream_encoder(&context);
+    for event in switchyard_wire::reply_events(&reply, 0) {
+        if matches!(event, Event::Usage(_)) && !usage_asked {
+            continue;
+        }
+        stream.event(&event, &mut out);
+    }
+    stream.finish(&mut out);
+    Some(Bytes::from(out))
 }

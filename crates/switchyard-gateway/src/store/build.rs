@@ -30,7 +30,7 @@ fn concat(chunks: &[Bytes]) -> Bytes {
 
 /// The canonical reply in `raw` (a whole body or a stream, possibly cut short): what
 /// the stream carried up to where it stopped.
-fn decode_reply(dialect: Dialect, raw: &[u8], stream: bool) -> Option<Reply> {
+pub(crate) fn decode_reply(dialect: Dialect, raw: &[u8], stream: bool) -> Option<Reply> {
     if raw.is_empty() {
         return None;
     }

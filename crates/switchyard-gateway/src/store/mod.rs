@@ -33,7 +33,7 @@
 
 mod build;
 
-pub(crate) use build::attempt_records;
+pub(crate) use build::{attempt_records, decode_reply};
 
 use crate::metrics::CallSummary;
 use bytes::Bytes;

@@ -67,7 +67,7 @@ impl Gateway {
             errors.extend(e);
         }
         let store = match &config.store {
-            Some(dir) => match Store::open(dir, config.store_options) {
+            Some(dir) => match Store::open_with_cache(dir, config.store_options, config.cache) {
                 Ok(store) => Some(store),
                 Err(e) => {
                     errors.push(e);
@@ -84,9 +84,7 @@ impl Gateway {
         };
         if let Some(store) = &store {
             resume_budgets(&keys, store, &mut errors);
-            if config.cache.reads() {
-                store.load_cache();
-            }
+            store.load_cache();
         }
         let state_key = StateKey::load(state_key_env, store.as_ref().map(Store::dir))
             .unwrap_or_else(|e| {

@@ -9,7 +9,7 @@ use common::{client_body, decode, gateway_for};
 use std::path::Path;
 use std::time::Duration;
 use switchyard::record::{read_records, CallRecord};
-use switchyard_gateway::cache::{cache_key, CacheConfig, CacheMode};
+use switchyard_gateway::cache::{cache_key, CacheConfig, CacheMode, CacheScope};
 use switchyard_gateway::{start, BudgetPeriod, GatewayConfig, RunningGateway, StoreDurability};
 use switchyard_mock::MockServer;
 use switchyard_wire::{codec, Dialect, Request};
@@ -198,7 +198,10 @@ async fn the_same_canonical_request_from_two_dialects_hits_one_entry_answered_in
     assert_eq!(translated.text(), recorded.text());
     assert_eq!(translated.usage, recorded.usage);
     let streamed = ask(&gw, Dialect::Messages, &request, true).await;
-    assert_eq!(decode(Dialect::Messages, &streamed, true).text(), recorded.text());
+    assert_eq!(
+        decode(Dialect::Messages, &streamed, true).text(),
+        recorded.text()
+    );
     assert_eq!(ask(&gw, Dialect::Chat, &request, false).await, chat);
     assert_eq!(mock.received(), 1);
     gw.shutdown().await.unwrap();
@@ -209,7 +212,10 @@ async fn the_same_canonical_request_from_two_dialects_hits_one_entry_answered_in
         Some(key_of(Dialect::Chat).as_str())
     );
     assert_eq!(records[1].client_dialect, Some(Dialect::Messages));
-    assert_eq!(records[1].reply.as_ref().map(|r| r.text()), Some(recorded.text()));
+    assert_eq!(
+        records[1].reply.as_ref().map(|r| r.text()),
+        Some(recorded.text())
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -339,7 +345,11 @@ async fn every_dialect_whole_and_streamed_is_answered_byte_for_byte_and_translat
     for (upstream, &(client, stream)) in forms.iter().enumerate() {
         let request = prompt((client, stream));
         let first = ask(&gw, client, &request, stream).await;
-        assert_eq!(mock.received(), upstream as u64 + 1, "{client} stream {stream}: a miss");
+        assert_eq!(
+            mock.received(),
+            upstream as u64 + 1,
+            "{client} stream {stream}: a miss"
+        );
         let again = ask(&gw, client, &request, stream).await;
         assert_eq!(again, first, "{client} stream {stream}: byte for byte");
         recorded.push(decode(client, &first, stream).text());
@@ -363,5 +373,33 @@ async fn every_dialect_whole_and_streamed_is_answered_byte_for_byte_and_translat
     }
     assert_eq!(mock.received(), forms.len() as u64);
     assert_eq!(metric(&gw, "switchyard_gateway_cache_hits_total").await, 16);
+    gw.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scope_run_answers_only_the_calls_made_since_the_gateway_started() {
+    let mock = MockServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let run_scope = CacheConfig {
+        scope: Some(CacheScope::Run),
+        ..read_write()
+    };
+    let request = Request::user("scope run").with_max_tokens(16);
+    let gw = gateway(&mock, dir.path(), run_scope).await;
+    let first = ask(&gw, Dialect::Chat, &request, false).await;
+    assert_eq!(ask(&gw, Dialect::Chat, &request, false).await, first);
+    assert_eq!(mock.received(), 1);
+    gw.shutdown().await.unwrap();
+    // Restarted: the calls of the earlier process do not answer; the new one's do.
+    let gw = gateway(&mock, dir.path(), run_scope).await;
+    ask(&gw, Dialect::Chat, &request, false).await;
+    assert_eq!(mock.received(), 2);
+    ask(&gw, Dialect::Chat, &request, false).await;
+    assert_eq!(mock.received(), 2);
+    gw.shutdown().await.unwrap();
+    // The default scope (store) answers from every call in the data directory.
+    let gw = gateway(&mock, dir.path(), read_write()).await;
+    ask(&gw, Dialect::Chat, &request, false).await;
+    assert_eq!(mock.received(), 2);
     gw.shutdown().await.unwrap();
 }

@@ -96,6 +96,7 @@ mod attempt;
 pub mod backend;
 pub mod bind;
 pub mod budget;
+pub mod cache;
 mod config_error;
 pub mod connect;
 mod context_check;

@@ -1,6 +1,8 @@
 //! The handle a program calls: one model on one backend, with its call policy (retries,
 //! timeouts, the context check) and a cancellation token.
 
+mod cached;
+
 use crate::attempt::CallOutcome;
 use crate::backend::{Backend, Call};
 use crate::budget::BudgetTracker;
@@ -48,6 +50,8 @@ pub struct Llm {
     /// Set on a handle made from a route: its calls go through the members instead of
     /// `backend` (which is then the first member's, for its name).
     routed: Option<Arc<crate::router::Routed>>,
+    /// The run's response cache, when its config has one.
+    cache: Option<Arc<crate::cache::Cache>>,
 }
 
 impl std::fmt::Debug for Llm {
@@ -85,6 +89,7 @@ impl Llm {
             price: None,
             embedder: None,
             routed: None,
+            cache: None,
         }
     }
 
@@ -188,17 +193,33 @@ impl Llm {
     /// a budget checks it first; a handle with a recorder records the call before
     /// returning.
     pub async fn complete_detailed(&self, request: Request) -> CallOutcome<Reply> {
+        let entered = match self.cache_lookup(&request, false) {
+            Some(crate::cache::Lookup::Hit(hit)) => {
+                return self.cached_complete(request, hit).await
+            }
+            Some(crate::cache::Lookup::Miss(key)) => key,
+            None => None,
+        };
         if let Some(routed) = &self.routed {
             // Boxed: a route's call holds its members' calls, and the plain path's future
             // stays as small as it was.
-            return Box::pin(routed.complete(self, request)).await;
+            return Box::pin(routed.complete(self, request, entered)).await;
         }
-        self.plain_complete(request).await
+        self.own_complete(request, entered).await
     }
 
     /// A call on the handle's own backend (a route's member calls this).
     pub(crate) async fn plain_complete(&self, request: Request) -> CallOutcome<Reply> {
-        let (observed, call) = match self.before_sending(request, false).await {
+        self.own_complete(request, None).await
+    }
+
+    /// A call on the handle's own backend, entered in the cache under `cache_key`.
+    async fn own_complete(
+        &self,
+        request: Request,
+        cache_key: Option<String>,
+    ) -> CallOutcome<Reply> {
+        let (observed, call) = match self.before_sending(request, false, cache_key).await {
             Ok(ready) => ready,
             Err(e) => return not_sent(e),
         };
@@ -234,15 +255,30 @@ impl Llm {
     /// to the stream's first output; how the stream ends is the stream's to tell (a
     /// recording handle records the call when the stream ends).
     pub async fn stream_detailed(&self, request: Request) -> CallOutcome<ReplyStream> {
+        let entered = match self.cache_lookup(&request, true) {
+            Some(crate::cache::Lookup::Hit(hit)) => return self.cached_stream(request, hit),
+            Some(crate::cache::Lookup::Miss(key)) => key,
+            None => None,
+        };
         if let Some(routed) = &self.routed {
-            return Box::pin(routed.stream(self, request)).await;
+            return Box::pin(routed.stream(self, request, entered)).await;
         }
-        self.plain_stream(request).await
+        self.own_stream(request, entered).await
     }
 
     /// A streamed call on the handle's own backend (a route's member calls this).
     pub(crate) async fn plain_stream(&self, request: Request) -> CallOutcome<ReplyStream> {
-        let (observed, call) = match self.before_sending(request, true).await {
+        self.own_stream(request, None).await
+    }
+
+    /// A streamed call on the handle's own backend, entered in the cache under
+    /// `cache_key`.
+    async fn own_stream(
+        &self,
+        request: Request,
+        cache_key: Option<String>,
+    ) -> CallOutcome<ReplyStream> {
+        let (observed, call) = match self.before_sending(request, true, cache_key).await {
             Ok(ready) => ready,
             Err(e) => return not_sent(e),
         };
@@ -325,8 +361,12 @@ impl Llm {
         &self,
         request: Request,
         stream: bool,
+        cache_key: Option<String>,
     ) -> Result<(Option<Observed>, Call)> {
-        let observed = Observed::begin(&self.observer(), &self.model, stream)?;
+        let mut observed = Observed::begin(&self.observer(), &self.model, stream)?;
+        if let Some(o) = &mut observed {
+            o.enter_cache(cache_key);
+        }
         let call = Call::new(self.model.clone(), request).with_role(self.role.clone());
         if let Err(e) = self.check_context(&call.request) {
             if let Some(o) = observed {

@@ -1,14 +1,9 @@
 //! The response cache (`docs/routing.md`, *The cache*): an identical call is answered
-//! from the call log instead of the provider. The config ([`config`]), the key
-//! ([`key`]), the entries ([`index`]) and the answer ([`serve`]).
+//! from the call log instead of the provider. The config, the key and the entries are
+//! the library's ([`switchyard::cache`]), shared with a run's cache; the answer in the
+//! client's dialect is the gateway's ([`serve`]).
 
-mod config;
-mod index;
-mod key;
 pub(crate) mod serve;
 
-pub(crate) use config::read_cache;
-pub use config::{CacheConfig, CacheMode};
-pub use index::CacheIndex;
-pub(crate) use index::Entry;
-pub use key::{cache_key, cacheable};
+pub(crate) use switchyard::cache::read_cache;
+pub use switchyard::cache::{cache_key, cacheable, CacheConfig, CacheMode, CacheScope};

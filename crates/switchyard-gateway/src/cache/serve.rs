@@ -3,7 +3,6 @@
 //! dialect with the client's stream flag; else the recorded reply translated to the
 //! client's dialect and form, as a translated call would have been answered.
 
-use super::index::Found;
 use super::{cache_key, cacheable};
 use crate::meter::Meter;
 use crate::state::State;
@@ -11,7 +10,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
 use std::sync::Arc;
-use std::time::SystemTime;
+use switchyard::cache::Lookup as CacheLookup;
 use switchyard::record::CallRecord;
 use switchyard::{Dialect, Event};
 use switchyard_wire::{codec, Reply};
@@ -36,36 +35,39 @@ pub(crate) fn lookup(
     stream: bool,
     meter: &mut Meter,
 ) -> Lookup {
-    let config = state.cache;
-    let Some(store) = state.store.as_ref().filter(|_| config.reads()) else {
+    let Some(cache) = state.store.as_ref().map(|s| s.cache()) else {
         return Lookup::Miss(None);
     };
+    if !cache.config().reads() {
+        return Lookup::Miss(None);
+    }
     let Ok(decoded) = codec(dialect).decode_request(body) else {
         return Lookup::Miss(None);
     };
-    if !cacheable(&decoded.request, config.temperature_above_zero) {
-        return Lookup::Miss(None);
-    }
-    let key = cache_key(name, &decoded.request);
-    let found = store
-        .cache()
-        .find(&key, dialect, stream, config.ttl, SystemTime::now())
-        .and_then(|found| read_entry(store, &key, found));
-    let Some((found, record)) = found else {
-        state.metrics.cache_lookup(false);
-        return Lookup::Miss(config.writes().then_some(key));
+    let found = match cache.lookup(name, &decoded.request, Some(dialect), stream) {
+        CacheLookup::Hit(hit) => hit,
+        CacheLookup::Miss(key) => {
+            if key.is_some() || cacheable(&decoded.request, cache.config().temperature_above_zero) {
+                state.metrics.cache_lookup(false);
+            }
+            return Lookup::Miss(key);
+        }
     };
+    let record = &found.record;
+    let number = record.number;
     let answer = if found.exact {
         record.raw.as_ref().and_then(|r| r.to_bytes().ok())
     } else {
-        translated(state, &record, &decoded.request, dialect, stream)
+        translated(state, record, &decoded.request, dialect, stream)
     };
     let Some(answer) = answer else {
+        // The record no longer gives a reply: the call goes upstream, and is entered.
         state.metrics.cache_lookup(false);
-        return Lookup::Miss(config.writes().then_some(key));
+        let key = cache_key(name, &decoded.request);
+        return Lookup::Miss(cache.config().writes().then_some(key));
     };
     state.metrics.cache_lookup(true);
-    meter.cache_hit(found.number);
+    meter.cache_hit(number);
     // The record of a hit keeps the bytes the original call received and its reply.
     if let Some(raw) = record.raw.as_ref().and_then(|r| r.to_bytes().ok()) {
         meter.draft().keep(&raw);
@@ -84,32 +86,15 @@ pub(crate) fn lookup(
     let how = if found.exact { "" } else { "; translated" };
     headers.insert(
         "x-switchyard-cache",
-        HeaderValue::from_str(&format!("hit; call={}{how}", found.number))
+        HeaderValue::from_str(&format!("hit; call={number}{how}"))
             .unwrap_or(HeaderValue::from_static("hit")),
     );
-    Lookup::Hit(crate::respond::whole(StatusCode::OK, headers, answer, meter))
-}
-
-/// The record of the entry found, read from its one line (its place found once through
-/// the index when not yet known); `None` when the line no longer reads as a success.
-fn read_entry(
-    store: &crate::store::Store,
-    key: &str,
-    found: Found,
-) -> Option<(Found, CallRecord)> {
-    let dir = store.dir();
-    let at = match found.location {
-        Some(at) => at,
-        None => {
-            let at = switchyard::record::record_location(dir, found.number).ok()?;
-            store.cache().locate(key, found.number, at);
-            at
-        }
-    };
-    let record = switchyard::record::read_record_at(dir, at).ok()?;
-    // The line must still be that record, and one that may answer.
-    (record.number == found.number && record.error.is_none() && !record.cut)
-        .then_some((found, record))
+    Lookup::Hit(crate::respond::whole(
+        StatusCode::OK,
+        headers,
+        answer,
+        meter,
+    ))
 }
 
 /// The recorded reply as `client` asks it (whole or streamed), encoded as a translated

@@ -216,7 +216,7 @@ pub struct Store {
     /// Finished calls handed over and not yet written (the backlog `/metrics` shows).
     pending: Arc<AtomicUsize>,
     outcome: Arc<Outcome>,
-    cache: Arc<crate::cache::CacheIndex>,
+    cache: Arc<switchyard::cache::Cache>,
 }
 
 /// Finished calls waiting for the store's thread.
@@ -257,6 +257,16 @@ impl Store {
     /// Opens (creating) the store in `dir`, appending to the calls already there: a
     /// gateway restarts on the same data directory.
     pub fn open(dir: &Path, options: StoreOptions) -> Result<Store, String> {
+        Store::open_with_cache(dir, options, crate::cache::CacheConfig::default())
+    }
+
+    /// [`Store::open`], with the response cache `cache` over its records (empty until
+    /// [`Store::load_cache`]; the recorder adds each call entered in it as it writes it).
+    pub fn open_with_cache(
+        dir: &Path,
+        options: StoreOptions,
+        cache: crate::cache::CacheConfig,
+    ) -> Result<Store, String> {
         std::fs::create_dir_all(dir).map_err(|e| {
             format!(
                 "cannot create the gateway's data directory {}: {e}",
@@ -269,7 +279,9 @@ impl Store {
         } else {
             Courtesy::default()
         };
+        let cache = switchyard::cache::Cache::new(cache, dir, switchyard::cache::CacheScope::Store);
         let recorder_options = RecorderOptions {
+            cache: cache.config().reads().then(|| cache.index().clone()),
             resume: true,
             courtesy: courtesy.clone(),
             durability: match options.durability {
@@ -282,7 +294,6 @@ impl Store {
         let intake = Arc::new(Intake::default());
         let pending = Arc::new(AtomicUsize::new(0));
         let outcome = Arc::new(Outcome::default());
-        let cache = Arc::new(crate::cache::CacheIndex::default());
         let thread = {
             let (recorder, intake) = (recorder.clone(), intake.clone());
             let pace = Pace {
@@ -291,7 +302,6 @@ impl Store {
                 outcome: outcome.clone(),
                 linger: options.durability == StoreDurability::Fast,
                 behind: behind(options.max_backlog),
-                cache: cache.clone(),
             };
             std::thread::Builder::new()
                 .name("switchyard-gateway-store".into())
@@ -310,16 +320,16 @@ impl Store {
         })
     }
 
-    /// The response cache's entries (filled from the log by [`Store::load_cache`], then
-    /// as calls entered in it are written).
-    pub fn cache(&self) -> &crate::cache::CacheIndex {
+    /// The response cache over the store's records (filled from the calls index by
+    /// [`Store::load_cache`], then by the recorder as calls entered in it are written).
+    pub fn cache(&self) -> &switchyard::cache::Cache {
         &self.cache
     }
 
-    /// Reads the cache entries of the calls already in the log (a gateway restarted on
-    /// its data directory answers from them).
+    /// Reads the cache entries of the calls already in the store (a gateway restarted
+    /// on its data directory answers from them, unless the cache's scope is `run`).
     pub fn load_cache(&self) {
-        self.cache.load(&self.dir);
+        self.cache.load(true);
     }
 
     /// The data directory.
@@ -425,9 +435,6 @@ struct Batch {
     written: futures::future::BoxFuture<'static, Option<u64>>,
     calls: usize,
     acks: Vec<oneshot::Sender<bool>>,
-    /// The cache entries the batch makes: each record's place in the batch, key and
-    /// entry (numbered once the batch is written).
-    cache: Vec<(usize, String, crate::cache::Entry)>,
 }
 
 type InFlight = std::collections::VecDeque<Batch>;
@@ -477,29 +484,22 @@ fn store_loop(intake: &Intake, recorder: &Arc<Recorder>, pace: &Pace) {
         queue.waiting = queue.waiting.saturating_sub(waits);
         drop(queue);
         let mut waiting = Vec::with_capacity(waits);
-        let mut cache = Vec::new();
         let records = calls
             .into_iter()
-            .enumerate()
-            .map(|(i, queued)| {
+            .map(|queued| {
                 if let Some(ack) = queued.ack {
                     waiting.push(ack);
                 }
                 // Calls are served first: a call's thread waiting for this core gets it
                 // between two records, not at the end of the batch.
                 pace.courtesy.give_way();
-                let record = build::build_record(queued.call);
-                if let Some((key, entry)) = crate::cache::Entry::of(&record) {
-                    cache.push((i, key, entry));
-                }
-                record
+                build::build_record(queued.call)
             })
             .collect();
         in_flight.push_back(Batch {
             written: recorder.submit_many(records),
             calls: take,
             acks: waiting,
-            cache,
         });
         while in_flight.iter().map(|b| b.calls).sum::<usize>() > WINDOW {
             if let Some(oldest) = in_flight.pop_front() {
@@ -541,8 +541,6 @@ struct Pace {
     /// start waiting for their records (yielding to calls that wait for them only slows
     /// both).
     behind: usize,
-    /// Where written calls entered in the cache go.
-    cache: Arc<crate::cache::CacheIndex>,
 }
 
 impl Pace {
@@ -555,15 +553,6 @@ impl Pace {
     /// Counts a written (or lost) batch off the backlog and answers its waiting calls.
     fn answer(&self, batch: Batch, written: Option<u64>) {
         self.pending.fetch_sub(batch.calls, Ordering::Relaxed);
-        if let Some(last) = written {
-            // The batch is numbered in order, ending at `last`; entries go in before the
-            // calls waiting for their records are answered.
-            let first = (last + 1).saturating_sub(batch.calls as u64);
-            for (i, key, mut entry) in batch.cache {
-                entry.number = first + i as u64;
-                self.cache.add(key, entry);
-            }
-        }
         let ok = written.is_some();
         self.outcome.failing.store(!ok, Ordering::Relaxed);
         if !ok {
@@ -691,7 +680,6 @@ mod tests {
                 outcome: Arc::default(),
                 linger: true,
                 behind: super::behind(max_backlog),
-                cache: Arc::default(),
             };
             assert_eq!(pace.behind, behind, "max_backlog {max_backlog}");
             let at = |n: usize| {

@@ -627,6 +627,35 @@ fn replay_reply(how: Decoding, record: &CallRecord) -> Result<Reply> {
     Ok(reply)
 }
 
+/// A recorded call's reply whole, as replay gives it (the response cache answers with
+/// it): a streamed record's stream assembled, a whole one decoded.
+pub(crate) async fn recorded_reply(name: &str, record: &CallRecord) -> Result<Reply> {
+    let how = recorded_decoding(record)?;
+    if record.stream && record.reply.is_some() {
+        return replay_stream(name, how, record)?.into_reply().await;
+    }
+    replay_reply(how, record)
+}
+
+/// A recorded call's reply streamed, as replay gives it: a streamed record's bytes
+/// through the stream decoder, a whole one as events.
+pub(crate) fn recorded_stream(name: &str, record: &CallRecord) -> Result<ReplyStream> {
+    let how = recorded_decoding(record)?;
+    if record.stream && record.reply.is_some() {
+        return replay_stream(name, how, record);
+    }
+    Ok(ReplyStream::from_reply(replay_reply(how, record)?))
+}
+
+fn recorded_decoding(record: &CallRecord) -> Result<Decoding> {
+    record.dialect.map(Decoding::Dialect).ok_or_else(|| {
+        Error::Unsupported(format!(
+            "recorded call {} names no dialect: only calls in a wire dialect answer from the cache",
+            record.number
+        ))
+    })
+}
+
 #[cfg(feature = "cli-agents")]
 fn agent_reply(kind: Kind, record: &CallRecord) -> Result<Reply> {
     super::cli::recorded::reply(kind, record)

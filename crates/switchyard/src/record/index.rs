@@ -29,24 +29,120 @@ fn open(path: &Path) -> Result<Connection> {
         .map_err(|e| db_error(path, e))?;
     conn.execute_batch(INDEX_SCHEMA)
         .map_err(|e| db_error(path, e))?;
-    upgrade(&conn).map_err(|e| db_error(path, e))?;
+    upgrade(&conn, path).map_err(|e| db_error(path, e))?;
     Ok(conn)
 }
 
 /// Brings an index written by an older version to [`INDEX_VERSION`], keeping its rows.
-fn upgrade(conn: &Connection) -> rusqlite::Result<()> {
-    let has_key: bool = conn.query_row(
-        "SELECT COUNT(*) FROM pragma_table_info('llm_calls') WHERE name = 'client_key'",
-        [],
-        |r| r.get::<_, i64>(0).map(|n| n > 0),
-    )?;
-    if !has_key {
+fn upgrade(conn: &Connection, path: &Path) -> rusqlite::Result<()> {
+    let has = |column: &str| -> rusqlite::Result<bool> {
+        conn.query_row(
+            "SELECT COUNT(*) FROM pragma_table_info('llm_calls') WHERE name = ?1",
+            [column],
+            |r| r.get::<_, i64>(0).map(|n| n > 0),
+        )
+    };
+    if !has("client_key")? {
         conn.execute_batch("ALTER TABLE llm_calls ADD COLUMN client_key TEXT;")?;
+    }
+    if !has("cache_key")? {
+        conn.execute_batch(
+            "ALTER TABLE llm_calls ADD COLUMN client_dialect TEXT;
+             ALTER TABLE llm_calls ADD COLUMN cache_key TEXT;
+             ALTER TABLE llm_calls ADD COLUMN cache_hit INTEGER;",
+        )?;
+        if let Some(dir) = path.parent() {
+            fill_cache_columns(conn, dir)?;
+        }
     }
     conn.execute_batch(&format!(
         "CREATE INDEX IF NOT EXISTS llm_calls_client_key ON llm_calls(client_key, time);
+         CREATE INDEX IF NOT EXISTS llm_calls_cache_key ON llm_calls(cache_key) WHERE cache_key IS NOT NULL;
          PRAGMA user_version = {INDEX_VERSION};"
     ))
+}
+
+/// The cache's columns of rows indexed before they existed, from the records that name
+/// a cache key (only those lines are parsed).
+fn fill_cache_columns(conn: &Connection, dir: &Path) -> rusqlite::Result<()> {
+    let mut rows = Vec::new();
+    let _ = super::read::for_each_record_line(dir, |at, line| {
+        if line.windows(8).any(|w| w == b"\"cache_k") {
+            if let Ok(record) = parse_record(line, &log_dir(dir), at) {
+                rows.push(IndexRow::new(&record, at));
+            }
+        }
+        Ok(())
+    });
+    let tx = conn.unchecked_transaction()?;
+    {
+        let mut stmt = tx.prepare(
+            "UPDATE llm_calls SET client_dialect = ?2, cache_key = ?3, cache_hit = ?4 WHERE number = ?1",
+        )?;
+        for r in &rows {
+            stmt.execute(params![
+                r.number as i64,
+                r.client_dialect,
+                r.cache_key,
+                r.cache_hit.map(|n| n as i64)
+            ])?;
+        }
+    }
+    tx.commit()
+}
+
+/// The cache entries of a run directory's index: every call that answers a cache key,
+/// with where its record lies. `None` when the directory has no index (the caller then
+/// reads the log).
+pub(crate) fn cache_entries(dir: &Path) -> Option<Vec<(String, crate::cache::Entry)>> {
+    let path = dir.join(INDEX_FILE);
+    if !path.exists() {
+        return None;
+    }
+    let conn = open(&path).ok()?;
+    let mut stmt = conn
+        .prepare(
+            "SELECT cache_key, number, time, dialect, client_dialect, stream, segment, line_offset, line_length
+             FROM llm_calls WHERE cache_key IS NOT NULL ORDER BY number",
+        )
+        .ok()?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, Option<String>>(3)?,
+                r.get::<_, Option<String>>(4)?,
+                r.get::<_, bool>(5)?,
+                Location {
+                    segment: r.get(6)?,
+                    offset: r.get::<_, i64>(7)? as u64,
+                    len: r.get(8)?,
+                },
+            ))
+        })
+        .ok()?;
+    let mut out = Vec::new();
+    for row in rows.flatten() {
+        let (key, number, time, dialect, client, stream, at) = row;
+        let parse = |d: Option<String>| d.and_then(|d| d.parse::<switchyard_wire::Dialect>().ok());
+        let Some(dialect) = parse(dialect) else {
+            continue;
+        };
+        let Some(entry) = crate::cache::Entry::new(
+            number as u64,
+            &time,
+            dialect,
+            parse(client).is_none_or(|c| c == dialect),
+            stream,
+            Some(at),
+        ) else {
+            continue;
+        };
+        out.push((key, entry));
+    }
+    Some(out)
 }
 
 /// The dollars spent per gateway client key (`client_key`) by the calls of a run
@@ -132,8 +228,9 @@ fn insert(conn: &Connection, rows: &[IndexRow], courtesy: &Courtesy) -> rusqlite
             "INSERT OR REPLACE INTO llm_calls (number, time, role, reference, backend, model, dialect, stream,
                  status, error_kind, input_tokens, cached_input_tokens, cache_write_tokens,
                  output_tokens, reasoning_tokens, cost_usd, provider_cost_usd, latency_ms,
-                 ttfb_ms, attempts, prompt_digest, segment, line_offset, line_length, client_key)
-             VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25)",
+                 ttfb_ms, attempts, prompt_digest, segment, line_offset, line_length, client_key,
+                 client_dialect, cache_key, cache_hit)
+             VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28)",
         )?;
         for r in rows {
             courtesy.give_way();
@@ -168,6 +265,9 @@ fn insert(conn: &Connection, rows: &[IndexRow], courtesy: &Courtesy) -> rusqlite
                 r.location.offset as i64,
                 r.location.len,
                 r.client_key,
+                r.client_dialect,
+                r.cache_key,
+                r.cache_hit.map(|n| n as i64),
             ])?;
         }
     }
@@ -341,9 +441,13 @@ mod tests {
             // An index without `client_key` (as written before the gateway kept key
             // names), one row.
             let conn = Connection::open(&path).unwrap();
-            let without_key = INDEX_SCHEMA.replace(
-                "line_length         INTEGER NOT NULL,    --   this many bytes (without the newline)\n    client_key          TEXT                 -- the gateway client key's name; NULL elsewhere",
-                "line_length         INTEGER NOT NULL",
+            let columns_end = INDEX_SCHEMA.find("    client_key").unwrap();
+            let without_key = format!(
+                "{}\n);",
+                INDEX_SCHEMA[..columns_end].trim_end().replace(
+                    "INTEGER NOT NULL,    --   this many bytes",
+                    "INTEGER NOT NULL     --   this many bytes"
+                )
             );
             assert!(!without_key.contains("client_key"));
             conn.execute_batch(&without_key).unwrap();

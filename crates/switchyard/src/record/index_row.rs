@@ -33,14 +33,19 @@ pub const INDEX_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS llm_calls (
     segment             INTEGER NOT NULL,    -- the record's line: llm_log/segment-<segment>.jsonl,
     line_offset         INTEGER NOT NULL,    --   from this byte offset,
     line_length         INTEGER NOT NULL,    --   this many bytes (without the newline)
-    client_key          TEXT                 -- the gateway client key's name; NULL elsewhere
+    client_key          TEXT,                -- the gateway client key's name; NULL elsewhere
+    client_dialect      TEXT,                -- the dialect the gateway's client spoke; NULL elsewhere
+    cache_key           TEXT,                -- the cache key this call answers (a success entered in the cache); NULL otherwise
+    cache_hit           INTEGER              -- for a call answered from the cache, the call that answered it
 );
 CREATE INDEX IF NOT EXISTS llm_calls_role ON llm_calls(role);";
 
 /// The index schema's version (`PRAGMA user_version`): 2 is the schema of record format 2
-/// (segment files) with `client_key`. An index that lacks `client_key` gets the column
-/// when opened (empty for old rows).
-pub const INDEX_VERSION: i64 = 2;
+/// (segment files) with `client_key`; 3 adds `client_dialect`, `cache_key` and
+/// `cache_hit` (the response cache's entries, read by the cache as replay reads the
+/// rest). An older index gets the missing columns when opened, the cache's filled from
+/// the log.
+pub const INDEX_VERSION: i64 = 3;
 
 /// One row of `llm_calls`.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,6 +68,9 @@ pub struct IndexRow {
     pub(super) prompt_digest: String,
     pub(super) location: Location,
     pub(super) client_key: Option<String>,
+    pub(super) client_dialect: Option<String>,
+    pub(super) cache_key: Option<String>,
+    pub(super) cache_hit: Option<u64>,
 }
 
 impl IndexRow {
@@ -87,6 +95,9 @@ impl IndexRow {
             prompt_digest: r.prompt_digest.clone(),
             location,
             client_key: r.client_key.clone(),
+            client_dialect: r.client_dialect.map(|d| d.as_str().to_string()),
+            cache_key: crate::cache::entry_key(r).map(str::to_string),
+            cache_hit: r.cache_hit,
         }
     }
 

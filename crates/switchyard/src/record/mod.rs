@@ -22,6 +22,7 @@ pub use digest::{
     embed_digest, likeness as digest_likeness, prompt_digest, prompt_lines, short_diff,
 };
 pub use error_record::{ErrorRecord, ProviderRecord};
+pub(crate) use index::cache_entries;
 pub use index::{rebuild as rebuild_index, run_spend, spend_by_client_key};
 pub use index_row::{IndexRow, INDEX_FILE, INDEX_SCHEMA, INDEX_VERSION};
 pub(crate) use observe::{Handle, Observed, Outcome};
@@ -123,6 +124,10 @@ pub struct CallRecord {
     /// served (cost 0, nothing sent upstream). Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_hit: Option<u64>,
+    /// For a hit answered from another run directory (a library cache of `scope:
+    /// store`), that directory; absent when the call is in the same log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_run: Option<String>,
 }
 
 /// What an embeddings call's record holds beside the fields every call has.

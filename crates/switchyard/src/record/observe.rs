@@ -33,6 +33,12 @@ struct Recording {
     source: Arc<dyn Backend>,
     /// The route the call went through, if any.
     route: Option<String>,
+    /// The cache key the call is entered under when it succeeds.
+    cache_key: Option<String>,
+    /// The recorded call that answered it from the cache.
+    cache_hit: Option<u64>,
+    /// The run directory of that call, when not this run's.
+    cache_run: Option<String>,
 }
 
 /// How a call ended, as the handle saw it.
@@ -90,12 +96,46 @@ impl Observed {
             stream,
             source: h.backend.clone(),
             route: None,
+            cache_key: None,
+            cache_hit: None,
+            cache_run: None,
         });
         Ok(Some(Observed {
             recording,
             reservation,
             price: h.price,
         }))
+    }
+
+    /// A call answered from the cache by recorded call `number`: recorded as a hit, at
+    /// no cost, with no reservation (a hit is never counted against a budget); `None`
+    /// when the handle does not record.
+    pub(crate) fn begin_hit(
+        h: &Handle<'_>,
+        model: &str,
+        stream: bool,
+        number: u64,
+        run: Option<String>,
+    ) -> Option<Observed> {
+        h.recorder?;
+        let handle = Handle {
+            budget: None,
+            price: None,
+            ..*h
+        };
+        let mut observed = Observed::begin(&handle, model, stream).ok()??;
+        if let Some(rec) = &mut observed.recording {
+            rec.cache_hit = Some(number);
+            rec.cache_run = run;
+        }
+        Some(observed)
+    }
+
+    /// Enters the call in the cache under `key` (when it succeeds).
+    pub(crate) fn enter_cache(&mut self, key: Option<String>) {
+        if let Some(rec) = &mut self.recording {
+            rec.cache_key = key;
+        }
     }
 
     /// The call went through `route` and was served by (or last tried on) the member
@@ -135,6 +175,12 @@ impl Observed {
         );
         let Some(mut rec) = self.recording else {
             return Box::pin(async {});
+        };
+        // A hit called no provider.
+        let cost = if rec.cache_hit.is_some() {
+            Some(0.0)
+        } else {
+            cost
         };
         if let Some(r) = replayed {
             rec.reference = r.reference;
@@ -213,8 +259,9 @@ impl Observed {
             embedding: None,
             route: rec.route,
             cut,
-            cache_key: None,
-            cache_hit: None,
+            cache_key: rec.cache_key,
+            cache_hit: rec.cache_hit,
+            cache_run: rec.cache_run,
         };
         let done = rec.recorder.submit_draft(record, raw);
         Box::pin(async move {
@@ -330,6 +377,7 @@ impl Observed {
             cut: false,
             cache_key: None,
             cache_hit: None,
+            cache_run: None,
         };
         let done = rec.recorder.submit_draft(record, raw);
         Box::pin(async move {

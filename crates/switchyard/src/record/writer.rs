@@ -48,6 +48,9 @@ pub struct RecorderOptions {
     /// Whether the writer and index threads yield to calls between two records: for a
     /// program whose calls do not wait for their records (the gateway); off by default.
     pub courtesy: Courtesy,
+    /// The response cache's entries, to which the writer adds each record that answers a
+    /// cache key as it writes it (with where it lies).
+    pub cache: Option<Arc<crate::cache::CacheIndex>>,
 }
 
 type Ack = tokio::sync::oneshot::Sender<std::result::Result<u64, String>>;
@@ -133,11 +136,12 @@ impl Recorder {
         let segments = SegmentWriter::open(&log, options.durability)?;
         let index = IndexWriter::open(dir, options.courtesy.clone())?;
         let courtesy = options.courtesy;
+        let cache = options.cache;
         let (tx, rx) = mpsc::channel::<Job>();
         let failure = Arc::new(Mutex::new(None));
         let thread = std::thread::Builder::new()
             .name("switchyard-recorder".into())
-            .spawn(move || writer_loop(rx, segments, next, index, &courtesy))
+            .spawn(move || writer_loop(rx, segments, next, index, &courtesy, cache))
             .map_err(|e| Error::Config(format!("recording: cannot start the writer: {e}")))?;
         Ok(Arc::new(Recorder {
             dir: dir.to_path_buf(),
@@ -370,6 +374,8 @@ struct Pending {
     row: IndexRow,
     start: usize,
     len: usize,
+    /// The cache entry the record makes, when the recorder feeds a cache.
+    entry: Option<(String, crate::cache::Entry)>,
 }
 
 /// A job whose records are serialised into the batch: its ack, the number of its last
@@ -400,6 +406,7 @@ fn writer_loop(
     mut next: u64,
     index: IndexWriter,
     courtesy: &Courtesy,
+    cache: Option<Arc<crate::cache::CacheIndex>>,
 ) -> Option<String> {
     let mut failure = None;
     let mut buf = Vec::with_capacity(256 * 1024);
@@ -444,6 +451,9 @@ fn writer_loop(
                             row: IndexRow::new(&record, placeholder),
                             start,
                             len,
+                            entry: cache
+                                .as_ref()
+                                .and_then(|_| crate::cache::Entry::of(&record, None)),
                         });
                         state.last = Some(number);
                     }
@@ -468,11 +478,16 @@ fn writer_loop(
                     .into_iter()
                     .map(|p| {
                         let mut row = p.row;
-                        row.set_location(Location {
+                        let at = Location {
                             segment,
                             offset: offset + p.start as u64,
                             len: p.len as u32,
-                        });
+                        };
+                        row.set_location(at);
+                        if let (Some(cache), Some((key, mut entry))) = (&cache, p.entry) {
+                            entry.location = Some(at);
+                            cache.add(key, entry);
+                        }
                         row
                     })
                     .collect();

@@ -160,11 +160,19 @@ impl Routed {
     }
 
     /// [`Llm::complete_detailed`] through the route.
-    pub(crate) async fn complete(&self, handle: &Llm, request: Request) -> CallOutcome<Reply> {
-        let observed = match Observed::begin(&handle.observer(), handle.model(), false) {
+    pub(crate) async fn complete(
+        &self,
+        handle: &Llm,
+        request: Request,
+        cache_key: Option<String>,
+    ) -> CallOutcome<Reply> {
+        let mut observed = match Observed::begin(&handle.observer(), handle.model(), false) {
             Ok(o) => o,
             Err(e) => return not_sent(e),
         };
+        if let Some(o) = &mut observed {
+            o.enter_cache(cache_key);
+        }
         let tried = self
             .run(handle, &request, |i| {
                 self.members[i].plain_complete(request.clone())
@@ -196,11 +204,19 @@ impl Routed {
     }
 
     /// [`Llm::stream_detailed`] through the route.
-    pub(crate) async fn stream(&self, handle: &Llm, request: Request) -> CallOutcome<ReplyStream> {
-        let observed = match Observed::begin(&handle.observer(), handle.model(), true) {
+    pub(crate) async fn stream(
+        &self,
+        handle: &Llm,
+        request: Request,
+        cache_key: Option<String>,
+    ) -> CallOutcome<ReplyStream> {
+        let mut observed = match Observed::begin(&handle.observer(), handle.model(), true) {
             Ok(o) => o,
             Err(e) => return not_sent(e),
         };
+        if let Some(o) = &mut observed {
+            o.enter_cache(cache_key);
+        }
         let tried = self
             .run(handle, &request, |i| {
                 self.members[i].plain_stream(request.clone())
@@ -253,6 +269,11 @@ impl Routed {
             sent_body: tried.sent_body,
             member: label,
         }
+    }
+
+    /// The route's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.router.route().name
     }
 
     /// Points the record at the member that served (or was tried last) and gives the

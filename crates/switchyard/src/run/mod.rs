@@ -160,19 +160,47 @@ impl Run {
                 .unwrap_or(&role.backend);
             info = info.role_of(&role.name, &role.reference, &role.model, backend);
         }
+        let cache = self.cache_over(&dir)?;
         let recorder = Recorder::create(
             &dir,
             &info,
             RecorderOptions {
                 resume,
+                cache: cache.as_ref().map(|c| c.index().clone()),
                 ..RecorderOptions::default()
             },
         )?;
+        if let Some(cache) = &cache {
+            // After the recorder opened the index (and caught it up with the log).
+            cache.load(false);
+        }
         for llm in self.llms.values_mut() {
-            *llm = llm.clone().with_recorder(recorder.clone());
+            let mut with = llm.clone().with_recorder(recorder.clone());
+            if let Some(cache) = &cache {
+                with = with.with_cache(cache.clone());
+            }
+            *llm = with;
         }
         self.recorder = Some(recorder);
         Ok(())
+    }
+}
+
+impl Run {
+    /// The run's response cache over `dir` (`cache:`; `None` when off), its scope `run`
+    /// unless the config says `store`.
+    fn cache_over(&self, dir: &Path) -> Result<Option<Arc<crate::cache::Cache>>> {
+        let Some(value) = resolve::effective_section(&self.config, "cache") else {
+            return Ok(None);
+        };
+        let mut errors = Vec::new();
+        let config = crate::cache::read_cache(&value, &mut errors);
+        if !errors.is_empty() {
+            return Err(Error::Config(errors.join("; ")));
+        }
+        Ok(config
+            .reads()
+            .then(|| crate::cache::Cache::new(config, dir, crate::cache::CacheScope::Run)))
     }
 }
 

@@ -191,6 +191,7 @@ pub(crate) fn prepare(
         .collect();
     problems.extend(role_problems);
     let budget = read_budget(&config, &label, &spans, &mut problems);
+    read_cache_section(&config, &label, &spans, &mut problems);
 
     for name in custom.keys() {
         if !entries.contains_key(name) {
@@ -344,6 +345,40 @@ fn read_budget(
         });
     }
     budget
+}
+
+/// The run's `cache:`, with its overrides: each problem placed at the section, and a
+/// cache that reads refused without `log:` (it answers from the run's call log).
+fn read_cache_section(config: &Config, label: &str, spans: &SpanIndex, problems: &mut Vec<Found>) {
+    let Some(value) = effective_section(config, "cache") else {
+        return;
+    };
+    let mut errors = Vec::new();
+    let cache = crate::cache::read_cache(&value, &mut errors);
+    if cache.reads()
+        && !matches!(
+            effective_section(config, "log"),
+            Some(serde_json::Value::String(_))
+        )
+    {
+        errors.push(
+            "cache: answers from the run's call log, and the run records nowhere: add `log: <dir>` (or the override log=<dir>), or set `cache: off`".to_string(),
+        );
+    }
+    let loc = spans
+        .find(&["cache"])
+        .map(|(l, c)| Location::at(label, l, c))
+        .unwrap_or_else(|| Location::source(label));
+    for message in errors {
+        let (field, message) = match message.split_once(": ") {
+            Some((field, rest)) => (field.to_string(), rest.to_string()),
+            None => ("cache".to_string(), message),
+        };
+        problems.push(Found {
+            role: None,
+            error: ConfigError::new(loc.clone(), ConfigProblem::Invalid { field, message }),
+        });
+    }
 }
 
 /// The model a call made by no role gets (`switchyard ask` without a reference): by the

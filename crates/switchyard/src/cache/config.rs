@@ -1,10 +1,11 @@
-//! The gateway config's `cache:` section: `off | read | read-write`, or
-//! `{mode, ttl, temperature_above_zero}`.
+//! The `cache:` section of a run config or a gateway config: `off | read | read-write`,
+//! or `{mode, ttl, scope, temperature_above_zero}`.
 
 use serde_json::Value;
 use std::time::Duration;
 
-const FIELDS: &str = "mode, ttl, temperature_above_zero";
+const FIELDS: &str = "mode, ttl, scope, temperature_above_zero";
+const SCOPES: &str = "run, store";
 const MODES: &str = "off, read, read-write";
 const TTL: &str =
     "a number of seconds (3600) or a text with a unit (\"90s\", \"10m\", \"1h\", \"7d\")";
@@ -32,6 +33,28 @@ impl CacheMode {
     }
 }
 
+/// Which recorded calls may answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheScope {
+    /// The calls of this run: a library run's own log (a resumed run's earlier calls
+    /// included); for a gateway, the calls made since it started.
+    Run,
+    /// Every call in the store: a library run's log and the logs of the run directories
+    /// beside it (the other folders of `log:`'s parent); for a gateway, its whole data
+    /// directory, across restarts.
+    Store,
+}
+
+impl CacheScope {
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "run" => CacheScope::Run,
+            "store" => CacheScope::Store,
+            _ => return None,
+        })
+    }
+}
+
 /// The `cache:` section.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct CacheConfig {
@@ -43,6 +66,9 @@ pub struct CacheConfig {
     /// Whether requests with `temperature > 0` are cached (by default they are not: such
     /// a caller asks for a fresh sample each time).
     pub temperature_above_zero: bool,
+    /// Which recorded calls may answer (`None`: the default, `run` for a library run,
+    /// `store` for a gateway).
+    pub scope: Option<CacheScope>,
 }
 
 impl CacheConfig {
@@ -81,8 +107,9 @@ fn parse_ttl(v: &Value) -> Option<Duration> {
         .then(|| Duration::from_secs_f64(secs))
 }
 
-/// `cache: MODE` or `cache: {mode, ttl, temperature_above_zero}`; every problem is named.
-pub(crate) fn read_cache(value: &Value, errors: &mut Vec<String>) -> CacheConfig {
+/// `cache: MODE` or `cache: {mode, ttl, scope, temperature_above_zero}`; every problem
+/// is named.
+pub fn read_cache(value: &Value, errors: &mut Vec<String>) -> CacheConfig {
     let mut config = CacheConfig::default();
     let mode = |v: &Value, errors: &mut Vec<String>, field: &str| {
         match v.as_str().and_then(CacheMode::parse) {
@@ -114,6 +141,12 @@ pub(crate) fn read_cache(value: &Value, errors: &mut Vec<String>) -> CacheConfig
                         Some(d) => config.ttl = Some(d),
                         None if v.is_null() => config.ttl = None,
                         None => errors.push(format!("cache.ttl: expected {TTL}, found {v}")),
+                    },
+                    "scope" => match v.as_str().and_then(CacheScope::parse) {
+                        Some(scope) => config.scope = Some(scope),
+                        None => {
+                            errors.push(format!("cache.scope: expected one of {SCOPES}, found {v}"))
+                        }
                     },
                     "temperature_above_zero" => match v.as_bool() {
                         Some(b) => config.temperature_above_zero = b,
@@ -151,6 +184,13 @@ mod tests {
         let (c, e) = read(json!({"mode": "read", "ttl": "1h", "temperature_above_zero": true}));
         assert!(e.is_empty(), "{e:?}");
         assert_eq!(c.mode, CacheMode::Read);
+        assert_eq!(c.scope, None);
+        assert_eq!(
+            read(json!({"scope": "store"})).0.scope,
+            Some(CacheScope::Store)
+        );
+        assert!(read(json!({"scope": "disk"})).1[0]
+            .starts_with("cache.scope: expected one of run, store"));
         assert_eq!(c.ttl, Some(Duration::from_secs(3600)));
         assert!(c.temperature_above_zero);
         assert_eq!(read(json!({"ttl": 0})).0.ttl, Some(Duration::ZERO));
@@ -165,11 +205,8 @@ mod tests {
         assert!(e
             .iter()
             .any(|m| m.starts_with("cache.ttl: expected a number of seconds")));
-        assert!(
-            e.iter()
-                .any(|m| m
-                    == "cache.size: unknown field; accepted: mode, ttl, temperature_above_zero")
-        );
+        assert!(e.iter().any(|m| m
+            == "cache.size: unknown field; accepted: mode, ttl, scope, temperature_above_zero"));
         assert!(read(json!([1])).1[0].starts_with("cache: expected one of off, read, read-write"));
         assert!(read(json!({"ttl": -1})).1[0].starts_with("cache.ttl"));
     }

@@ -31,8 +31,8 @@ pub struct Cache {
 /// What the cache made of a call.
 #[derive(Debug)]
 pub enum Lookup {
-    /// A recorded call answers it.
-    Hit(Hit),
+    /// A recorded call answers it (boxed: a record is large, a miss is not).
+    Hit(Box<Hit>),
     /// None does; the key to enter the call under when it succeeds (`None`: the call is
     /// not to be entered).
     Miss(Option<String>),
@@ -118,7 +118,7 @@ impl Cache {
             .find(&key, dialect, stream, self.config.ttl, SystemTime::now())
             .and_then(|found| self.read(&key, found));
         match hit {
-            Some(hit) => Lookup::Hit(hit),
+            Some(hit) => Lookup::Hit(Box::new(hit)),
             None => Lookup::Miss(self.config.writes().then_some(key)),
         }
     }

@@ -41,7 +41,11 @@ impl Llm {
     }
 
     /// The recorded reply, whole, recorded as a hit.
-    pub(super) async fn cached_complete(&self, request: Request, hit: Hit) -> CallOutcome<Reply> {
+    pub(super) async fn cached_complete(
+        &self,
+        request: Request,
+        hit: Box<Hit>,
+    ) -> CallOutcome<Reply> {
         let number = hit.record.number;
         let result = crate::backend::replay::recorded_reply(self.backend.name(), &hit.record).await;
         let run = hit.other_run.as_ref().map(|d| d.display().to_string());
@@ -59,7 +63,11 @@ impl Llm {
 
     /// The recorded reply, streamed (as it was recorded, when it was), recorded as a hit
     /// when the stream ends.
-    pub(super) fn cached_stream(&self, request: Request, hit: Hit) -> CallOutcome<ReplyStream> {
+    pub(super) fn cached_stream(
+        &self,
+        request: Request,
+        hit: Box<Hit>,
+    ) -> CallOutcome<ReplyStream> {
         let number = hit.record.number;
         let result = crate::backend::replay::recorded_stream(self.backend.name(), &hit.record);
         let run = hit.other_run.as_ref().map(|d| d.display().to_string());

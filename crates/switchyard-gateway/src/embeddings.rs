@@ -13,6 +13,7 @@
 //! stream, no dialect target and no translation of history, and keeping it apart leaves
 //! the chat path as it was.
 
+use crate::cache::serve::EmbedLookup;
 use crate::errors::{ApiError, Category};
 use crate::meter::Meter;
 use crate::raw::RawBody;
@@ -140,6 +141,15 @@ async fn run(
     meter.set_embed_target(&target);
     if let Some(key) = &key {
         crate::call::admit(key)?;
+    }
+    match crate::cache::serve::embedding(state, &reference.to_string(), &request) {
+        Some(EmbedLookup::Hit(record)) => {
+            return Ok(answer_hit(client, &request, &requested, *record, meter))
+        }
+        Some(EmbedLookup::Miss(Some(k))) => meter.set_cache_key(k),
+        _ => {}
+    }
+    if let Some(key) = &key {
         crate::call::enter(key, meter)?;
         if let Some(budget) = &key.budget {
             // An embedding's whole cost is its input: no output to reserve for.
@@ -234,6 +244,45 @@ async fn run(
         out,
         meter,
     ))
+}
+
+/// An embeddings call answered from the cache: the recorded bytes as they came when the
+/// client and the recorded call speak OpenAI's shape, else the recorded vectors in the
+/// client's shape.
+fn answer_hit(
+    client: &Client,
+    request: &EmbedRequest,
+    requested: &str,
+    record: switchyard::record::CallRecord,
+    meter: &mut Meter,
+) -> Response {
+    let shape = record
+        .embedding
+        .as_ref()
+        .map_or(EmbedShape::Openai, |e| e.shape);
+    let raw = record
+        .raw
+        .as_ref()
+        .and_then(|r| r.to_bytes().ok())
+        .unwrap_or_default();
+    meter.cache_hit(record.number);
+    meter.draft().keep(&raw);
+    meter.draft().embedding = record.embedding.clone();
+    let out = if matches!(client, Client::Openai) && shape == EmbedShape::Openai {
+        raw
+    } else {
+        match switchyard::embed::decode_reply("cache", shape, &[], raw, request.input.len()) {
+            Ok(embeddings) => client.encode(&embeddings, request, requested),
+            Err(_) => Bytes::new(),
+        }
+    };
+    meter.outcome(200, None);
+    meter.complete();
+    let mut headers = crate::respond::json_headers();
+    if let Ok(v) = axum::http::HeaderValue::from_str(&format!("hit; call={}", record.number)) {
+        headers.insert("x-switchyard-cache", v);
+    }
+    crate::respond::whole(StatusCode::OK, headers, out, meter)
 }
 
 /// The client's body with the model id the backend knows spliced in.

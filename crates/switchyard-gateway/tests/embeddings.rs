@@ -379,3 +379,52 @@ async fn the_openai_sdk_embeds_through_the_gateway() {
         "{out}"
     );
 }
+
+#[tokio::test]
+async fn embeddings_are_answered_from_the_cache_passed_through_and_translated() {
+    let mock = MockServer::start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = GatewayConfig {
+        retry: switchyard::RetryPolicy::never(),
+        store: Some(tmp.path().to_path_buf()),
+        cache: switchyard_gateway::cache::CacheConfig {
+            mode: switchyard_gateway::cache::CacheMode::ReadWrite,
+            ..Default::default()
+        },
+        ..GatewayConfig::default()
+    };
+    config.store_options.durability = switchyard_gateway::StoreDurability::Answered;
+    let extra = [
+        "backends.up-gemini.apis=[gemini, embeddings]".to_string(),
+        "backends.mock.prices.emb={input: 1, output: 0}".to_string(),
+        "backends.up-gemini.prices.emb={input: 1, output: 0}".to_string(),
+    ];
+    let g = common::gateway_for(&mock.base_url(), config, env(), &extra);
+    let gw = start(g, "127.0.0.1:0".parse().unwrap()).await.unwrap();
+    for (model, upstream) in [("mock/emb", 1), ("up-gemini/emb", 2)] {
+        let ask = json!({"model": model, "input": ["cache me", "x"], "encoding_format": "float"});
+        let (status, first) = post(&gw, None, ask.clone()).await;
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&first));
+        assert_eq!(mock.received(), upstream, "{model}: a miss");
+        let (status, again) = post(&gw, None, ask).await;
+        assert_eq!(status, 200);
+        assert_eq!(again, first, "{model}: the same bytes");
+        assert_eq!(mock.received(), upstream, "{model}: a hit");
+    }
+    // Another encoding is another call.
+    let (_, base64) = post(
+        &gw,
+        None,
+        json!({"model": "mock/emb", "input": ["cache me", "x"], "encoding_format": "base64"}),
+    )
+    .await;
+    assert_eq!(mock.received(), 3);
+    assert!(json_of(&base64)["data"][0]["embedding"].is_string());
+    gw.shutdown().await.unwrap();
+    let records = switchyard::record::read_records(tmp.path()).unwrap();
+    let hits: Vec<_> = records.iter().map(|r| r.cache_hit).collect();
+    assert_eq!(hits, [None, Some(1), None, Some(3), None]);
+    assert_eq!(records[1].cost_usd, Some(0.0));
+    assert!(records[0].cost_usd.is_some_and(|c| c > 0.0));
+    assert!(records[1].embedding.is_some());
+}

@@ -647,10 +647,18 @@ impl Llm {
                 self.backend.name()
             )));
         };
-        let observed = match Observed::begin(&self.observer(), &self.model, false) {
+        let entered = match self.embed_cache_lookup(&request) {
+            Some(crate::cache::Lookup::Hit(hit)) => return self.cached_embed(request, hit).await,
+            Some(crate::cache::Lookup::Miss(key)) => key,
+            None => None,
+        };
+        let mut observed = match Observed::begin(&self.observer(), &self.model, false) {
             Ok(o) => o,
             Err(e) => return not_sent(e),
         };
+        if let Some(o) = &mut observed {
+            o.enter_cache(entered);
+        }
         let call = crate::embed::EmbedCall {
             model: self.model.clone(),
             request,

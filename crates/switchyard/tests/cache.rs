@@ -225,3 +225,31 @@ async fn an_index_from_before_the_cache_columns_is_upgraded_and_its_entries_foun
         .unwrap();
     assert_eq!(version, switchyard::record::INDEX_VERSION);
 }
+
+#[tokio::test]
+async fn embeddings_are_answered_from_the_cache_as_recorded() {
+    use switchyard::wire::embed::{EmbedRequest, EncodingFormat};
+    let mock = MockServer::start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let env = env(&mock);
+    let run = open(tmp.path(), "runs/vectors", "read-write", &env).unwrap();
+    let writer = run.llm("writer").unwrap();
+    let ask = EmbedRequest::texts(["hello", "x"]);
+    let first = writer.embed(ask.clone()).await.unwrap();
+    let again = writer.embed(ask.clone()).await.unwrap();
+    assert_eq!(again.vectors, first.vectors);
+    assert_eq!(again.raw, first.raw);
+    assert_eq!(mock.received(), 1);
+    // Another encoding is another call; a chat call with the same text shares nothing.
+    writer
+        .embed(ask.clone().with_encoding(EncodingFormat::Base64))
+        .await
+        .unwrap();
+    assert_eq!(mock.received(), 2);
+    run.recorder().unwrap().close().unwrap();
+    let records = read_records(&tmp.path().join("runs/vectors")).unwrap();
+    let hits: Vec<_> = records.iter().map(|r| r.cache_hit).collect();
+    assert_eq!(hits, [None, Some(1), None]);
+    assert_eq!(records[1].cost_usd, Some(0.0));
+    assert!(records[1].embedding.is_some() && records[0].cache_key.is_some());
+}

@@ -97,6 +97,41 @@ pub(crate) fn lookup(
     ))
 }
 
+/// What the cache made of an embeddings call.
+pub(crate) enum EmbedLookup {
+    /// The recorded call that answers it.
+    Hit(Box<CallRecord>),
+    /// None; the key to enter it under.
+    Miss(Option<String>),
+}
+
+/// Looks an embeddings call of `name` up (`None`: no cache). Counted in `/metrics` as
+/// a chat call's lookup is.
+pub(crate) fn embedding(
+    state: &Arc<State>,
+    name: &str,
+    request: &switchyard_wire::embed::EmbedRequest,
+) -> Option<EmbedLookup> {
+    let cache = state.store.as_ref()?.cache();
+    if !cache.config().reads() {
+        return None;
+    }
+    Some(match cache.lookup_embedding(name, request) {
+        CacheLookup::Hit(hit) if hit.record.embedding.is_some() && hit.record.raw.is_some() => {
+            state.metrics.cache_lookup(true);
+            EmbedLookup::Hit(Box::new(hit.record))
+        }
+        CacheLookup::Hit(_) => {
+            state.metrics.cache_lookup(false);
+            EmbedLookup::Miss(None)
+        }
+        CacheLookup::Miss(key) => {
+            state.metrics.cache_lookup(false);
+            EmbedLookup::Miss(key)
+        }
+    })
+}
+
 /// The recorded reply as `client` asks it (whole or streamed), encoded as a translated
 /// call encodes an upstream reply: tool names and ids restored to the client's, opaque
 /// state from another dialect sealed.

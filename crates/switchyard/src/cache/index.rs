@@ -14,7 +14,7 @@ use switchyard_wire::Dialect;
 /// and kept its reply (not a hit itself). `None` for every other record.
 pub fn entry_key(record: &CallRecord) -> Option<&str> {
     let key = record.cache_key.as_deref()?;
-    let answers = record.dialect.is_some()
+    let answers = (record.dialect.is_some() || record.embedding.is_some())
         && record.error.is_none()
         && !record.cut
         && (record.raw.is_some() || record.reply.is_some())
@@ -29,8 +29,9 @@ pub struct Entry {
     pub number: u64,
     /// When the call started.
     pub started: SystemTime,
-    /// The dialect of its raw bytes (the upstream's).
-    pub dialect: Dialect,
+    /// The dialect of its raw bytes (the upstream's; `None` for embeddings, whose shape
+    /// their record keeps).
+    pub dialect: Option<Dialect>,
     /// Whether the client was answered those bytes as they came (passed through): only
     /// then may they answer a client in that dialect byte for byte.
     pub passed_through: bool,
@@ -49,7 +50,7 @@ impl Entry {
     pub(crate) fn new(
         number: u64,
         started_at: &str,
-        dialect: Dialect,
+        dialect: Option<Dialect>,
         passed_through: bool,
         stream: bool,
         location: Option<Location>,
@@ -71,8 +72,8 @@ impl Entry {
     /// The entry a record makes, under its key (see [`entry_key`]).
     pub fn of(record: &CallRecord, location: Option<Location>) -> Option<(String, Entry)> {
         let key = entry_key(record)?;
-        let dialect = record.dialect?;
-        let passed_through = record.client_dialect.is_none_or(|c| c == dialect);
+        let dialect = record.dialect;
+        let passed_through = record.client_dialect.is_none_or(|c| Some(c) == dialect);
         let entry = Entry::new(
             record.number,
             &record.timings.started_at,
@@ -138,7 +139,7 @@ impl CacheIndex {
             ttl.is_none_or(|ttl| now.duration_since(e.started).unwrap_or(Duration::ZERO) < ttl)
         };
         let exact = |e: &Entry| {
-            e.stream == stream && dialect.is_none_or(|d| e.passed_through && e.dialect == d)
+            e.stream == stream && dialect.is_none_or(|d| e.passed_through && e.dialect == Some(d))
         };
         let candidates = entries.get(key)?;
         // The newest by start, whichever run directory it came from (ties: the last
@@ -199,7 +200,7 @@ mod tests {
         let entry = |number, secs, dialect, stream| Entry {
             number,
             started: t0 + Duration::from_secs(secs),
-            dialect,
+            dialect: Some(dialect),
             passed_through: true,
             stream,
             location: None,

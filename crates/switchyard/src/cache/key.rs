@@ -41,10 +41,20 @@ pub fn cache_key(name: &str, request: &Request) -> String {
     // A canonical request always serialises; an empty text would only make a key no
     // other request shares less often.
     hasher.update(serde_json::to_vec(request).unwrap_or_default());
-    hasher.finalize()[..16]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::record::lower_hex(&hasher.finalize()[..16])
+}
+
+/// The key of an embeddings call to `name` asking `request`: SHA-256 over
+/// `"switchyard-cache-v1\0embeddings\0"`, the name, `"\0"` and the request (inputs,
+/// `dimensions`, `encoding_format` and `task_type`) as canonical JSON; the first 128 bits
+/// in hex. No chat call shares it.
+pub fn embed_cache_key(name: &str, request: &switchyard_wire::embed::EmbedRequest) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(b"switchyard-cache-v1\0embeddings\0");
+    hasher.update(name.as_bytes());
+    hasher.update(b"\0");
+    hasher.update(serde_json::to_vec(request).unwrap_or_default());
+    crate::record::lower_hex(&hasher.finalize()[..16])
 }
 
 /// Whether a request may be cached: `temperature` unset or 0, unless the config allows

@@ -10,7 +10,7 @@ mod key;
 
 pub use config::{read_cache, CacheConfig, CacheMode, CacheScope};
 pub use index::{entry_key, CacheIndex, Entry, Found};
-pub use key::{cache_key, cacheable};
+pub use key::{cache_key, cacheable, embed_cache_key};
 
 use crate::record::CallRecord;
 use std::path::{Path, PathBuf};
@@ -112,7 +112,24 @@ impl Cache {
         if !self.config.reads() || !cacheable(request, self.config.temperature_above_zero) {
             return Lookup::Miss(None);
         }
-        let key = cache_key(name, request);
+        self.lookup_key(cache_key(name, request), dialect, stream)
+    }
+
+    /// Looks up an embeddings call of `name` asking `request` (never a chat call's
+    /// entry: their keys differ).
+    pub fn lookup_embedding(
+        &self,
+        name: &str,
+        request: &switchyard_wire::embed::EmbedRequest,
+    ) -> Lookup {
+        if !self.config.reads() {
+            return Lookup::Miss(None);
+        }
+        self.lookup_key(embed_cache_key(name, request), None, false)
+    }
+
+    /// Looks up `key` for an asker in `dialect` that streams or not.
+    fn lookup_key(&self, key: String, dialect: Option<Dialect>, stream: bool) -> Lookup {
         let hit = self
             .index
             .find(&key, dialect, stream, self.config.ttl, SystemTime::now())

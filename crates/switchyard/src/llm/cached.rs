@@ -9,6 +9,7 @@ use crate::cache::{Cache, Hit, Lookup};
 use crate::record::{Observed, Outcome};
 use crate::reply_stream::ReplyStream;
 use std::sync::Arc;
+use switchyard_wire::embed::{EmbedRequest, EmbedShape, Embeddings};
 use switchyard_wire::{Reply, Request};
 
 impl Llm {
@@ -79,6 +80,46 @@ impl Llm {
             }))),
             (result, _) => result,
         };
+        answered(result)
+    }
+}
+
+impl Llm {
+    /// The cache's answer to an embeddings call, when the handle has a cache.
+    pub(super) fn embed_cache_lookup(&self, request: &EmbedRequest) -> Option<Lookup> {
+        let cache = self.cache.as_ref()?;
+        Some(cache.lookup_embedding(&self.cache_name(), request))
+    }
+
+    /// The recorded vectors, decoded from the recorded bytes in their recorded shape,
+    /// recorded as a hit.
+    pub(super) async fn cached_embed(
+        &self,
+        request: EmbedRequest,
+        hit: Box<Hit>,
+    ) -> CallOutcome<Embeddings> {
+        let record = &hit.record;
+        let shape = record
+            .embedding
+            .as_ref()
+            .map_or(EmbedShape::Openai, |e| e.shape);
+        let result = record.raw_bytes().and_then(|raw| {
+            crate::embed::decode_reply(self.backend.name(), shape, &[], raw, request.input.len())
+        });
+        let run = hit.other_run.as_ref().map(|d| d.display().to_string());
+        let observed =
+            Observed::begin_hit(&self.observer(), &self.model, false, record.number, run);
+        let call = crate::embed::EmbedCall {
+            model: self.model.clone(),
+            request,
+            role: self.role.clone(),
+            notes: Default::default(),
+        };
+        if let Some(o) = observed {
+            let sent = call.notes.take();
+            o.end_embedding(call, shape, sent, result.as_ref(), &[])
+                .await;
+        }
         answered(result)
     }
 }

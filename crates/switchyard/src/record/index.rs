@@ -127,14 +127,12 @@ pub(crate) fn cache_entries(dir: &Path) -> Option<Vec<(String, crate::cache::Ent
     for row in rows.flatten() {
         let (key, number, time, dialect, client, stream, at) = row;
         let parse = |d: Option<String>| d.and_then(|d| d.parse::<switchyard_wire::Dialect>().ok());
-        let Some(dialect) = parse(dialect) else {
-            continue;
-        };
+        let dialect = parse(dialect);
         let Some(entry) = crate::cache::Entry::new(
             number as u64,
             &time,
             dialect,
-            parse(client).is_none_or(|c| c == dialect),
+            parse(client).is_none_or(|c| Some(c) == dialect),
             stream,
             Some(at),
         ) else {

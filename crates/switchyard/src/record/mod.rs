@@ -18,6 +18,7 @@ mod run_dir;
 mod segment;
 mod writer;
 
+pub(crate) use digest::lower_hex;
 pub use digest::{
     embed_digest, likeness as digest_likeness, prompt_digest, prompt_lines, short_diff,
 };

@@ -314,6 +314,11 @@ impl Observed {
             rec.backend = r.backend;
             rec.model = r.model;
         }
+        let cost = if rec.cache_hit.is_some() {
+            Some(0.0)
+        } else {
+            cost
+        };
         let ended = Instant::now();
         let error = result.err().map(ErrorRecord::new);
         let raw = match result {
@@ -375,9 +380,9 @@ impl Observed {
             // Embeddings do not go through routes (docs/routing.md).
             route: None,
             cut: false,
-            cache_key: None,
-            cache_hit: None,
-            cache_run: None,
+            cache_key: rec.cache_key,
+            cache_hit: rec.cache_hit,
+            cache_run: rec.cache_run,
         };
         let done = rec.recorder.submit_draft(record, raw);
         Box::pin(async move {

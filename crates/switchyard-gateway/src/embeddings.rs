@@ -133,16 +133,40 @@ async fn run(
     meter.set_client_body(&bytes);
     let (requested, request) = client.decode(&bytes)?;
     meter.set_requested(&requested);
-    let reference = state.upstreams.resolve(&requested)?;
+    let router = state.upstreams.router(&requested).cloned();
+    // What the call is cached and limited under: the route's name, or the reference.
+    let (name, targets) = match &router {
+        Some(router) => {
+            let route = router.route();
+            let targets = route
+                .members
+                .iter()
+                .map(|m| {
+                    let reference = state
+                        .upstreams
+                        .registry()
+                        .require_reference(&m.reference)
+                        .map_err(|e| ApiError::new(Category::NotFound, e.to_string()))?;
+                    state.upstreams.embed_target(&reference)
+                })
+                .collect::<Result<Vec<_>, ApiError>>()?;
+            meter.draft().route = Some(route.name.clone());
+            (route.name.clone(), targets)
+        }
+        None => {
+            let reference = state.upstreams.resolve(&requested)?;
+            let target = state.upstreams.embed_target(&reference)?;
+            (reference.to_string(), vec![target])
+        }
+    };
     if let Some(key) = &key {
-        crate::call::check_model(key, &requested, &reference.to_string())?;
+        crate::call::check_model(key, &requested, &name)?;
     }
-    let target = state.upstreams.embed_target(&reference)?;
-    meter.set_embed_target(&target);
+    meter.set_embed_target(&targets[0]);
     if let Some(key) = &key {
         crate::call::admit(key)?;
     }
-    match crate::cache::serve::embedding(state, &reference.to_string(), &request) {
+    match crate::cache::serve::embedding(state, &name, &request) {
         Some(EmbedLookup::Hit(record)) => {
             return Ok(answer_hit(client, &request, &requested, *record, meter))
         }
@@ -152,98 +176,185 @@ async fn run(
     if let Some(key) = &key {
         crate::call::enter(key, meter)?;
         if let Some(budget) = &key.budget {
-            // An embedding's whole cost is its input: no output to reserve for.
-            let bound = target
-                .price
-                .as_ref()
-                .map(|price| crate::budgets::CallBound::new(price, bytes.len(), Some(0), Some(0)));
-            meter.set_reservation(budget.reserve(&key.name, &target.reference, bound)?);
+            // An embedding's whole cost is its input: no output to reserve for. Through
+            // a route, the dearest member's (unknown when any member has no price).
+            let bounds: Option<Vec<_>> = targets
+                .iter()
+                .map(|t| {
+                    t.price
+                        .as_ref()
+                        .map(|p| crate::budgets::CallBound::new(p, bytes.len(), Some(0), Some(0)))
+                })
+                .collect();
+            let dearest = bounds.and_then(|b| b.into_iter().max_by(|x, y| x.usd.total_cmp(&y.usd)));
+            meter.set_reservation(budget.reserve(&key.name, &name, dearest)?);
         }
     }
-    let shape = target.embedder.shape();
-    let passthrough = matches!(client, Client::Openai) && shape == EmbedShape::Openai;
-    let upstream_body = match passthrough {
-        true => passthrough_body(&bytes, &target.model)?,
-        false => target
-            .embedder
-            .encode_body(&request, &target.model)
-            .map_err(|e| ApiError::new(Category::BadRequest, e.to_string()))?,
-    };
-    meter.set_sent_body(Some(upstream_body.clone()));
-    meter.draft().embedding = Some(EmbedRecord {
-        shape,
-        request: request.clone(),
-    });
-    meter.sent();
-    let inputs = request.input.len();
-    let http = target.embedder.http().clone();
-    let url = target.embedder.url().clone();
-    let outcome = target
-        .llm
-        .retrying(|| {
-            let (http, url, body) = (http.clone(), url.clone(), upstream_body.clone());
-            async move {
-                let response = http.send_raw_to(url, &RawRequest::new(body, false)).await?;
-                let headers = response.header_pairs();
-                let raw = response.bytes().await?;
-                let decoded = switchyard::embed::decode_reply(
-                    http.config().name.as_str(),
-                    shape,
-                    &headers,
-                    raw.clone(),
-                    inputs,
-                )?;
-                Ok((raw, decoded))
-            }
-        })
-        .await;
-    meter.answered();
-    meter.draft().attempts = crate::store::attempt_records(&outcome.attempts);
-    let (raw, embeddings) = outcome.result.map_err(|e| {
-        meter.outcome(0, Some(e.kind().as_str().to_string()));
-        let draft = meter.draft();
-        if let Some(d) = e.provider_details() {
-            draft.keep(&d.body);
+    let order = match &router {
+        Some(router) => {
+            crate::route_call::plan(router, state.upstreams.sleeper().as_ref(), meter).await?
         }
-        draft.error = Some(switchyard::record::ErrorRecord::new(&e));
-        ApiError::from_upstream(&e)
-    })?;
-    meter.draft().keep(&raw);
-    let usage = match embeddings.input_tokens {
-        Some(input) => Usage {
-            input,
-            ..Usage::default()
-        },
-        None => {
-            let chars = request.input.size();
-            meter.draft().usage_estimated = Some(format!(
-                "input estimated from the {chars} characters embedded (÷ 4): the provider reported no usage"
-            ));
-            Usage {
-                input: (chars as u64).div_ceil(4),
-                ..Usage::default()
-            }
-        }
+        None => vec![0],
     };
-    meter.usage(usage);
-    let out = if passthrough {
-        // The provider's bytes as they came.
-        raw
-    } else {
-        let billed = Embeddings {
-            input_tokens: Some(usage.input),
-            ..embeddings
+    let mut attempts = Vec::new();
+    let mut last_error = None;
+    for (k, i) in order.iter().copied().enumerate() {
+        let target = &targets[i];
+        meter.set_embed_target(target);
+        let _busy = router.as_ref().map(|r| r.enter(i));
+        let call = Embedding {
+            client,
+            bytes: &bytes,
+            request: &request,
+            requested: &requested,
         };
-        client.encode(&billed, &request, &requested)
-    };
-    meter.outcome(200, None);
-    meter.complete();
-    Ok(crate::respond::whole(
-        StatusCode::OK,
-        crate::respond::json_headers(),
-        out,
-        meter,
-    ))
+        match call
+            .on(target, router.is_some(), &mut attempts, meter)
+            .await
+        {
+            Ok(response) => return Ok(response),
+            Err(e) => {
+                let more = k + 1 < order.len();
+                if more && router.as_ref().is_some_and(|r| r.failed(i, &e)) {
+                    tracing::warn!(
+                        route = %name,
+                        member = %target.reference,
+                        kind = e.kind().as_str(),
+                        "route {name}: {} failed ({}); trying the next member: {e}",
+                        target.reference,
+                        e.kind()
+                    );
+                    last_error = Some(e);
+                    continue;
+                }
+                if !more {
+                    if let Some(r) = &router {
+                        r.failed(i, &e);
+                    }
+                }
+                return Err(failed(meter, e));
+            }
+        }
+    }
+    let e = last_error.unwrap_or_else(|| {
+        switchyard::Error::Unsupported(format!("route `{name}` has no member to try"))
+    });
+    Err(failed(meter, e))
+}
+
+/// An upstream failure noted on the meter and its record, answered.
+fn failed(meter: &mut Meter, e: switchyard::Error) -> ApiError {
+    meter.outcome(0, Some(e.kind().as_str().to_string()));
+    let draft = meter.draft();
+    if let Some(d) = e.provider_details() {
+        draft.keep(&d.body);
+    }
+    draft.error = Some(switchyard::record::ErrorRecord::new(&e));
+    ApiError::from_upstream(&e)
+}
+
+/// One embeddings call, as the client asked it.
+struct Embedding<'a> {
+    client: &'a Client,
+    bytes: &'a Bytes,
+    request: &'a EmbedRequest,
+    requested: &'a str,
+}
+
+impl Embedding<'_> {
+    /// The call made on `target` under its retries, its attempts added to `attempts`
+    /// (named by member when `routed`); the answer, or the error after the retries.
+    async fn on(
+        &self,
+        target: &EmbedTarget,
+        routed: bool,
+        attempts: &mut Vec<switchyard::record::AttemptRecord>,
+        meter: &mut Meter,
+    ) -> Result<Response, switchyard::Error> {
+        let (client, request) = (self.client, self.request);
+        let shape = target.embedder.shape();
+        let passthrough = matches!(client, Client::Openai) && shape == EmbedShape::Openai;
+        let upstream_body = match passthrough {
+            true => passthrough_body(self.bytes, &target.model)
+                .map_err(|e| switchyard::Error::Unsupported(e.message))?,
+            false => target.embedder.encode_body(request, &target.model)?,
+        };
+        meter.set_sent_body(Some(upstream_body.clone()));
+        meter.draft().embedding = Some(EmbedRecord {
+            shape,
+            request: request.clone(),
+        });
+        meter.sent();
+        let inputs = request.input.len();
+        let http = target.embedder.http().clone();
+        let url = target.embedder.url().clone();
+        let outcome = target
+            .llm
+            .retrying(|| {
+                let (http, url, body) = (http.clone(), url.clone(), upstream_body.clone());
+                async move {
+                    let response = http.send_raw_to(url, &RawRequest::new(body, false)).await?;
+                    let headers = response.header_pairs();
+                    let raw = response.bytes().await?;
+                    let decoded = switchyard::embed::decode_reply(
+                        http.config().name.as_str(),
+                        shape,
+                        &headers,
+                        raw.clone(),
+                        inputs,
+                    )?;
+                    Ok((raw, decoded))
+                }
+            })
+            .await;
+        meter.answered();
+        let first = attempts.len() as u32;
+        for mut a in crate::store::attempt_records(&outcome.attempts) {
+            a.number += first;
+            if routed {
+                a.reference = Some(target.reference.clone());
+            }
+            attempts.push(a);
+        }
+        meter.draft().attempts = attempts.clone();
+        let (raw, embeddings) = outcome.result?;
+        meter.draft().keep(&raw);
+        let usage = match embeddings.input_tokens {
+            Some(input) => Usage {
+                input,
+                ..Usage::default()
+            },
+            None => {
+                let chars = request.input.size();
+                meter.draft().usage_estimated = Some(format!(
+                    "input estimated from the {chars} characters embedded (÷ 4): the provider reported no usage"
+                ));
+                Usage {
+                    input: (chars as u64).div_ceil(4),
+                    ..Usage::default()
+                }
+            }
+        };
+        meter.usage(usage);
+        let out = if passthrough {
+            // The provider's bytes as they came.
+            raw
+        } else {
+            let billed = Embeddings {
+                input_tokens: Some(usage.input),
+                ..embeddings
+            };
+            client.encode(&billed, request, self.requested)
+        };
+        meter.outcome(200, None);
+        meter.complete();
+        Ok(crate::respond::whole(
+            StatusCode::OK,
+            crate::respond::json_headers(),
+            out,
+            meter,
+        ))
+    }
 }
 
 /// An embeddings call answered from the cache: the recorded bytes as they came when the

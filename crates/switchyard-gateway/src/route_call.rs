@@ -152,7 +152,7 @@ pub(crate) async fn run(
 
 /// The members to try, after waiting once for a cooling member when every one is
 /// cooling and the first is back within the route's `max_wait`.
-async fn plan(
+pub(crate) async fn plan(
     router: &Router,
     sleeper: &dyn switchyard::Sleeper,
     meter: &mut Meter,

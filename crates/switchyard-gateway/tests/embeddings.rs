@@ -428,3 +428,78 @@ async fn embeddings_are_answered_from_the_cache_passed_through_and_translated() 
     assert!(records[0].cost_usd.is_some_and(|c| c > 0.0));
     assert!(records[1].embedding.is_some());
 }
+
+#[tokio::test]
+async fn a_route_falls_back_over_embedding_members_and_names_each_attempt() {
+    let mock = MockServer::start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let config = GatewayConfig {
+        retry: switchyard::RetryPolicy::never(),
+        store: Some(tmp.path().to_path_buf()),
+        ..GatewayConfig::default()
+    };
+    let extra = [
+        "backends.up-gemini.apis=[gemini, embeddings]".to_string(),
+        "backends.mock.prices.emb={input: 1, output: 0}".to_string(),
+        "backends.up-gemini.prices.emb={input: 2, output: 0}".to_string(),
+        "routes.vectors.try=[mock/fault-503, up-gemini/emb]".to_string(),
+        "routes.strict.try=[mock/fault-503, up-gemini/emb]".to_string(),
+        "routes.strict.on=[quota]".to_string(),
+    ];
+    let g = common::gateway_for(&mock.base_url(), config, env(), &extra);
+    let gw = start(g, "127.0.0.1:0".parse().unwrap()).await.unwrap();
+
+    // The first member's 503 is a listed kind: the call goes on to the Gemini member,
+    // translated, and the client sees an OpenAI reply from it.
+    for _ in 0..2 {
+        let (status, body) = post(
+            &gw,
+            None,
+            json!({"model": "vectors", "input": ["hello", "x"]}),
+        )
+        .await;
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        let v = json_of(&body);
+        assert_eq!(
+            v["data"][0]["embedding"],
+            json!(vector("hello", DEFAULT_DIMENSIONS))
+        );
+    }
+    // A kind the route does not list is answered as the member gave it.
+    let (status, body) = post(&gw, None, json!({"model": "strict", "input": "hello"})).await;
+    assert_eq!(status, 503, "{}", String::from_utf8_lossy(&body));
+
+    let (mut recs, _) = records(tmp.path(), 3).await;
+    recs.sort_by_key(|r| r.number);
+    let (first, second, strict) = (&recs[0], &recs[1], &recs[2]);
+    for r in [first, second] {
+        assert_eq!(r.route.as_deref(), Some("vectors"));
+        assert_eq!(r.reference, "up-gemini/emb");
+        assert!(r.error.is_none());
+        let input = r.usage.expect("usage").input as f64;
+        // At the member's price that served ($2 per million), not the first one's.
+        assert_eq!(r.cost_usd, Some(input * 2.0 / 1e6));
+    }
+    let refs = |r: &switchyard::record::CallRecord| -> Vec<Option<String>> {
+        r.attempts.iter().map(|a| a.reference.clone()).collect()
+    };
+    assert_eq!(
+        refs(first),
+        [
+            Some("mock/fault-503".to_string()),
+            Some("up-gemini/emb".to_string())
+        ]
+    );
+    assert_eq!(first.attempts[0].status, Some(503));
+    assert_eq!(first.attempts[1].number, 2);
+    // The second found the first member cooling (503 without Retry-After: the route's
+    // default cooldown) and went straight to the next.
+    assert_eq!(refs(second), [Some("up-gemini/emb".to_string())]);
+    assert_eq!(strict.route.as_deref(), Some("strict"));
+    assert_eq!(strict.reference, "mock/fault-503");
+    assert_eq!(
+        strict.error.as_ref().map(|e| e.kind.as_str()),
+        Some("Overloaded")
+    );
+    gw.shutdown().await.unwrap();
+}

@@ -28,6 +28,14 @@ pub struct EmbedCall {
     pub notes: CallNotes,
 }
 
+/// What an embeddings call sent, for its record: the call, the shape it went in and
+/// what the embedder noted.
+pub(crate) struct EmbedSent {
+    pub call: EmbedCall,
+    pub shape: EmbedShape,
+    pub sent: crate::backend::Sent,
+}
+
 /// Something that answers embeddings requests.
 #[async_trait]
 pub trait Embedder: Send + Sync {

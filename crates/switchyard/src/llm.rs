@@ -640,18 +640,17 @@ impl Llm {
         &self,
         request: switchyard_wire::embed::EmbedRequest,
     ) -> CallOutcome<switchyard_wire::embed::Embeddings> {
-        let Some(embedder) = self.embedder.clone() else {
-            return not_sent(Error::Unsupported(format!(
-                "`{}` cannot embed: backend `{}` does not list `embeddings` in its `apis`",
-                self.label,
-                self.backend.name()
-            )));
-        };
+        if self.routed.is_none() && self.embedder.is_none() {
+            return not_sent(self.cannot_embed());
+        }
         let entered = match self.embed_cache_lookup(&request) {
             Some(crate::cache::Lookup::Hit(hit)) => return self.cached_embed(request, hit).await,
             Some(crate::cache::Lookup::Miss(key)) => key,
             None => None,
         };
+        if let Some(routed) = &self.routed {
+            return Box::pin(routed.embed(self, request, entered)).await;
+        }
         let mut observed = match Observed::begin(&self.observer(), &self.model, false) {
             Ok(o) => o,
             Err(e) => return not_sent(e),
@@ -659,11 +658,51 @@ impl Llm {
         if let Some(o) = &mut observed {
             o.enter_cache(entered);
         }
+        let (outcome, sent) = self.plain_embed(request).await;
+        if let Some(observed) = observed {
+            observed
+                .end_embedding(
+                    sent.call,
+                    sent.shape,
+                    sent.sent,
+                    outcome.result.as_ref(),
+                    &outcome.attempts,
+                )
+                .await;
+        }
+        outcome
+    }
+
+    fn cannot_embed(&self) -> Error {
+        Error::Unsupported(format!(
+            "`{}` cannot embed: backend `{}` does not list `embeddings` in its `apis`",
+            self.label,
+            self.backend.name()
+        ))
+    }
+
+    /// The embeddings call under the handle's retries, unrecorded, with what it sent
+    /// for the record a caller keeps (a route's members are called so).
+    pub(crate) async fn plain_embed(
+        &self,
+        request: switchyard_wire::embed::EmbedRequest,
+    ) -> (
+        CallOutcome<switchyard_wire::embed::Embeddings>,
+        crate::embed::EmbedSent,
+    ) {
         let call = crate::embed::EmbedCall {
             model: self.model.clone(),
             request,
             role: self.role.clone(),
             notes: Default::default(),
+        };
+        let Some(embedder) = self.embedder.clone() else {
+            let sent = crate::embed::EmbedSent {
+                call,
+                shape: switchyard_wire::embed::EmbedShape::Openai,
+                sent: Default::default(),
+            };
+            return (not_sent(self.cannot_embed()), sent);
         };
         let retry = self.retry_loop();
         let mut outcome = retry
@@ -678,17 +717,6 @@ impl Llm {
             .replayed_embed_shape
             .take()
             .unwrap_or_else(|| embedder.shape());
-        if let Some(observed) = observed {
-            observed
-                .end_embedding(
-                    call,
-                    shape,
-                    sent,
-                    outcome.result.as_ref(),
-                    &outcome.attempts,
-                )
-                .await;
-        }
-        outcome
+        (outcome, crate::embed::EmbedSent { call, shape, sent })
     }
 }

@@ -556,3 +556,46 @@ fn binding_a_cli_to_a_route_goes_through_the_gateway() {
     );
     assert!(switchyard::bind::bind(Agent::Claude, &registry, "smart", &[], &env).is_err());
 }
+
+#[tokio::test]
+async fn embeddings_fall_back_through_a_route_recorded_at_the_serving_members_price() {
+    let mock = MockServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let recorder =
+        Recorder::create(dir.path(), &RunInfo::new(), RecorderOptions::default()).unwrap();
+    let r = registry(
+        &mock,
+        &[
+            "routes.e.try=[a/fault-503, c/emb]",
+            "backends.c.prices.emb={input: 2, output: 0}",
+        ],
+    );
+    let (llm, _) = routed(&r, "e");
+    let llm = llm.with_recorder(recorder.clone());
+    let request = switchyard::wire::embed::EmbedRequest::texts(["a cat", "a dog"]);
+    let outcome = llm.embed_detailed(request.clone()).await;
+    let out = outcome.result.expect("the second member embeds");
+    assert_eq!(outcome.member.as_deref(), Some("c/emb"));
+    assert_eq!(
+        out.vectors[0],
+        switchyard_mock::embeddings::vector(
+            "a cat",
+            switchyard_mock::embeddings::DEFAULT_DIMENSIONS
+        )
+    );
+    recorder.close().unwrap();
+    let records = read_records(dir.path()).unwrap();
+    let rec = &records[0];
+    assert_eq!(rec.route.as_deref(), Some("e"));
+    assert_eq!(rec.reference, "c/emb");
+    assert_eq!(rec.embedding.as_ref().map(|e| &e.request), Some(&request));
+    let refs: Vec<&str> = rec
+        .attempts
+        .iter()
+        .filter_map(|a| a.reference.as_deref())
+        .collect();
+    assert_eq!(refs, ["a/fault-503", "c/emb"]);
+    assert_eq!(rec.attempts[0].status, Some(503));
+    let input = rec.usage.expect("usage").input as f64;
+    assert_eq!(rec.cost_usd, Some(input * 2.0 / 1e6));
+}

@@ -377,8 +377,7 @@ impl Observed {
                 shape,
                 request: call.request,
             }),
-            // Embeddings do not go through routes (docs/routing.md).
-            route: None,
+            route: rec.route,
             cut: false,
             cache_key: rec.cache_key,
             cache_hit: rec.cache_hit,

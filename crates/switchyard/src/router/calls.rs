@@ -17,6 +17,7 @@ use bytes::Bytes;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+use switchyard_wire::embed::{EmbedRequest, Embeddings};
 use switchyard_wire::{Reply, Request};
 
 /// A route's router and its members' handles.
@@ -38,8 +39,9 @@ struct Tried<T> {
 
 impl Routed {
     /// Tries the plan's members in turn with `call` (given the member's index), falling
-    /// back on the route's kinds.
-    async fn run<T, F, Fut>(&self, handle: &Llm, request: &Request, mut call: F) -> Tried<T>
+    /// back on the route's kinds; a member too small for `request` (a model call's, not an
+    /// embedding's) is skipped.
+    async fn run<T, F, Fut>(&self, handle: &Llm, request: Option<&Request>, mut call: F) -> Tried<T>
     where
         F: FnMut(usize) -> Fut,
         Fut: Future<Output = CallOutcome<T>>,
@@ -98,7 +100,7 @@ impl Routed {
             let member = &self.members[i];
             tried.member = Some(i);
             // A prompt too large for this member's window skips it: the next may be larger.
-            if let Err(e) = member.check_context(request) {
+            if let Err(e) = request.map_or(Ok(()), |r| member.check_context(r)) {
                 tried.attempts.push(Attempt {
                     number: tried.attempts.len() as u32 + 1,
                     wait_before: std::mem::take(&mut wait_before),
@@ -174,7 +176,7 @@ impl Routed {
             o.enter_cache(cache_key);
         }
         let tried = self
-            .run(handle, &request, |i| {
+            .run(handle, Some(&request), |i| {
                 self.members[i].plain_complete(request.clone())
             })
             .await;
@@ -218,7 +220,7 @@ impl Routed {
             o.enter_cache(cache_key);
         }
         let tried = self
-            .run(handle, &request, |i| {
+            .run(handle, Some(&request), |i| {
                 self.members[i].plain_stream(request.clone())
             })
             .await;
@@ -269,6 +271,71 @@ impl Routed {
             sent_body: tried.sent_body,
             member: label,
         }
+    }
+
+    /// [`Llm::embed_detailed`] through the route: one record, every member's attempts,
+    /// the cost at the price of the member that served.
+    pub(crate) async fn embed(
+        &self,
+        handle: &Llm,
+        request: EmbedRequest,
+        cache_key: Option<String>,
+    ) -> CallOutcome<Embeddings> {
+        let mut observed = match Observed::begin(&handle.observer(), handle.model(), false) {
+            Ok(o) => o,
+            Err(e) => return not_sent(e),
+        };
+        if let Some(o) = &mut observed {
+            o.enter_cache(cache_key);
+        }
+        // What the member last tried sent, for the record.
+        let last = std::sync::Mutex::new(None);
+        let tried = self
+            .run(handle, None, |i| {
+                let (last, request) = (&last, request.clone());
+                async move {
+                    let (outcome, sent) = self.members[i].plain_embed(request).await;
+                    *last.lock().unwrap_or_else(|p| p.into_inner()) = Some(sent);
+                    outcome
+                }
+            })
+            .await;
+        let member = tried.member.map(|i| &self.members[i]);
+        let outcome = CallOutcome {
+            result: tried.result,
+            attempts: tried.attempts,
+            sent_body: tried.sent_body,
+            member: member.map(|m| m.label().to_string()),
+        };
+        let Some(mut observed) = observed else {
+            return outcome;
+        };
+        if let Some(m) = member {
+            observed.served_by(&m.observer(), m.model(), self.name());
+        }
+        let sent = last
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(|| crate::embed::EmbedSent {
+                call: crate::embed::EmbedCall {
+                    model: handle.model().to_string(),
+                    request,
+                    role: handle.role().map(Arc::from),
+                    notes: Default::default(),
+                },
+                shape: switchyard_wire::embed::EmbedShape::Openai,
+                sent: Sent::default(),
+            });
+        observed
+            .end_embedding(
+                sent.call,
+                sent.shape,
+                sent.sent,
+                outcome.result.as_ref(),
+                &outcome.attempts,
+            )
+            .await;
+        outcome
     }
 
     /// The route's name.

@@ -22,10 +22,7 @@ impl PgStoreConfig {
             Value::Null => return Ok(Self::default()),
             Value::Object(map) => map,
             Value::String(s) if looks_like_url(s) => return Err(literal_url()),
-            other => return Err(format!(
-                "store.postgres: expected a mapping like {{url_env: {DEFAULT_URL_ENV}}}, found {}",
-                kind(other)
-            )),
+            other => return Err(not_a_mapping(other)),
         };
         let mut config = Self::default();
         for (field, value) in map {
@@ -73,6 +70,11 @@ impl Default for PgStoreConfig {
             url_env: DEFAULT_URL_ENV.to_string(),
         }
     }
+}
+
+fn not_a_mapping(found: &Value) -> String {
+    let found = kind(found);
+    format!("store.postgres: expected a mapping like {{url_env: {DEFAULT_URL_ENV}}}, found {found}")
 }
 
 fn literal_url() -> String {

@@ -255,3 +255,26 @@ async fn an_rpm_limit_holds_across_two_replicas() {
             .unwrap()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_starting_together_upgrade_the_schema_once() {
+    let Some((first, url)) = fresh_db("schema_race").await else {
+        return;
+    };
+    let mut replicas = vec![first];
+    for _ in 0..3 {
+        replicas.push(pg::connect(&url).await.unwrap());
+    }
+    let tasks: Vec<_> = replicas
+        .into_iter()
+        .map(|mut c| tokio::spawn(async move { schema::migrate(&mut c).await }))
+        .collect();
+    let mut was = Vec::new();
+    for t in tasks {
+        was.push(t.await.unwrap().unwrap());
+    }
+    // One found the database empty; the others, behind the lock, found it done.
+    was.sort();
+    let v = schema::SCHEMA_VERSION;
+    assert_eq!(was, [0, v, v, v]);
+}

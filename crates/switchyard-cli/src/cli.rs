@@ -69,7 +69,7 @@ impl Command {
                 config: a.config.clone(),
                 env_file: a.env_file.clone(),
             }),
-            Command::Log(_) | Command::Mock(_) => None,
+            Command::Log(_) | Command::Mock(_) | Command::Store(_) => None,
         }
     }
 
@@ -84,6 +84,7 @@ impl Command {
             Command::Bind(_) => "bind",
             Command::Mock(_) => "mock",
             Command::Serve(_) => "serve",
+            Command::Store(_) => "store",
         }
     }
 }
@@ -114,6 +115,12 @@ pub(crate) enum Command {
     /// Read a recorded run: stats, one call, or every call exported.
     #[command(subcommand)]
     Log(LogCommand),
+    /// The gateway's PostgreSQL store (docs/scaling.md): `store migrate` creates or
+    /// upgrades its schema, alone.
+    ///
+    /// Example: `SWITCHYARD_PG_URL=postgres://user:pw@host/db switchyard store migrate`.
+    #[command(subcommand)]
+    Store(StoreCommand),
     /// Run Claude Code or Codex bound to a backend (`--print`: show the command instead).
     ///
     /// Example: `switchyard bind claude deepseek/deepseek-chat -- -p "hello"`,
@@ -258,6 +265,23 @@ pub(crate) struct MockArgs {
     /// for every call).
     #[arg(long)]
     pub lenient: bool,
+}
+
+/// `switchyard store ...`
+#[derive(Debug, Subcommand)]
+pub(crate) enum StoreCommand {
+    /// Create the PostgreSQL store's schema, or upgrade it to this build's version, and
+    /// print the version it was at and is now at.
+    Migrate(StoreMigrateArgs),
+}
+
+/// Arguments of `store migrate`.
+#[derive(Debug, Args)]
+pub(crate) struct StoreMigrateArgs {
+    /// The environment variable holding the database's URL (never the URL itself: it
+    /// carries the password).
+    #[arg(long, default_value = "SWITCHYARD_PG_URL", value_name = "VAR")]
+    pub url_env: String,
 }
 
 /// `switchyard log ...`

@@ -46,6 +46,7 @@ pub mod metrics;
 mod open_files;
 mod passthrough;
 mod path_dialect;
+pub mod pg;
 // Public for the fuzz targets in `fuzz/` only: not part of the crate's API.
 #[doc(hidden)]
 pub mod raw;

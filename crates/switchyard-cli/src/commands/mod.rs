@@ -14,6 +14,7 @@ mod mock;
 mod run_setup;
 mod serve;
 mod serve_log;
+mod store;
 mod table;
 
 use std::path::PathBuf;
@@ -23,7 +24,7 @@ use switchyard::env::file::EnvFile;
 use switchyard::env::{EnvSource, ProcessEnv};
 use switchyard::registry::{Config, LoadOptions};
 
-use crate::cli::{BackendsCommand, Cli, Command, ConfigArgs, LogCommand};
+use crate::cli::{BackendsCommand, Cli, Command, ConfigArgs, LogCommand, StoreCommand};
 
 /// The variables of `--env-file`, loaded once before any command runs.
 static ENV_FILE: OnceLock<EnvFile> = OnceLock::new();
@@ -102,6 +103,7 @@ pub(crate) fn run(cli: Cli) -> Result<(), String> {
         Command::Log(LogCommand::Show(args)) => log::show(&args),
         Command::Log(LogCommand::Export(args)) => log::export(&args),
         Command::Mock(args) => mock::run(&args),
+        Command::Store(StoreCommand::Migrate(args)) => store::migrate(&args),
         Command::Serve(args) => serve::run(config, &args),
     }
 }

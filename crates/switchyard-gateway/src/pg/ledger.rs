@@ -1,0 +1,93 @@
+//! A key's spend and rates shared by replicas, one SQL statement per step, so two
+//! replicas reserving from one budget at once cannot both pass its last dollar: the row
+//! lock of `INSERT … ON CONFLICT DO UPDATE … WHERE` orders them, and the check and the
+//! reservation are one statement.
+//!
+//! Cost per call: one round trip to reserve, one to settle, one per rate checked — each a
+//! single-row upsert on a primary key.
+
+use super::PgError;
+use tokio_postgres::Client;
+
+/// Reserves `amount` of `key`'s budget `limit` for `period` (`"day:2026-12-02"`,
+/// `"total"`…): `Some(committed)` (spent plus reserved, this reservation included) when it
+/// fits, `None` when it would take the key past its budget.
+pub async fn reserve(
+    client: &Client,
+    key: &str,
+    period: &str,
+    amount: f64,
+    limit: f64,
+) -> Result<Option<f64>, PgError> {
+    let row = client
+        .query_opt(
+            "INSERT INTO spend_ledger AS l (key, period, reserved_usd)
+             SELECT $1, $2, $3::float8 WHERE $3::float8 <= $4::float8
+             ON CONFLICT (key, period) DO UPDATE
+                SET reserved_usd = l.reserved_usd + EXCLUDED.reserved_usd
+                WHERE l.spent_usd + l.reserved_usd + EXCLUDED.reserved_usd <= $4::float8
+             RETURNING spent_usd + reserved_usd",
+            &[&key, &period, &amount, &limit],
+        )
+        .await
+        .map_err(|e| PgError::of(&format!("reserving from the budget of key {key}"), e))?;
+    Ok(row.map(|r| r.get(0)))
+}
+
+/// Settles a reservation of `reserved`: the call cost `cost` (at most what was reserved,
+/// by the reservation's rule), and the rest is given back.
+pub async fn settle(
+    client: &Client,
+    key: &str,
+    period: &str,
+    reserved: f64,
+    cost: f64,
+) -> Result<(), PgError> {
+    client
+        .execute(
+            "UPDATE spend_ledger
+             SET reserved_usd = greatest(reserved_usd - $3::float8, 0),
+                 spent_usd = spent_usd + $4::float8
+             WHERE key = $1 AND period = $2",
+            &[&key, &period, &reserved, &cost],
+        )
+        .await
+        .map_err(|e| PgError::of(&format!("settling a call of key {key}"), e))?;
+    Ok(())
+}
+
+/// What `key` has spent and holds reserved in `period`.
+pub async fn balance(client: &Client, key: &str, period: &str) -> Result<(f64, f64), PgError> {
+    let row = client
+        .query_opt(
+            "SELECT spent_usd, reserved_usd FROM spend_ledger WHERE key = $1 AND period = $2",
+            &[&key, &period],
+        )
+        .await
+        .map_err(|e| PgError::of(&format!("reading the spend of key {key}"), e))?;
+    Ok(row.map(|r| (r.get(0), r.get(1))).unwrap_or((0.0, 0.0)))
+}
+
+/// Takes one request from `key`'s window starting at `window_start` (Unix seconds of the
+/// minute, for rpm): `true` when fewer than `limit` were taken before it.
+pub async fn take_request(
+    client: &Client,
+    key: &str,
+    window_start: i64,
+    limit: i64,
+) -> Result<bool, PgError> {
+    if limit < 1 {
+        return Ok(false);
+    }
+    let row = client
+        .query_opt(
+            "INSERT INTO rate_windows AS w (key, window_start, requests) VALUES ($1, $2, 1)
+             ON CONFLICT (key, window_start) DO UPDATE SET requests = w.requests + 1
+                WHERE w.requests < $3
+             RETURNING requests",
+            &[&key, &window_start, &limit],
+        )
+        .await
+        .map_err(|e| PgError::of(&format!("counting a request of key {key}"), e))?;
+    Ok(row.is_some())
+}

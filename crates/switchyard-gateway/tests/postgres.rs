@@ -1,0 +1,280 @@
+//! The PostgreSQL store against a real server: the schema created and upgraded, call
+//! records written once however often a batch is retried, one budget and one rpm limit
+//! held across two replicas' connections.
+//!
+//! The server comes from `scripts/pg start` (which `scripts/test` runs), named by
+//! `SWITCHYARD_TEST_PG_URL`. Without it these tests fail under CI and are skipped, saying
+//! so, elsewhere. Each test works in a database of its own, so they run in parallel.
+
+mod common;
+
+use common::recording::{call, gateway, key, records, ALICE};
+use std::sync::Arc;
+use switchyard_gateway::pg::{self, ledger, records as pg_records, schema};
+use switchyard_mock::MockServer;
+use switchyard_wire::Dialect;
+use tokio_postgres::Client;
+
+/// A fresh database named after the test, or `None` (skipped) outside CI without a server.
+async fn fresh_db(name: &str) -> Option<(Client, String)> {
+    let Ok(admin_url) = std::env::var("SWITCHYARD_TEST_PG_URL") else {
+        let how = "start one with `eval \"$(scripts/pg start)\"` (stop it with `scripts/pg stop`)";
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "SWITCHYARD_TEST_PG_URL is not set under CI: {how}"
+        );
+        eprintln!("skipped: no PostgreSQL for this test; {how}");
+        return None;
+    };
+    let db = format!("sy_{name}");
+    let admin = pg::connect(&admin_url).await.unwrap();
+    // One statement each: a multi-statement string runs as one transaction, which
+    // neither may run in.
+    for sql in [
+        format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"),
+        format!("CREATE DATABASE {db}"),
+    ] {
+        admin.batch_execute(&sql).await.unwrap();
+    }
+    let (base, query) = match admin_url.split_once('?') {
+        Some((b, q)) => (b, format!("?{q}")),
+        None => (admin_url.as_str(), String::new()),
+    };
+    let url = format!("{}/{db}{query}", base.rsplit_once('/').unwrap().0);
+    Some((pg::connect(&url).await.unwrap(), url))
+}
+
+async fn table_exists(c: &Client, table: &str) -> bool {
+    c.query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
+        .await
+        .unwrap()
+        .get(0)
+}
+
+#[tokio::test]
+async fn the_schema_is_created_then_upgraded_from_an_older_version() {
+    let Some((mut fresh, _)) = fresh_db("schema_fresh").await else {
+        return;
+    };
+    assert_eq!(schema::version(&fresh).await.unwrap(), 0);
+    assert_eq!(schema::migrate(&mut fresh).await.unwrap(), 0);
+    assert_eq!(
+        schema::version(&fresh).await.unwrap(),
+        schema::SCHEMA_VERSION
+    );
+    assert!(table_exists(&fresh, "llm_calls").await && table_exists(&fresh, "spend_ledger").await);
+    // Again: nothing to do.
+    assert_eq!(
+        schema::migrate(&mut fresh).await.unwrap(),
+        schema::SCHEMA_VERSION
+    );
+
+    // A database left at version 1 (as an older gateway made it), with a row in it.
+    let Some((mut old, _)) = fresh_db("schema_old").await else {
+        return;
+    };
+    old.batch_execute(&format!(
+        "CREATE TABLE switchyard_schema (one boolean PRIMARY KEY DEFAULT true CHECK (one),
+            version integer NOT NULL);
+         INSERT INTO switchyard_schema (version) VALUES (1);
+         {}
+         INSERT INTO llm_calls (call_id, replica, number, started_at, role, reference, backend,
+            model, stream, latency_ms, attempts, record)
+         VALUES ('r-1', 'r', 1, 't', 'default', 'mock/echo', 'mock', 'echo', false, 1, 1, '{{}}');",
+        schema::MIGRATIONS[0]
+    ))
+    .await
+    .unwrap();
+    assert!(!table_exists(&old, "spend_ledger").await);
+    assert_eq!(schema::migrate(&mut old).await.unwrap(), 1);
+    assert_eq!(schema::version(&old).await.unwrap(), schema::SCHEMA_VERSION);
+    assert!(table_exists(&old, "spend_ledger").await && table_exists(&old, "rate_windows").await);
+    let kept: i64 = old
+        .query_one("SELECT count(*) FROM llm_calls", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(kept, 1, "the upgrade kept the rows");
+
+    // A database newer than this build is refused, not written.
+    old.execute("UPDATE switchyard_schema SET version = 99", &[])
+        .await
+        .unwrap();
+    let e = schema::migrate(&mut old).await.unwrap_err().to_string();
+    assert!(e.contains("version 99, newer than this gateway's"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_call_is_stored_in_full_and_a_retried_batch_writes_nothing_twice() {
+    let Some((mut c, _)) = fresh_db("records").await else {
+        return;
+    };
+    schema::migrate(&mut c).await.unwrap();
+    let mock = MockServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(&mock, dir.path(), vec![key("alice", "ALICE_KEY", None)]).await;
+    const N: usize = 20;
+    for i in 0..N {
+        let (status, _, _) = call(
+            &gw,
+            ALICE,
+            Dialect::Chat,
+            "mock/echo",
+            &format!("call {i}"),
+            i % 2 == 1,
+        )
+        .await;
+        assert_eq!(status, 200);
+    }
+    let (written, _) = records(dir.path(), N).await;
+    assert_eq!(written.len(), N);
+
+    assert_eq!(
+        pg_records::insert_batch(&mut c, "replica-a", &written)
+            .await
+            .unwrap(),
+        N as u64
+    );
+    // The same batch again (its commit's answer lost, say): no row twice.
+    assert_eq!(
+        pg_records::insert_batch(&mut c, "replica-a", &written)
+            .await
+            .unwrap(),
+        0
+    );
+    // Another replica's numbers are its own calls.
+    assert_eq!(
+        pg_records::insert_batch(&mut c, "replica-b", &written[..3])
+            .await
+            .unwrap(),
+        3
+    );
+
+    let row = c
+        .query_one(
+            "SELECT count(*), count(*) FILTER (WHERE client_key = 'alice'),
+                sum(input_tokens)::bigint, count(*) FILTER (WHERE stream)
+             FROM llm_calls WHERE replica = 'replica-a'",
+            &[],
+        )
+        .await
+        .unwrap();
+    let input: i64 = written.iter().map(|r| r.usage.unwrap().input as i64).sum();
+    assert_eq!(row.get::<_, i64>(0), N as i64);
+    assert_eq!(row.get::<_, i64>(1), N as i64);
+    assert_eq!(row.get::<_, i64>(2), input);
+    assert_eq!(row.get::<_, i64>(3), (N / 2) as i64);
+
+    // In full: each record reads back equal to the segment's.
+    let back = pg_records::read_all(&c).await.unwrap();
+    let a: Vec<_> = back[..N]
+        .iter()
+        .map(|r| serde_json::to_value(r).unwrap())
+        .collect();
+    let mut want: Vec<_> = written
+        .iter()
+        .map(|r| serde_json::to_value(r).unwrap())
+        .collect();
+    want.sort_by_key(|v| v["number"].as_u64());
+    assert_eq!(a, want);
+    gw.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_sharing_one_budget_never_spend_past_it() {
+    let Some((mut c, url)) = fresh_db("budget").await else {
+        return;
+    };
+    schema::migrate(&mut c).await.unwrap();
+    let replicas = [Arc::new(c), Arc::new(pg::connect(&url).await.unwrap())];
+    // 1,000 calls, each reserving its most possible cost (0.01) and costing 0.007 of it.
+    const BUDGET: f64 = 1.0;
+    let tasks: Vec<_> = (0..1000)
+        .map(|i| {
+            let client = replicas[i % 2].clone();
+            tokio::spawn(async move {
+                let held = ledger::reserve(&client, "alice", "day:2026-12-02", 0.01, BUDGET)
+                    .await
+                    .unwrap();
+                if held.is_some() {
+                    ledger::settle(&client, "alice", "day:2026-12-02", 0.01, 0.007)
+                        .await
+                        .unwrap();
+                }
+                held.is_some()
+            })
+        })
+        .collect();
+    let mut admitted = 0;
+    for t in tasks {
+        admitted += t.await.unwrap() as usize;
+    }
+    let (spent, reserved) = ledger::balance(&replicas[0], "alice", "day:2026-12-02")
+        .await
+        .unwrap();
+    assert!(
+        spent <= BUDGET + 1e-9,
+        "spent {spent} past the budget {BUDGET}"
+    );
+    assert!(reserved.abs() < 1e-9, "{reserved} left reserved");
+    assert!(
+        (spent - admitted as f64 * 0.007).abs() < 1e-6,
+        "spent {spent} for {admitted} calls"
+    );
+    // At least what fits when every call holds its most: 100.
+    assert!(admitted >= 100, "only {admitted} admitted");
+    assert!(admitted < 1000, "the budget never refused");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_rpm_limit_holds_across_two_replicas() {
+    let Some((mut c, url)) = fresh_db("rpm").await else {
+        return;
+    };
+    schema::migrate(&mut c).await.unwrap();
+    let replicas = [Arc::new(c), Arc::new(pg::connect(&url).await.unwrap())];
+    let tasks: Vec<_> = (0..200)
+        .map(|i| {
+            let client = replicas[i % 2].clone();
+            tokio::spawn(async move {
+                ledger::take_request(&client, "alice", 1_700_000_040, 50)
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut taken = 0;
+    for t in tasks {
+        taken += t.await.unwrap() as usize;
+    }
+    assert_eq!(taken, 50);
+    // The next minute is a window of its own.
+    assert!(
+        ledger::take_request(&replicas[1], "alice", 1_700_000_100, 50)
+            .await
+            .unwrap()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_starting_together_upgrade_the_schema_once() {
+    let Some((first, url)) = fresh_db("schema_race").await else {
+        return;
+    };
+    let mut replicas = vec![first];
+    for _ in 0..3 {
+        replicas.push(pg::connect(&url).await.unwrap());
+    }
+    let tasks: Vec<_> = replicas
+        .into_iter()
+        .map(|mut c| tokio::spawn(async move { schema::migrate(&mut c).await }))
+        .collect();
+    let mut was = Vec::new();
+    for t in tasks {
+        was.push(t.await.unwrap().unwrap());
+    }
+    // One found the database empty; the others, behind the lock, found it done.
+    was.sort();
+    let v = schema::SCHEMA_VERSION;
+    assert_eq!(was, [0, v, v, v]);
+}

@@ -165,54 +165,129 @@ impl KeyBudget {
         let reserved = match bound {
             Some(b) => tracker.reserve_up_to("", b.usd),
             None if self.unknown_cost_allowed => tracker.reserve(""),
-            None => {
-                return Err(ApiError::new(
-                    Category::Quota,
-                    format!(
-                        "model `{model}` has no price, so a call to it cannot be held to key `{key}`'s budget of ${} {}; the call was not made. Give the model a price (`prices:` of its backend), or write `unknown_cost: allow` on the key to let such calls through uncounted.",
-                        trim(self.usd),
-                        period_words(self.period)
-                    ),
-                )
-                .not_retryable())
-            }
+            None => return Err(self.no_price(key, model)),
         };
         reserved.map_err(|_| {
             let spend = tracker.spend();
-            let next = period_end(self.period, now);
-            let mut message = format!(
-                "budget exceeded for key `{key}`: its budget is ${} {}, and ${:.6} is spent",
-                trim(self.usd),
-                period_words(self.period),
-                spend.usd,
-            );
-            if spend.in_flight > 0 {
-                message.push_str(&format!(
-                    " and ${:.6} held by {} calls in flight",
-                    spend.reserved_usd, spend.in_flight
-                ));
-            }
-            if let Some(b) = bound {
-                message.push_str(&format!(
-                    "; this call could cost up to ${:.6} ({} prompt tokens at most, the bytes of its body, and {} output tokens, {}) at the model's prices",
-                    b.usd, b.prompt_tokens, b.output_tokens, b.output_from
-                ));
-            }
-            message.push_str("; the call was not made.");
-            match next {
-                Some(t) => message.push_str(&format!(
-                    " The budget starts again at {}.",
-                    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-                )),
-                None => message.push_str(" Ask the gateway's operator to raise it."),
-            }
-            let mut e = ApiError::new(Category::Quota, message).not_retryable();
-            if let Some(t) = next {
-                let secs = (t - now).num_seconds().max(1) as u64;
-                e = e.with_retry_after(Duration::from_secs(secs));
-            }
-            e
+            let held = (spend.in_flight > 0).then_some((spend.reserved_usd, spend.in_flight));
+            self.exceeded(key, spend.usd, held, bound, now)
         })
+    }
+
+    /// Whether a call whose model has no price may pass, counting nothing.
+    pub fn unknown_cost_allowed(&self) -> bool {
+        self.unknown_cost_allowed
+    }
+
+    /// The ledger's name for the period holding `now`, as replicas sharing a store count
+    /// it: `day:2026-12-02`, `week:2026-11-30` (its Monday), `month:2026-12`, `total`.
+    pub fn period_label(&self, now: DateTime<Utc>) -> String {
+        let start = period_start(self.period, now).map(|t| t.date_naive());
+        match (self.period, start) {
+            (BudgetPeriod::Day, Some(d)) => format!("day:{d}"),
+            (BudgetPeriod::Week, Some(d)) => format!("week:{d}"),
+            (BudgetPeriod::Month, Some(d)) => format!("month:{}", d.format("%Y-%m")),
+            _ => "total".to_string(),
+        }
+    }
+
+    /// The refusal of a call to a model without a price.
+    pub(crate) fn no_price(&self, key: &str, model: &str) -> ApiError {
+        ApiError::new(
+            Category::Quota,
+            format!(
+                "model `{model}` has no price, so a call to it cannot be held to key `{key}`'s budget of ${} {}; the call was not made. Give the model a price (`prices:` of its backend), or write `unknown_cost: allow` on the key to let such calls through uncounted.",
+                trim(self.usd),
+                period_words(self.period)
+            ),
+        )
+        .not_retryable()
+    }
+
+    /// The refusal of a call that would take the key past its budget: what is spent,
+    /// what calls in flight hold (dollars and, when known, how many calls), what this
+    /// one could cost, and when the budget starts again.
+    pub(crate) fn exceeded(
+        &self,
+        key: &str,
+        spent: f64,
+        held: Option<(f64, u64)>,
+        bound: Option<CallBound>,
+        now: DateTime<Utc>,
+    ) -> ApiError {
+        let next = period_end(self.period, now);
+        let mut message = format!(
+            "budget exceeded for key `{key}`: its budget is ${} {}, and ${spent:.6} is spent",
+            trim(self.usd),
+            period_words(self.period),
+        );
+        match held {
+            Some((usd, 0)) if usd > 0.0 => {
+                message.push_str(&format!(" and ${usd:.6} held by calls in flight"))
+            }
+            Some((usd, calls)) if calls > 0 => {
+                message.push_str(&format!(" and ${usd:.6} held by {calls} calls in flight"))
+            }
+            _ => {}
+        }
+        if let Some(b) = bound {
+            message.push_str(&format!(
+                "; this call could cost up to ${:.6} ({} prompt tokens at most, the bytes of its body, and {} output tokens, {}) at the model's prices",
+                b.usd, b.prompt_tokens, b.output_tokens, b.output_from
+            ));
+        }
+        message.push_str("; the call was not made.");
+        match next {
+            Some(t) => message.push_str(&format!(
+                " The budget starts again at {}.",
+                t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            )),
+            None => message.push_str(" Ask the gateway's operator to raise it."),
+        }
+        let mut e = ApiError::new(Category::Quota, message).not_retryable();
+        if let Some(t) = next {
+            let secs = (t - now).num_seconds().max(1) as u64;
+            e = e.with_retry_after(Duration::from_secs(secs));
+        }
+        e
+    }
+}
+
+/// A call's hold on its key's budget, settled with its cost when it ends (given back
+/// whole when dropped unsettled): in this process's tracker, or in the ledger replicas
+/// share (`pg/`).
+pub(crate) enum Held {
+    /// This process's tracker.
+    Local(Reservation),
+    /// The shared ledger.
+    Shared(crate::pg::SharedHold),
+}
+
+impl Held {
+    /// Settles the hold with the call's usage and cost.
+    pub(crate) fn settle(self, usage: Option<&switchyard::Usage>, cost: Option<f64>) {
+        match self {
+            Held::Local(r) => r.settle(usage, cost),
+            Held::Shared(h) => h.settle(cost),
+        }
+    }
+}
+
+/// Reserves the most a call can cost from `key`'s budget: in the shared ledger when the
+/// gateway has a PostgreSQL store, else in this process.
+pub(crate) async fn hold(
+    state: &crate::state::State,
+    key: &crate::keys::Key,
+    budget: &KeyBudget,
+    model: &str,
+    bound: Option<CallBound>,
+) -> Result<Held, ApiError> {
+    match &state.pg {
+        Some(pg) => pg
+            .reserve(&key.name, budget, model, bound)
+            .await
+            .map(Held::Shared),
+        None => budget.reserve(&key.name, model, bound).map(Held::Local),
     }
 }
 

@@ -136,9 +136,7 @@ async fn run(
     // A body carrying envelopes is opened by translation, even to its own dialect.
     let passthrough = target.dialect == dialect && !crate::envelope::may_carry(&bytes);
     meter.set_target(&target, stream && !inbound.count_tokens, passthrough);
-    if let Some(key) = &key {
-        admit(key)?;
-    }
+    admit(state, key.as_deref()).await?;
     if inbound.count_tokens {
         meter.not_recorded();
         return count_tokens::answer(&target, &raw, &bytes, &parts.headers, dialect, meter).await;
@@ -155,7 +153,9 @@ async fn run(
         enter(key, meter)?;
         if let Some(budget) = &key.budget {
             let bound = bound(&target, dialect, &raw, bytes.len());
-            meter.set_reservation(budget.reserve(&key.name, &target.reference, bound)?);
+            meter.set_reservation(
+                crate::budgets::hold(state, key, budget, &target.reference, bound).await?,
+            );
         }
     }
     let call = Prepared {
@@ -198,8 +198,16 @@ pub(crate) fn check_model(
     ))
 }
 
-/// The key's rate limits.
-pub(crate) fn admit(key: &crate::keys::Key) -> Result<(), ApiError> {
+/// Whether the call may go on now: the shared store's state (a replica that cannot
+/// reach its database refuses, or serves only what needs no database), then the key's
+/// rate limits, in this process and, with a shared store, across replicas.
+pub(crate) async fn admit(state: &State, key: Option<&crate::keys::Key>) -> Result<(), ApiError> {
+    if let Some(pg) = &state.pg {
+        pg.check_serving(key)?;
+    }
+    let Some(key) = key else {
+        return Ok(());
+    };
     key.limiter.admit().map_err(|l| {
         ApiError::new(
             Category::RateLimited,
@@ -209,7 +217,11 @@ pub(crate) fn admit(key: &crate::keys::Key) -> Result<(), ApiError> {
             ),
         )
         .with_retry_after(l.retry_after)
-    })
+    })?;
+    if let Some(pg) = &state.pg {
+        pg.admit(key).await?;
+    }
+    Ok(())
 }
 
 /// The key's place among its calls in flight.

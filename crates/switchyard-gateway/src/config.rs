@@ -103,6 +103,9 @@ pub struct GatewayConfig {
     pub timeouts: Timeouts,
     /// How the store records (`store: {durability, max_backlog}`).
     pub store_options: StoreOptions,
+    /// The PostgreSQL store replicas share (`store: {postgres: {url_env, …}}`), beside
+    /// the data directory (each replica's own copy of its records).
+    pub postgres: Option<crate::pg::PgStoreConfig>,
     /// The most upstream targets kept (`limits.max_targets`).
     pub max_targets: usize,
     /// The most metric series (`limits.max_metric_series`): calls past it are counted
@@ -132,6 +135,7 @@ impl Default for GatewayConfig {
             retry: RetryPolicy::default(),
             timeouts: GATEWAY_TIMEOUTS,
             store_options: StoreOptions::default(),
+            postgres: None,
             max_targets: crate::upstream::DEFAULT_MAX_TARGETS,
             max_metric_series: crate::metrics::DEFAULT_MAX_SERIES,
             cache: crate::cache::CacheConfig::default(),

@@ -163,9 +163,7 @@ async fn run(
         crate::call::check_model(key, &requested, &name)?;
     }
     meter.set_embed_target(&targets[0]);
-    if let Some(key) = &key {
-        crate::call::admit(key)?;
-    }
+    crate::call::admit(state, key.as_deref()).await?;
     match crate::cache::serve::embedding(state, &name, &request) {
         Some(EmbedLookup::Hit(record)) => {
             return Ok(answer_hit(client, &request, &requested, *record, meter))
@@ -187,7 +185,7 @@ async fn run(
                 })
                 .collect();
             let dearest = bounds.and_then(|b| b.into_iter().max_by(|x, y| x.usd.total_cmp(&y.usd)));
-            meter.set_reservation(budget.reserve(&key.name, &name, dearest)?);
+            meter.set_reservation(crate::budgets::hold(state, key, budget, &name, dearest).await?);
         }
     }
     let order = match &router {

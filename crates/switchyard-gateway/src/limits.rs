@@ -83,6 +83,16 @@ impl RateLimiter {
         }
     }
 
+    /// The requests per minute allowed, when limited.
+    pub fn rpm(&self) -> Option<u32> {
+        self.rpm
+    }
+
+    /// The tokens per minute allowed, when limited.
+    pub fn tpm(&self) -> Option<u64> {
+        self.tpm
+    }
+
     fn refill(&self, b: &mut Buckets, now: Instant) {
         let minutes = now.saturating_duration_since(b.at).as_secs_f64() / 60.0;
         b.at = now;

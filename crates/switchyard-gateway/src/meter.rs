@@ -16,7 +16,6 @@ use bytes::Bytes;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
-use switchyard::budget::Reservation;
 use switchyard::{Dialect, Usage};
 use tokio::sync::oneshot;
 
@@ -44,7 +43,7 @@ pub(crate) struct Meter {
     started_at: SystemTime,
     reference: String,
     client_body: Option<Bytes>,
-    reservation: Option<Reservation>,
+    reservation: Option<crate::budgets::Held>,
     in_flight: Option<InFlight>,
     seen: SeenSoFar,
     record: bool,
@@ -135,7 +134,7 @@ impl Meter {
     }
 
     /// The key's budget reservation, settled with the call's cost when it ends.
-    pub(crate) fn set_reservation(&mut self, reservation: Reservation) {
+    pub(crate) fn set_reservation(&mut self, reservation: crate::budgets::Held) {
         self.reservation = Some(reservation);
     }
 
@@ -371,6 +370,9 @@ impl Meter {
         }
         if let (Some(key), Some(usage)) = (&self.key, &s.usage) {
             key.limiter.charge_tokens(usage.total());
+            if let Some(pg) = &state.pg {
+                pg.charge_tokens(key, usage.total());
+            }
         }
         if let Some(r) = self.reservation.take() {
             r.settle(s.usage.as_ref(), s.cost_usd);

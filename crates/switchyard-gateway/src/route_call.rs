@@ -58,9 +58,7 @@ pub(crate) async fn run(
         call.stream && !inbound.count_tokens,
         first.dialect == dialect && may_pass,
     );
-    if let Some(key) = &call.key {
-        admit(key)?;
-    }
+    admit(state, call.key.as_deref()).await?;
     if inbound.count_tokens {
         meter.not_recorded();
         return crate::count_tokens::answer(
@@ -89,7 +87,9 @@ pub(crate) async fn run(
                 .map(|t| bound(t, dialect, call.raw, call.bytes.len()))
                 .collect();
             let dearest = bounds.and_then(|b| b.into_iter().max_by(|x, y| x.usd.total_cmp(&y.usd)));
-            meter.set_reservation(budget.reserve(&key.name, &route.name, dearest)?);
+            meter.set_reservation(
+                crate::budgets::hold(state, key, budget, &route.name, dearest).await?,
+            );
         }
     }
     let order = plan(router, upstreams.sleeper().as_ref(), meter).await?;

@@ -62,28 +62,62 @@ impl Gateway {
             max_targets: config.max_targets,
         };
         let state_key_env = env.var(crate::envelope::STATE_KEY_ENV);
-        let upstreams = Upstreams::new(registry, config.models.clone(), env, calling);
+        let upstreams = Upstreams::new(registry, config.models.clone(), env.clone(), calling);
         if let Err(e) = upstreams.check_models() {
             errors.extend(e);
         }
+        // A replica sharing a PostgreSQL store ships its records from its own log.
+        let shipping = config.postgres.as_ref().map(|_| crate::store::Shipping {
+            written: Arc::default(),
+            gate: Arc::default(),
+        });
         let store = match &config.store {
-            Some(dir) => match Store::open_with_cache(dir, config.store_options, config.cache) {
+            Some(dir) => match Store::open_shipping(
+                dir,
+                config.store_options,
+                config.cache,
+                shipping.clone(),
+            ) {
                 Ok(store) => Some(store),
                 Err(e) => {
                     errors.push(e);
                     None
                 }
             },
-            None if config.store_without_path => {
+            None if config.store_without_path || config.postgres.is_some() => {
                 errors.push(
-                    "store: the directory is missing: write {path: DIR, …} in the config, or pass --data-dir DIR".into(),
+                    "store: the directory is missing: write {path: DIR, …} in the config, or pass --data-dir DIR (with a PostgreSQL store too: it is the replica's own copy of its calls, and their buffer while the database is away)".into(),
                 );
                 None
             }
             None => None,
         };
+        let pg = match (&config.postgres, &store, shipping) {
+            (Some(pg), Some(store), Some(shipping)) => {
+                let opened = pg.url(|name| env.var(name)).and_then(|url| {
+                    crate::pg::SharedStore::open(
+                        pg,
+                        url,
+                        store.dir(),
+                        shipping.gate,
+                        shipping.written,
+                    )
+                });
+                match opened {
+                    Ok(shared) => Some(Arc::new(shared)),
+                    Err(e) => {
+                        errors.push(e);
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
         if let Some(store) = &store {
-            resume_budgets(&keys, store, &mut errors);
+            // With a shared store the ledger holds the spend, across replicas.
+            if pg.is_none() {
+                resume_budgets(&keys, store, &mut errors);
+            }
             store.load_cache();
         }
         let state_key = StateKey::load(state_key_env, store.as_ref().map(Store::dir))
@@ -103,6 +137,7 @@ impl Gateway {
                 started: Instant::now(),
                 refusals: crate::refusals::Refusals::new(store.as_ref().map(Store::dir)),
                 store,
+                pg,
                 body_timeout: config.body_timeout,
                 max_json_depth: config.max_json_depth,
                 drain_expired: AtomicBool::new(false),
@@ -208,6 +243,10 @@ impl Gateway {
             if let Ok(Some(Err(e))) = closing.await {
                 tracing::error!("the gateway's store {}: {e}", store.dir().display());
             }
+        }
+        // Then what is in the log reaches the shared store, and the holds are settled.
+        if let Some(pg) = state.pg.clone() {
+            let _ = tokio::task::spawn_blocking(move || pg.close()).await;
         }
         served
     }

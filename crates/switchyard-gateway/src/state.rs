@@ -22,6 +22,9 @@ pub struct State {
     pub started: Instant,
     /// Where every call is recorded (`None`: no data directory).
     pub store: Option<Store>,
+    /// The PostgreSQL store replicas share: records shipped, budgets and rates held
+    /// across them (`None`: this gateway keeps everything to itself).
+    pub pg: Option<std::sync::Arc<crate::pg::SharedStore>>,
     /// The counts and sampled trace of calls refused before any upstream call.
     pub refusals: crate::refusals::Refusals,
     /// How long a request body may take to arrive (`listen.body_timeout_secs`).

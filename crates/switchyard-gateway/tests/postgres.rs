@@ -8,41 +8,13 @@
 
 mod common;
 
+use common::pg::fresh_db;
 use common::recording::{call, gateway, key, records, ALICE};
 use std::sync::Arc;
 use switchyard_gateway::pg::{self, ledger, records as pg_records, schema};
 use switchyard_mock::MockServer;
 use switchyard_wire::Dialect;
 use tokio_postgres::Client;
-
-/// A fresh database named after the test, or `None` (skipped) outside CI without a server.
-async fn fresh_db(name: &str) -> Option<(Client, String)> {
-    let Ok(admin_url) = std::env::var("SWITCHYARD_TEST_PG_URL") else {
-        let how = "start one with `eval \"$(scripts/pg start)\"` (stop it with `scripts/pg stop`)";
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "SWITCHYARD_TEST_PG_URL is not set under CI: {how}"
-        );
-        eprintln!("skipped: no PostgreSQL for this test; {how}");
-        return None;
-    };
-    let db = format!("sy_{name}");
-    let admin = pg::connect(&admin_url).await.unwrap();
-    // One statement each: a multi-statement string runs as one transaction, which
-    // neither may run in.
-    for sql in [
-        format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"),
-        format!("CREATE DATABASE {db}"),
-    ] {
-        admin.batch_execute(&sql).await.unwrap();
-    }
-    let (base, query) = match admin_url.split_once('?') {
-        Some((b, q)) => (b, format!("?{q}")),
-        None => (admin_url.as_str(), String::new()),
-    };
-    let url = format!("{}/{db}{query}", base.rsplit_once('/').unwrap().0);
-    Some((pg::connect(&url).await.unwrap(), url))
-}
 
 async fn table_exists(c: &Client, table: &str) -> bool {
     c.query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
@@ -80,7 +52,7 @@ async fn the_schema_is_created_then_upgraded_from_an_older_version() {
          {}
          INSERT INTO llm_calls (call_id, replica, number, started_at, role, reference, backend,
             model, stream, latency_ms, attempts, record)
-         VALUES ('r-1', 'r', 1, 't', 'default', 'mock/echo', 'mock', 'echo', false, 1, 1, '{{}}');",
+         VALUES ('r-1', 'r', 1, 't', 'default', 'mock/echo', 'mock', 'echo', false, 1, 1, '\\x7b7d');",
         schema::MIGRATIONS[0]
     ))
     .await
@@ -130,24 +102,17 @@ async fn every_call_is_stored_in_full_and_a_retried_batch_writes_nothing_twice()
     assert_eq!(written.len(), N);
 
     assert_eq!(
-        pg_records::insert_batch(&mut c, "replica-a", &written)
+        pg_records::insert_batch(&c, "replica-a", &written)
             .await
             .unwrap(),
         N as u64
     );
     // The same batch again (its commit's answer lost, say): no row twice.
     assert_eq!(
-        pg_records::insert_batch(&mut c, "replica-a", &written)
+        pg_records::insert_batch(&c, "replica-a", &written)
             .await
             .unwrap(),
         0
-    );
-    // Another replica's numbers are its own calls.
-    assert_eq!(
-        pg_records::insert_batch(&mut c, "replica-b", &written[..3])
-            .await
-            .unwrap(),
-        3
     );
 
     let row = c
@@ -167,7 +132,7 @@ async fn every_call_is_stored_in_full_and_a_retried_batch_writes_nothing_twice()
 
     // In full: each record reads back equal to the segment's.
     let back = pg_records::read_all(&c).await.unwrap();
-    let a: Vec<_> = back[..N]
+    let mut a: Vec<_> = back
         .iter()
         .map(|r| serde_json::to_value(r).unwrap())
         .collect();
@@ -176,7 +141,15 @@ async fn every_call_is_stored_in_full_and_a_retried_batch_writes_nothing_twice()
         .map(|r| serde_json::to_value(r).unwrap())
         .collect();
     want.sort_by_key(|v| v["number"].as_u64());
+    a.sort_by_key(|v| v["number"].as_u64());
     assert_eq!(a, want);
+    // Another replica's numbers are its own calls.
+    assert_eq!(
+        pg_records::insert_batch(&c, "replica-b", &written[..3])
+            .await
+            .unwrap(),
+        3
+    );
     gw.shutdown().await.unwrap();
 }
 
@@ -237,7 +210,7 @@ async fn an_rpm_limit_holds_across_two_replicas() {
         .map(|i| {
             let client = replicas[i % 2].clone();
             tokio::spawn(async move {
-                ledger::take_request(&client, "alice", 1_700_000_040, 50)
+                ledger::take_request(&client, "alice", 1_700_000_040, Some(50), None)
                     .await
                     .unwrap()
             })
@@ -250,7 +223,7 @@ async fn an_rpm_limit_holds_across_two_replicas() {
     assert_eq!(taken, 50);
     // The next minute is a window of its own.
     assert!(
-        ledger::take_request(&replicas[1], "alice", 1_700_000_100, 50)
+        ledger::take_request(&replicas[1], "alice", 1_700_000_100, Some(50), None)
             .await
             .unwrap()
     );

@@ -20,10 +20,10 @@ pub const GATEWAY_TIMEOUTS: Timeouts = Timeouts {
     total: None,
 };
 
-const STORE_FIELDS: &str = "path, durability, max_backlog";
+const STORE_FIELDS: &str = "path, durability, max_backlog, postgres";
 const LIMIT_FIELDS: &str = "max_targets, max_metric_series";
 
-/// `store: DIR` or `store: {path, durability, max_backlog}`.
+/// `store: DIR` or `store: {path, durability, max_backlog, postgres}`.
 pub(super) fn read_store(value: &Value, config: &mut GatewayConfig, errors: &mut Vec<String>) {
     match value {
         Value::String(s) => config.store = Some(PathBuf::from(s)),
@@ -46,6 +46,10 @@ pub(super) fn read_store(value: &Value, config: &mut GatewayConfig, errors: &mut
                         _ => errors.push(format!(
                             "store.max_backlog: expected a whole number of calls > 0, found {v}"
                         )),
+                    },
+                    "postgres" => match crate::pg::PgStoreConfig::read(v) {
+                        Ok(pg) => config.postgres = Some(pg),
+                        Err(e) => errors.push(e),
                     },
                     other => errors.push(format!(
                         "store.{other}: unknown field; accepted: {STORE_FIELDS}"

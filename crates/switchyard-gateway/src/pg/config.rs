@@ -7,11 +7,47 @@ use serde_json::Value;
 /// The variable read when `url_env` is not given.
 pub const DEFAULT_URL_ENV: &str = "SWITCHYARD_PG_URL";
 
+/// The connections a replica opens for its calls' budget and rate checks, unless
+/// `pool_size` says otherwise (the shipper of records and the settler hold one more each).
+pub const DEFAULT_POOL_SIZE: usize = 16;
+
+const FIELDS: &str = "url_env, on_store_down, pool_size";
+
 /// The `postgres:` section of `store:`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PgStoreConfig {
     /// The environment variable holding the URL.
     pub url_env: String,
+    /// What a replica does while the database is unreachable.
+    pub on_store_down: OnStoreDown,
+    /// The connections for the calls' checks.
+    pub pool_size: usize,
+}
+
+/// What a replica does while it cannot reach the database (`on_store_down:`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnStoreDown {
+    /// Refuses calls (503, `Retry-After`) until the database is back: nothing is served
+    /// that the shared store has not seen. The default, as peers default.
+    #[default]
+    Refuse,
+    /// Keeps serving calls of keys without a budget or rate limit (those are held in the
+    /// database and cannot be checked without it), their records kept on the local disk
+    /// and shipped when the database is back.
+    Serve,
+}
+
+impl OnStoreDown {
+    /// The config's names.
+    pub const NAMES: &'static str = "refuse, serve";
+
+    /// The config name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnStoreDown::Refuse => "refuse",
+            OnStoreDown::Serve => "serve",
+        }
+    }
 }
 
 impl PgStoreConfig {
@@ -41,9 +77,29 @@ impl PgStoreConfig {
                     ))
                 }
                 ("url", _) => return Err(literal_url()),
+                ("on_store_down", Value::String(s)) if s == "refuse" => {
+                    config.on_store_down = OnStoreDown::Refuse
+                }
+                ("on_store_down", Value::String(s)) if s == "serve" => {
+                    config.on_store_down = OnStoreDown::Serve
+                }
+                ("on_store_down", other) => {
+                    return Err(format!(
+                        "store.postgres.on_store_down: expected one of {}, found {other}",
+                        OnStoreDown::NAMES
+                    ))
+                }
+                ("pool_size", v) => match v.as_u64() {
+                    Some(n) if (1..=1000).contains(&n) => config.pool_size = n as usize,
+                    _ => {
+                        return Err(format!(
+                            "store.postgres.pool_size: expected a whole number of connections from 1 to 1000, found {v}"
+                        ))
+                    }
+                },
                 (other, _) => {
                     return Err(format!(
-                        "store.postgres: unknown field `{other}`; accepted: url_env"
+                        "store.postgres: unknown field `{other}`; accepted: {FIELDS}"
                     ))
                 }
             }
@@ -68,6 +124,8 @@ impl Default for PgStoreConfig {
     fn default() -> Self {
         PgStoreConfig {
             url_env: DEFAULT_URL_ENV.to_string(),
+            on_store_down: OnStoreDown::default(),
+            pool_size: DEFAULT_POOL_SIZE,
         }
     }
 }
@@ -168,7 +226,14 @@ mod tests {
             assert!(!e.contains("secret"), "{e}");
         }
         let e = PgStoreConfig::read(&json!({"pool": 3})).unwrap_err();
-        assert!(e.contains("unknown field `pool`; accepted: url_env"), "{e}");
+        assert!(
+            e.contains("unknown field `pool`; accepted: url_env, on_store_down, pool_size"),
+            "{e}"
+        );
+        let c = PgStoreConfig::read(&json!({"on_store_down": "serve", "pool_size": 4})).unwrap();
+        assert_eq!((c.on_store_down, c.pool_size), (OnStoreDown::Serve, 4));
+        let e = PgStoreConfig::read(&json!({"on_store_down": "wait"})).unwrap_err();
+        assert!(e.contains("expected one of refuse, serve"), "{e}");
         let e = PgStoreConfig::read(&json!({"url_env": "1X"})).unwrap_err();
         assert!(e.contains("environment variable's name"), "{e}");
     }

@@ -69,25 +69,46 @@ pub async fn balance(client: &Client, key: &str, period: &str) -> Result<(f64, f
 }
 
 /// Takes one request from `key`'s window starting at `window_start` (Unix seconds of the
-/// minute, for rpm): `true` when fewer than `limit` were taken before it.
+/// minute): `true` when fewer than `rpm` requests were taken in it and fewer than `tpm`
+/// tokens charged to it (`None`: no such limit).
 pub async fn take_request(
     client: &Client,
     key: &str,
     window_start: i64,
-    limit: i64,
+    rpm: Option<i64>,
+    tpm: Option<i64>,
 ) -> Result<bool, PgError> {
-    if limit < 1 {
+    if rpm.is_some_and(|n| n < 1) || tpm.is_some_and(|n| n < 1) {
         return Ok(false);
     }
+    let (rpm, tpm) = (rpm.unwrap_or(i64::MAX), tpm.unwrap_or(i64::MAX));
     let row = client
         .query_opt(
             "INSERT INTO rate_windows AS w (key, window_start, requests) VALUES ($1, $2, 1)
              ON CONFLICT (key, window_start) DO UPDATE SET requests = w.requests + 1
-                WHERE w.requests < $3
+                WHERE w.requests < $3 AND w.tokens < $4
              RETURNING requests",
-            &[&key, &window_start, &limit],
+            &[&key, &window_start, &rpm, &tpm],
         )
         .await
         .map_err(|e| PgError::of(&format!("counting a request of key {key}"), e))?;
     Ok(row.is_some())
+}
+
+/// Charges `tokens` a call used to `key`'s window starting at `window_start`.
+pub async fn charge_tokens(
+    client: &Client,
+    key: &str,
+    window_start: i64,
+    tokens: i64,
+) -> Result<(), PgError> {
+    client
+        .execute(
+            "INSERT INTO rate_windows AS w (key, window_start, tokens) VALUES ($1, $2, $3)
+             ON CONFLICT (key, window_start) DO UPDATE SET tokens = w.tokens + EXCLUDED.tokens",
+            &[&key, &window_start, &tokens],
+        )
+        .await
+        .map_err(|e| PgError::of(&format!("counting the tokens of key {key}"), e))?;
+    Ok(())
 }

@@ -1,23 +1,36 @@
-//! The PostgreSQL store (issue 18), first slice: what replicas of the gateway will share.
+//! The PostgreSQL store (issue 18): what replicas of the gateway share.
 //!
-//! Not yet wired into the gateway's call path: the embedded store (`store/`, segments plus
-//! SQLite) stays the only one a running gateway writes. What is here, each tested against
-//! a real server (`tests/postgres.rs`, `scripts/pg`):
-//! - [`config`]: `store: {postgres: {url_env: …}}` — the URL only ever from the
-//!   environment (it carries a password), and a URL without its password for messages;
+//! The embedded store (`store/`, segments plus SQLite) keeps running on every replica:
+//! its log is the replica's own copy of its calls and the buffer while the database is
+//! away. On top of it:
+//! - [`config`]: `store: {postgres: {url_env, on_store_down, pool_size}}` — the URL only
+//!   ever from the environment (it carries a password), and a URL without its password
+//!   for messages;
+//! - [`connect`]: connections and the pool, TLS when the URL asks for it;
 //! - [`schema`]: the schema, created and upgraded by the gateway itself under a version
 //!   table, one replica at a time (an advisory lock);
-//! - [`records`]: call records in full (`jsonb`) beside the queryable `llm_calls` columns,
-//!   inserted in batches, idempotent by call id so a retried batch never writes twice;
-//! - [`ledger`]: a key's spend per period, reserved and settled by single statements so
-//!   replicas sharing one budget never overshoot it together.
+//! - [`records`]: call records in full (the log's lines, byte for byte) beside the
+//!   queryable `llm_calls` columns, in batches, idempotent by call id;
+//! - [`shipper`]: the records from the replica's log to the database, off every reply's
+//!   path, going on after an outage from where the database's copy stops;
+//! - [`gate`]: `durability: answered` waiting for the database's commit;
+//! - [`ledger`]: a key's spend per period and its rate windows, by single statements so
+//!   replicas sharing one budget never overshoot it together;
+//! - [`shared`]: the replica's side of it all, as the call path uses it.
 
 pub mod config;
+pub mod connect;
+pub mod gate;
 pub mod ledger;
 pub mod records;
 pub mod schema;
+pub mod shared;
+mod shipper;
 
-pub use config::{redact_url, PgStoreConfig};
+pub use config::{redact_url, OnStoreDown, PgStoreConfig};
+pub use connect::connect;
+pub use gate::Gate;
+pub use shared::{Health, SharedHold, SharedStore};
 
 use std::fmt;
 
@@ -45,31 +58,4 @@ impl PgError {
         };
         PgError(format!("PostgreSQL store: {doing}: {reason}"))
     }
-}
-
-/// Connects to `url` without TLS, the connection driven by a task of its own on the
-/// current tokio runtime. `sslmode=require` is refused for now, not silently ignored.
-pub async fn connect(url: &str) -> Result<tokio_postgres::Client, PgError> {
-    let shown = redact_url(url);
-    let config: tokio_postgres::Config = url.parse().map_err(|e| {
-        PgError(format!(
-            "PostgreSQL store: the URL {shown} does not parse: {e}"
-        ))
-    })?;
-    if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
-        return Err(PgError(format!(
-            "PostgreSQL store: {shown} asks for sslmode=require, and TLS is not built yet; \
-             accepted: sslmode=disable or prefer (plain TCP), e.g. to a server on loopback"
-        )));
-    }
-    let (client, connection) = config
-        .connect(tokio_postgres::NoTls)
-        .await
-        .map_err(|e| PgError::of(&format!("connecting to {shown}"), e))?;
-    tokio::spawn(async move {
-        if let Err(e) = connection.await {
-            tracing::warn!(error = %e, "PostgreSQL store: connection closed");
-        }
-    });
-    Ok(client)
 }

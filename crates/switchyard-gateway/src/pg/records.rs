@@ -1,5 +1,5 @@
-//! Call records into `llm_calls`: the whole [`CallRecord`] as `jsonb` beside its
-//! queryable columns, a batch per transaction, idempotent by call id.
+//! Call records into `llm_calls`: each record's line as the segment files hold it (byte
+//! for byte) beside its queryable columns, a batch per statement, idempotent by call id.
 
 use super::PgError;
 use switchyard::record::CallRecord;
@@ -11,84 +11,200 @@ pub fn call_id(replica: &str, number: u64) -> String {
     format!("{replica}-{number}")
 }
 
-/// Inserts `records` (of the replica `replica`) in one transaction; a record whose call id
-/// is already there is skipped, so a batch retried after an unknown outcome (a dropped
-/// connection at commit) writes nothing twice. How many rows were new comes back.
+/// The columns of a batch, one vector per column (sent as arrays and unnested: one
+/// statement and one round trip for the whole batch).
+#[derive(Default)]
+struct Columns {
+    call_id: Vec<String>,
+    number: Vec<i64>,
+    started_at: Vec<String>,
+    role: Vec<String>,
+    reference: Vec<String>,
+    route: Vec<Option<String>>,
+    backend: Vec<String>,
+    model: Vec<String>,
+    dialect: Vec<Option<&'static str>>,
+    client_dialect: Vec<Option<&'static str>>,
+    client_key: Vec<Option<String>>,
+    stream: Vec<bool>,
+    input_tokens: Vec<Option<i64>>,
+    output_tokens: Vec<Option<i64>>,
+    cost_usd: Vec<Option<f64>>,
+    error_kind: Vec<Option<String>>,
+    cut: Vec<bool>,
+    latency_ms: Vec<f64>,
+    ttfb_ms: Vec<Option<f64>>,
+    attempts: Vec<i32>,
+    cache_key: Vec<Option<String>>,
+    cache_hit: Vec<Option<i64>>,
+    record: Vec<Vec<u8>>,
+}
+
+fn big(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+impl Columns {
+    fn push(&mut self, replica: &str, r: &CallRecord, line: Vec<u8>) {
+        self.call_id.push(call_id(replica, r.number));
+        self.number.push(big(r.number));
+        self.started_at.push(r.timings.started_at.clone());
+        self.role.push(r.role_name().to_string());
+        self.reference.push(r.reference.clone());
+        self.route.push(r.route.clone());
+        self.backend.push(r.backend.clone());
+        self.model.push(r.model.clone());
+        self.dialect.push(r.dialect.map(|d| d.as_str()));
+        self.client_dialect
+            .push(r.client_dialect.map(|d| d.as_str()));
+        self.client_key.push(r.client_key.clone());
+        self.stream.push(r.stream);
+        self.input_tokens.push(r.usage.map(|u| big(u.input)));
+        self.output_tokens.push(r.usage.map(|u| big(u.output)));
+        self.cost_usd.push(r.cost_usd);
+        self.error_kind
+            .push(r.error.as_ref().map(|e| e.kind.clone()));
+        self.cut.push(r.cut);
+        self.latency_ms.push(r.timings.duration_ms);
+        self.ttfb_ms.push(r.timings.first_byte_ms);
+        self.attempts
+            .push(i32::try_from(r.attempts.len()).unwrap_or(i32::MAX));
+        self.cache_key.push(r.cache_key.clone());
+        self.cache_hit.push(r.cache_hit.map(big));
+        self.record.push(line);
+    }
+}
+
+/// Inserts the record lines `lines` (of the replica `replica`, each with its number) in
+/// one statement; a record whose call id is already there is skipped, so a batch retried
+/// after an unknown outcome (a connection dropped at commit) writes nothing twice. How
+/// many rows were new comes back. A line that is not a call record is named and left
+/// out (it stays in the replica's own log).
+pub async fn insert_lines(
+    client: &Client,
+    replica: &str,
+    lines: Vec<(u64, Vec<u8>)>,
+) -> Result<u64, PgError> {
+    let mut c = Columns::default();
+    for (number, line) in lines {
+        match serde_json::from_slice::<CallRecord>(&line) {
+            Ok(r) => c.push(replica, &r, line),
+            Err(e) => tracing::error!(
+                number,
+                "PostgreSQL store: record {number} of this replica's log does not read ({e}); it is not shipped"
+            ),
+        }
+    }
+    if c.call_id.is_empty() {
+        return Ok(0);
+    }
+    client
+        .execute(
+            "INSERT INTO llm_calls (call_id, replica, number, started_at, role, reference,
+                route, backend, model, dialect, client_dialect, client_key, stream,
+                input_tokens, output_tokens, cost_usd, error_kind, cut, latency_ms, ttfb_ms,
+                attempts, cache_key, cache_hit, record)
+             SELECT u.call_id, $1, u.number, u.started_at, u.role, u.reference, u.route,
+                u.backend, u.model, u.dialect, u.client_dialect, u.client_key, u.stream,
+                u.input_tokens, u.output_tokens, u.cost_usd, u.error_kind, u.cut,
+                u.latency_ms, u.ttfb_ms, u.attempts, u.cache_key, u.cache_hit, u.record
+             FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[],
+                $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
+                $13::boolean[], $14::bigint[], $15::bigint[], $16::float8[], $17::text[],
+                $18::boolean[], $19::float8[], $20::float8[], $21::integer[], $22::text[],
+                $23::bigint[], $24::bytea[])
+                AS u(call_id, number, started_at, role, reference, route, backend, model,
+                dialect, client_dialect, client_key, stream, input_tokens, output_tokens,
+                cost_usd, error_kind, cut, latency_ms, ttfb_ms, attempts, cache_key,
+                cache_hit, record)
+             ON CONFLICT (call_id) DO NOTHING",
+            &[
+                &replica,
+                &c.call_id,
+                &c.number,
+                &c.started_at,
+                &c.role,
+                &c.reference,
+                &c.route,
+                &c.backend,
+                &c.model,
+                &c.dialect,
+                &c.client_dialect,
+                &c.client_key,
+                &c.stream,
+                &c.input_tokens,
+                &c.output_tokens,
+                &c.cost_usd,
+                &c.error_kind,
+                &c.cut,
+                &c.latency_ms,
+                &c.ttfb_ms,
+                &c.attempts,
+                &c.cache_key,
+                &c.cache_hit,
+                &c.record,
+            ],
+        )
+        .await
+        .map_err(|e| PgError::of("writing a batch of call records", e))
+}
+
+/// Inserts `records` (serialised as the segment files would hold them): for callers
+/// that have records rather than lines (tests, imports).
 pub async fn insert_batch(
-    client: &mut Client,
+    client: &Client,
     replica: &str,
     records: &[CallRecord],
 ) -> Result<u64, PgError> {
-    let doing = "writing a batch of call records";
-    let tx = client
-        .transaction()
-        .await
-        .map_err(|e| PgError::of(doing, e))?;
-    let insert = tx
-        .prepare(
-            "INSERT INTO llm_calls (call_id, replica, number, started_at, role, reference,
-                backend, model, dialect, client_dialect, client_key, stream, input_tokens,
-                output_tokens, cost_usd, error_kind, latency_ms, ttfb_ms, attempts, record)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-                $17, $18, $19, $20)
-             ON CONFLICT (call_id) DO NOTHING",
-        )
-        .await
-        .map_err(|e| PgError::of(doing, e))?;
-    let mut new = 0;
-    for r in records {
-        let json = serde_json::to_value(r)
-            .map_err(|e| PgError(format!("PostgreSQL store: record {}: {e}", r.number)))?;
-        let number = i64::try_from(r.number).unwrap_or(i64::MAX);
-        let tokens = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-        let input = r.usage.map(|u| tokens(u.input));
-        let output = r.usage.map(|u| tokens(u.output));
-        let attempts = i32::try_from(r.attempts.len()).unwrap_or(i32::MAX);
-        new += tx
-            .execute(
-                &insert,
-                &[
-                    &call_id(replica, r.number),
-                    &replica,
-                    &number,
-                    &r.timings.started_at,
-                    &r.role_name(),
-                    &r.reference,
-                    &r.backend,
-                    &r.model,
-                    &r.dialect.map(|d| d.as_str()),
-                    &r.client_dialect.map(|d| d.as_str()),
-                    &r.client_key,
-                    &r.stream,
-                    &input,
-                    &output,
-                    &r.cost_usd,
-                    &r.error.as_ref().map(|e| e.kind.as_str()),
-                    &r.timings.duration_ms,
-                    &r.timings.first_byte_ms,
-                    &attempts,
-                    &json,
-                ],
-            )
-            .await
-            .map_err(|e| PgError::of(doing, e))?;
-    }
-    tx.commit().await.map_err(|e| PgError::of(doing, e))?;
-    Ok(new)
+    let lines = records
+        .iter()
+        .map(|r| {
+            serde_json::to_vec(r)
+                .map(|line| (r.number, line))
+                .map_err(|e| PgError(format!("PostgreSQL store: record {}: {e}", r.number)))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    insert_lines(client, replica, lines).await
 }
 
-/// Every record of the database, oldest first by replica and number (what `log stats`
-/// over the store will read).
+/// The highest record number of `replica` in the database (0: none yet): where its
+/// shipping goes on from.
+pub async fn last_number(client: &Client, replica: &str) -> Result<u64, PgError> {
+    let row = client
+        .query_one(
+            "SELECT coalesce(max(number), 0) FROM llm_calls WHERE replica = $1",
+            &[&replica],
+        )
+        .await
+        .map_err(|e| PgError::of("reading where this replica's records stop", e))?;
+    Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
+}
+
+/// The records of the database, oldest first by time, then replica and number; `since`
+/// (a record timestamp) keeps those that started then or later.
 pub async fn read_all(client: &Client) -> Result<Vec<CallRecord>, PgError> {
+    read_since(client, None).await
+}
+
+/// [`read_all`] from `since` on.
+pub async fn read_since(client: &Client, since: Option<&str>) -> Result<Vec<CallRecord>, PgError> {
     let rows = client
-        .query("SELECT record FROM llm_calls ORDER BY replica, number", &[])
+        .query(
+            "SELECT replica, number, record FROM llm_calls
+             WHERE $1::text IS NULL OR started_at >= $1
+             ORDER BY started_at, replica, number",
+            &[&since],
+        )
         .await
         .map_err(|e| PgError::of("reading call records", e))?;
     rows.iter()
         .map(|row| {
-            serde_json::from_value(row.get(0)).map_err(|e| {
+            let bytes: &[u8] = row.get(2);
+            serde_json::from_slice(bytes).map_err(|e| {
+                let (replica, number): (&str, i64) = (row.get(0), row.get(1));
                 PgError(format!(
-                    "PostgreSQL store: a stored record does not read: {e}"
+                    "PostgreSQL store: the record of {} does not read: {e}",
+                    call_id(replica, number as u64)
                 ))
             })
         })

@@ -15,9 +15,11 @@ const MIGRATION_LOCK: i64 = 0x5357_4954_4348; // "SWITCH"
 
 /// Step `n` (1-based) takes a database at version `n - 1` to version `n`.
 pub const MIGRATIONS: &[&str] = &[
-    // 1: every call in full (`record`, the CallRecord as the segment files hold it) beside
-    // the columns `log stats` and operators query. `call_id` is unique across replicas
-    // (the replica's id and its record number), so a retried batch inserts nothing twice.
+    // 1: every call in full (`record`: the record's line as the segment files hold it,
+    // byte for byte — `bytea`, since `jsonb` refuses a NUL in a string and would reorder
+    // keys) beside the columns `log stats` and operators query. `call_id` is unique
+    // across replicas (the replica's id and its record number), so a retried batch
+    // inserts nothing twice.
     "CREATE TABLE llm_calls (
         call_id text PRIMARY KEY,
         replica text NOT NULL,
@@ -25,6 +27,7 @@ pub const MIGRATIONS: &[&str] = &[
         started_at text NOT NULL,
         role text NOT NULL,
         reference text NOT NULL,
+        route text,
         backend text NOT NULL,
         model text NOT NULL,
         dialect text,
@@ -35,13 +38,18 @@ pub const MIGRATIONS: &[&str] = &[
         output_tokens bigint,
         cost_usd double precision,
         error_kind text,
+        cut boolean NOT NULL DEFAULT false,
         latency_ms double precision NOT NULL,
         ttfb_ms double precision,
         attempts integer NOT NULL,
-        record jsonb NOT NULL
+        cache_key text,
+        cache_hit bigint,
+        record bytea NOT NULL
     );
-    CREATE INDEX llm_calls_client_key ON llm_calls (client_key);
-    CREATE INDEX llm_calls_reference ON llm_calls (reference);",
+    CREATE INDEX llm_calls_replica_number ON llm_calls (replica, number);
+    CREATE INDEX llm_calls_client_key ON llm_calls (client_key, started_at);
+    CREATE INDEX llm_calls_reference ON llm_calls (reference);
+    CREATE INDEX llm_calls_cache_key ON llm_calls (cache_key) WHERE cache_key IS NOT NULL;",
     // 2: what replicas share to hold budgets and rates together: a key's spend per
     // budget period (settled and reserved), and its calls and tokens per rate window.
     "CREATE TABLE spend_ledger (

@@ -41,6 +41,21 @@ pub(crate) async fn healthz(S(state): S<Arc<State>>) -> Response {
             "error": h.error,
         });
     }
+    if let Some(pg) = &state.pg {
+        let h = pg.health();
+        body["postgres"] = serde_json::json!({
+            "url": pg.shown_url(),
+            "replica": pg.replica(),
+            "reachable": !h.is_down(),
+            "shipped": h.shipped.load(std::sync::atomic::Ordering::Relaxed),
+            "last_shipped": h.last_shipped.load(std::sync::atomic::Ordering::Relaxed),
+            "unsettled": h.unsettled.load(std::sync::atomic::Ordering::Relaxed),
+            "error": h.error(),
+        });
+        if h.is_down() && body["status"] == "ok" {
+            body["status"] = "degraded".into();
+        }
+    }
     let code = if status == "failing" {
         StatusCode::SERVICE_UNAVAILABLE
     } else {

@@ -123,6 +123,15 @@ impl Default for StoreOptions {
     }
 }
 
+/// Where a replica's written batches are announced, and its acks held until shipped.
+#[derive(Clone)]
+pub struct Shipping {
+    /// Notified after each batch is written.
+    pub written: Arc<tokio::sync::Notify>,
+    /// Holds the acks of waiting calls until the shipper commits their records.
+    pub gate: Arc<crate::pg::Gate>,
+}
+
 /// What a call kept for its record while it ran.
 #[derive(Debug, Default)]
 pub struct Draft {
@@ -267,6 +276,19 @@ impl Store {
         options: StoreOptions,
         cache: crate::cache::CacheConfig,
     ) -> Result<Store, String> {
+        Store::open_shipping(dir, options, cache, None)
+    }
+
+    /// [`Store::open_with_cache`] for a replica that ships its records to a shared
+    /// store: each written batch is announced on `shipping`'s notify, and in the
+    /// `answered` and `synced` modes its calls' acks wait at the gate for the shipper's
+    /// commit.
+    pub fn open_shipping(
+        dir: &Path,
+        options: StoreOptions,
+        cache: crate::cache::CacheConfig,
+        shipping: Option<Shipping>,
+    ) -> Result<Store, String> {
         std::fs::create_dir_all(dir).map_err(|e| {
             format!(
                 "cannot create the gateway's data directory {}: {e}",
@@ -302,6 +324,7 @@ impl Store {
                 outcome: outcome.clone(),
                 linger: options.durability == StoreDurability::Fast,
                 behind: behind(options.max_backlog),
+                shipping,
             };
             std::thread::Builder::new()
                 .name("switchyard-gateway-store".into())
@@ -541,6 +564,8 @@ struct Pace {
     /// start waiting for their records (yielding to calls that wait for them only slows
     /// both).
     behind: usize,
+    /// A replica shipping its records to a shared store.
+    shipping: Option<Shipping>,
 }
 
 impl Pace {
@@ -560,8 +585,16 @@ impl Pace {
                 .lost
                 .fetch_add(batch.calls as u64, Ordering::Relaxed);
         }
-        for ack in batch.acks {
-            let _ = ack.send(ok);
+        match (&self.shipping, written) {
+            (Some(shipping), Some(last)) => {
+                shipping.written.notify_one();
+                shipping.gate.hold(last, batch.acks);
+            }
+            _ => {
+                for ack in batch.acks {
+                    let _ = ack.send(ok);
+                }
+            }
         }
     }
 
@@ -680,6 +713,7 @@ mod tests {
                 outcome: Arc::default(),
                 linger: true,
                 behind: super::behind(max_backlog),
+                shipping: None,
             };
             assert_eq!(pace.behind, behind, "max_backlog {max_backlog}");
             let at = |n: usize| {

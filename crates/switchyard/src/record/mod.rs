@@ -29,8 +29,8 @@ pub use index_row::{IndexRow, INDEX_FILE, INDEX_SCHEMA, INDEX_VERSION};
 pub(crate) use observe::{Handle, Observed, Outcome};
 pub use raw::RawBytes;
 pub use read::{
-    for_each_record_line, log_dir, read_record, read_record_at, read_records, record_location,
-    record_locations, record_numbers,
+    for_each_record_line, log_dir, position_after, read_lines_from, read_record, read_record_at,
+    read_records, record_location, record_locations, record_numbers, LogPosition, NumberedLines,
 };
 pub use run_dir::{read_run_file, run_dir_of, RunInfo, LOG_DIR, RUN_FILE};
 pub use segment::{segment_ids, segment_name, segment_path, Location, SEGMENT_BYTES};

@@ -160,3 +160,59 @@ pub fn read_records(run_dir: &Path) -> Result<Vec<CallRecord>> {
     })?;
     Ok(records)
 }
+
+/// Where to go on reading a log: a segment and an offset in it (see [`read_lines_from`]).
+pub type LogPosition = (u32, u64);
+
+/// Record lines, each with its number.
+pub type NumberedLines = Vec<(u64, Vec<u8>)>;
+
+/// Up to `limit` whole record lines from `from` on, each with its number, and the
+/// position after the last one read (what a reader that tails a log being written
+/// passes next; an unterminated line at the end is left for the next read). For the
+/// gateway's shipping of its records to a shared store: it reads only what is new.
+pub fn read_lines_from(
+    run_dir: &Path,
+    from: LogPosition,
+    limit: usize,
+) -> Result<(NumberedLines, LogPosition)> {
+    use std::io::{Read, Seek, SeekFrom};
+    let log = log_dir(run_dir);
+    let mut out = Vec::new();
+    let mut at = from;
+    for segment in segment::segment_ids(&log)? {
+        if segment < at.0 {
+            continue;
+        }
+        if segment > at.0 {
+            at = (segment, 0);
+        }
+        let path = segment::segment_path(&log, segment);
+        let fail =
+            |e: std::io::Error| Error::Config(format!("cannot read {}: {e}", path.display()));
+        let mut file = std::fs::File::open(&path).map_err(fail)?;
+        file.seek(SeekFrom::Start(at.1)).map_err(fail)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(fail)?;
+        for (offset, line) in segment::lines(&bytes, 0) {
+            let place = Location {
+                segment,
+                offset: at.1 + offset,
+                len: line.len() as u32,
+            };
+            let n = segment::line_number(line).ok_or_else(|| no_number(&log, place))?;
+            out.push((n, line.to_vec()));
+            if out.len() >= limit {
+                return Ok((out, (segment, place.offset + line.len() as u64 + 1)));
+            }
+        }
+        at.1 += segment::complete_len(&bytes);
+    }
+    Ok((out, at))
+}
+
+/// The position just after record `number`'s line (looked up as [`record_location`]).
+pub fn position_after(run_dir: &Path, number: u64) -> Result<LogPosition> {
+    let at = record_location(run_dir, number)?;
+    Ok((at.segment, at.offset + u64::from(at.len) + 1))
+}

@@ -296,11 +296,24 @@ pub(crate) enum LogCommand {
     Export(LogExportArgs),
 }
 
+/// Where `log` reads calls from: a run directory (or a gateway's data directory), or
+/// with `--store` a PostgreSQL store that gateway replicas share.
+#[derive(Debug, Args)]
+pub(crate) struct LogSource {
+    /// The run directory (holding run.yaml and llm_log/), or a gateway's data directory.
+    pub run_dir: Option<PathBuf>,
+    /// Read a PostgreSQL store instead: `postgres` (its URL from $SWITCHYARD_PG_URL), or
+    /// a `postgres://` URL without a password (one with a password is refused: a command
+    /// line is visible to every user of the machine).
+    #[arg(long, value_name = "STORE", conflicts_with = "run_dir")]
+    pub store: Option<String>,
+}
+
 /// Arguments of `log stats`.
 #[derive(Debug, Args)]
 pub(crate) struct LogStatsArgs {
-    /// The run directory (holding run.yaml and llm_log/).
-    pub run_dir: PathBuf,
+    #[command(flatten)]
+    pub source: LogSource,
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -309,10 +322,17 @@ pub(crate) struct LogStatsArgs {
 /// Arguments of `log show`.
 #[derive(Debug, Args)]
 pub(crate) struct LogShowArgs {
-    /// The run directory.
-    pub run_dir: PathBuf,
-    /// The call's number.
-    pub number: u64,
+    /// The run directory, then the call's number: `log show RUN_DIR 3`. With --store, the
+    /// call alone: its id (`<replica>-<number>`, as `log export --store` prints it), or
+    /// a number only one replica has.
+    #[arg(value_name = "RUN_DIR|CALL")]
+    pub first: String,
+    /// The call's number, after a run directory.
+    #[arg(value_name = "CALL")]
+    pub second: Option<String>,
+    /// Read a PostgreSQL store instead (see `log stats --help`).
+    #[arg(long, value_name = "STORE")]
+    pub store: Option<String>,
     /// Print the reply's raw bytes exactly as received, nothing else.
     #[arg(long)]
     pub raw: bool,
@@ -330,8 +350,8 @@ pub(crate) enum ExportFormat {
 /// Arguments of `log export`.
 #[derive(Debug, Args)]
 pub(crate) struct LogExportArgs {
-    /// The run directory.
-    pub run_dir: PathBuf,
+    #[command(flatten)]
+    pub source: LogSource,
     /// The format.
     #[arg(long, value_enum, default_value = "jsonl")]
     pub format: ExportFormat,

@@ -10,19 +10,6 @@ use switchyard::record::{self, CallRecord};
 use super::table;
 use crate::cli::{ExportFormat, LogExportArgs, LogShowArgs, LogStatsArgs};
 
-fn records(dir: &std::path::Path) -> Result<Vec<CallRecord>, String> {
-    let records = record::read_records(dir).map_err(|e| format!("error: {e}"))?;
-    if records.is_empty() {
-        return Err(format!(
-            "error: {} holds no recorded calls (expected {}/{})",
-            dir.display(),
-            record::LOG_DIR,
-            record::segment_name(1)
-        ));
-    }
-    Ok(records)
-}
-
 /// Totals of a group of calls.
 #[derive(Default)]
 struct Totals {
@@ -214,7 +201,9 @@ pub(crate) fn stats_json(records: &[CallRecord]) -> serde_json::Value {
 
 /// Runs `log stats`.
 pub(super) fn stats(args: &LogStatsArgs) -> Result<(), String> {
-    let stats = Stats::of(&records(&args.run_dir)?);
+    let source =
+        super::log_source::source(args.source.run_dir.as_ref(), args.source.store.as_deref())?;
+    let stats = Stats::of(&super::log_source::records(&source)?);
     if args.json {
         println!("{}", super::to_json(&stats.json())?);
     } else {
@@ -225,7 +214,30 @@ pub(super) fn stats(args: &LogStatsArgs) -> Result<(), String> {
 
 /// Runs `log show`.
 pub(super) fn show(args: &LogShowArgs) -> Result<(), String> {
-    let r = record::read_record(&args.run_dir, args.number).map_err(|e| format!("error: {e}"))?;
+    let r = match (&args.store, &args.second) {
+        (Some(store), None) => match super::log_source::source(None, Some(store))? {
+            super::log_source::Source::Postgres(url) => {
+                super::log_source::postgres_call(&url, &args.first)?
+            }
+            super::log_source::Source::Dir(_) => unreachable!("--store names a database"),
+        },
+        (Some(_), Some(_)) => {
+            return Err("error: with --store, give the call alone (its id, `<replica>-<number>`), not a run directory".into())
+        }
+        (None, Some(number)) => {
+            let number: u64 = number.parse().map_err(|_| {
+                format!("error: `{number}` is not a call number (a whole number, as `log stats` and `log export` show them)")
+            })?;
+            record::read_record(std::path::Path::new(&args.first), number)
+                .map_err(|e| format!("error: {e}"))?
+        }
+        (None, None) => {
+            return Err(format!(
+                "error: give the run directory and the call's number (`log show {} 3`), or --store postgres and the call's id",
+                args.first
+            ))
+        }
+    };
     if args.raw {
         let raw = r.raw_bytes().map_err(|e| format!("error: {e}"))?;
         let mut out = std::io::stdout().lock();
@@ -397,19 +409,33 @@ fn csv_field(s: &str) -> String {
 
 /// Runs `log export`.
 pub(super) fn export(args: &LogExportArgs) -> Result<(), String> {
-    let records = records(&args.run_dir)?;
+    let source =
+        super::log_source::source(args.source.run_dir.as_ref(), args.source.store.as_deref())?;
+    let records = super::log_source::records_with_ids(&source)?;
+    let with_ids = matches!(source, super::log_source::Source::Postgres(_));
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let io = |e: std::io::Error| format!("error: cannot write: {e}");
     match args.format {
         ExportFormat::Jsonl => {
-            for r in &records {
-                serde_json::to_writer(&mut out, r).map_err(|e| format!("error: {e}"))?;
+            for (id, r) in &records {
+                let line = serde_json::to_string(r).map_err(|e| format!("error: {e}"))?;
+                match id {
+                    // A shared store's numbers are per replica: the id says which call.
+                    Some(id) => {
+                        let id = serde_json::to_string(id).map_err(|e| format!("error: {e}"))?;
+                        write!(out, "{{\"call_id\":{id},{}", &line[1..]).map_err(io)?
+                    }
+                    None => out.write_all(line.as_bytes()).map_err(io)?,
+                }
                 out.write_all(b"\n").map_err(io)?;
             }
         }
         ExportFormat::Csv => {
+            if with_ids {
+                write!(out, "call_id,").map_err(io)?;
+            }
             writeln!(out, "number,time,role,reference,backend,model,dialect,stream,status,error_kind,input_tokens,cached_input_tokens,cache_write_tokens,output_tokens,reasoning_tokens,cost_usd,provider_cost_usd,latency_ms,ttfb_ms,attempts,prompt_digest").map_err(io)?;
-            for r in &records {
+            for (id, r) in &records {
                 let u = r.usage;
                 let num = |v: Option<u64>| v.map(|n| n.to_string()).unwrap_or_default();
                 let fl = |v: Option<f64>| v.map(|n| n.to_string()).unwrap_or_default();
@@ -438,7 +464,11 @@ pub(super) fn export(args: &LogExportArgs) -> Result<(), String> {
                     r.attempts.len().to_string(),
                     r.prompt_digest.clone(),
                 ];
-                let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+                let line: Vec<String> = id
+                    .iter()
+                    .chain(fields.iter())
+                    .map(|f| csv_field(f))
+                    .collect();
                 writeln!(out, "{}", line.join(",")).map_err(io)?;
             }
         }

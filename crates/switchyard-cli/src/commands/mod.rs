@@ -10,6 +10,7 @@ mod builtin_mock;
 mod check;
 mod init;
 pub(crate) mod log;
+mod log_source;
 mod mock;
 mod run_setup;
 mod serve;

@@ -180,33 +180,75 @@ pub async fn last_number(client: &Client, replica: &str) -> Result<u64, PgError>
     Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
 }
 
-/// The records of the database, oldest first by time, then replica and number; `since`
-/// (a record timestamp) keeps those that started then or later.
+/// The records of the database, oldest first by time, then replica and number.
 pub async fn read_all(client: &Client) -> Result<Vec<CallRecord>, PgError> {
-    read_since(client, None).await
+    Ok(read_with_ids(client)
+        .await?
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect())
 }
 
-/// [`read_all`] from `since` on.
-pub async fn read_since(client: &Client, since: Option<&str>) -> Result<Vec<CallRecord>, PgError> {
+/// [`read_all`], each record with its call id.
+pub async fn read_with_ids(client: &Client) -> Result<Vec<(String, CallRecord)>, PgError> {
     let rows = client
         .query(
-            "SELECT replica, number, record FROM llm_calls
-             WHERE $1::text IS NULL OR started_at >= $1
-             ORDER BY started_at, replica, number",
-            &[&since],
+            "SELECT call_id, record FROM llm_calls ORDER BY started_at, replica, number",
+            &[],
         )
         .await
         .map_err(|e| PgError::of("reading call records", e))?;
     rows.iter()
         .map(|row| {
-            let bytes: &[u8] = row.get(2);
-            serde_json::from_slice(bytes).map_err(|e| {
-                let (replica, number): (&str, i64) = (row.get(0), row.get(1));
-                PgError(format!(
-                    "PostgreSQL store: the record of {} does not read: {e}",
-                    call_id(replica, number as u64)
-                ))
-            })
+            let id: String = row.get(0);
+            match serde_json::from_slice(row.get::<_, &[u8]>(1)) {
+                Ok(r) => Ok((id, r)),
+                Err(e) => Err(PgError(format!(
+                    "PostgreSQL store: the record of {id} does not read: {e}"
+                ))),
+            }
         })
         .collect()
+}
+
+/// One record: by its call id (`<replica>-<number>`), or by a number only one replica
+/// has (several is an error naming their ids).
+pub async fn read_call(client: &Client, call: &str) -> Result<CallRecord, PgError> {
+    let rows = match call.parse::<i64>() {
+        Ok(number) => {
+            client
+                .query(
+                    "SELECT call_id, record FROM llm_calls WHERE number = $1 ORDER BY call_id",
+                    &[&number],
+                )
+                .await
+        }
+        Err(_) => {
+            client
+                .query(
+                    "SELECT call_id, record FROM llm_calls WHERE call_id = $1",
+                    &[&call],
+                )
+                .await
+        }
+    }
+    .map_err(|e| PgError::of(&format!("reading call {call}"), e))?;
+    match rows.as_slice() {
+        [row] => serde_json::from_slice(row.get::<_, &[u8]>(1)).map_err(|e| {
+            PgError(format!(
+                "PostgreSQL store: the record of {} does not read: {e}",
+                row.get::<_, &str>(0)
+            ))
+        }),
+        [] => Err(PgError(format!(
+            "PostgreSQL store: no call {call}; give a call id as `log export --store` shows them (`<replica>-<number>`)"
+        ))),
+        many => {
+            let ids: Vec<&str> = many.iter().map(|r| r.get(0)).collect();
+            Err(PgError(format!(
+                "PostgreSQL store: several replicas have a call {call}: {}; give one of these ids",
+                ids.join(", ")
+            )))
+        }
+    }
 }

@@ -1,0 +1,112 @@
+//! Where `log stats|show|export` read calls: a run directory (or a gateway's data
+//! directory), or a PostgreSQL store shared by gateway replicas (`--store`).
+
+use std::path::PathBuf;
+use switchyard::record::{self, CallRecord};
+use switchyard_gateway::pg::{self, records as pg_records, PgStoreConfig};
+
+/// A place calls are read from.
+pub(crate) enum Source {
+    /// A run directory.
+    Dir(PathBuf),
+    /// A PostgreSQL store: its URL.
+    Postgres(String),
+}
+
+/// The source `--store` (or a run directory) names, or what to give instead.
+pub(crate) fn source(run_dir: Option<&PathBuf>, store: Option<&str>) -> Result<Source, String> {
+    match (run_dir, store) {
+        (Some(dir), None) => Ok(Source::Dir(dir.clone())),
+        (None, Some(store)) => postgres(store).map(Source::Postgres),
+        (Some(_), Some(_)) => Err("error: give a run directory or --store, not both".into()),
+        (None, None) => Err(
+            "error: give a run directory (or a gateway's data directory), or --store postgres to read the PostgreSQL store named by $SWITCHYARD_PG_URL".into(),
+        ),
+    }
+}
+
+/// The URL `--store` stands for.
+fn postgres(store: &str) -> Result<String, String> {
+    if store == "postgres" {
+        return PgStoreConfig::default()
+            .url(|name| std::env::var(name).ok())
+            .map_err(|e| format!("error: --store postgres: {e}"));
+    }
+    if !(store.starts_with("postgres://") || store.starts_with("postgresql://")) {
+        return Err(format!(
+            "error: --store {store}: expected `postgres` (the URL from $SWITCHYARD_PG_URL) or a postgres:// URL without a password"
+        ));
+    }
+    if pg::redact_url(store) != store {
+        return Err(
+            "error: --store: the URL holds a password, which a command line shows to every user of the machine; put the URL in SWITCHYARD_PG_URL and pass --store postgres".into(),
+        );
+    }
+    Ok(store.to_string())
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("error: cannot start the async runtime: {e}"))
+}
+
+/// Every call of the source, oldest first (none is an error saying where it looked).
+pub(crate) fn records(source: &Source) -> Result<Vec<CallRecord>, String> {
+    Ok(records_with_ids(source)?
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect())
+}
+
+/// [`records`], each with its call id when the source is a PostgreSQL store (where
+/// numbers are per replica).
+pub(crate) fn records_with_ids(
+    source: &Source,
+) -> Result<Vec<(Option<String>, CallRecord)>, String> {
+    let (records, place) = match source {
+        Source::Dir(dir) => (
+            record::read_records(dir)
+                .map_err(|e| format!("error: {e}"))?
+                .into_iter()
+                .map(|r| (None, r))
+                .collect::<Vec<_>>(),
+            format!(
+                "{} (expected {}/{})",
+                dir.display(),
+                record::LOG_DIR,
+                record::segment_name(1)
+            ),
+        ),
+        Source::Postgres(url) => {
+            let records = runtime()?
+                .block_on(async {
+                    let client = pg::connect(url).await?;
+                    pg_records::read_with_ids(&client).await
+                })
+                .map_err(|e| format!("error: {e}"))?
+                .into_iter()
+                .map(|(id, r)| (Some(id), r))
+                .collect();
+            (
+                records,
+                format!("the PostgreSQL store {}", pg::redact_url(url)),
+            )
+        }
+    };
+    if records.is_empty() {
+        return Err(format!("error: {place} holds no recorded calls"));
+    }
+    Ok(records)
+}
+
+/// One call of a PostgreSQL store, by id or by a number only one replica has.
+pub(crate) fn postgres_call(url: &str, call: &str) -> Result<CallRecord, String> {
+    runtime()?.block_on(async {
+        let client = pg::connect(url).await.map_err(|e| format!("error: {e}"))?;
+        pg_records::read_call(&client, call)
+            .await
+            .map_err(|e| format!("error: {e}"))
+    })
+}

@@ -45,8 +45,11 @@ fn log_over_the_shared_store_is_the_sum_of_the_replicas_calls() {
     let base = admin_url.split('?').next().unwrap();
     // The server trusts loopback, so a password here is ignored by it: what matters is
     // that the gateway never shows it.
-    let url = format!("{}/{db}", base.rsplit_once('/').unwrap().0)
-        .replacen("postgres@", "postgres:hunter2@", 1);
+    let url = format!("{}/{db}", base.rsplit_once('/').unwrap().0).replacen(
+        "postgres@",
+        "postgres:hunter2@",
+        1,
+    );
     assert!(url.contains("hunter2"), "{url}");
 
     let home = tempfile::tempdir().unwrap();
@@ -85,7 +88,10 @@ fn log_over_the_shared_store_is_the_sum_of_the_replicas_calls() {
         let health: Value = serde_json::from_str(&health).unwrap();
         assert_eq!(health["postgres"]["reachable"], true, "{health}");
         assert!(
-            health["postgres"]["url"].as_str().unwrap().contains(":***@"),
+            health["postgres"]["url"]
+                .as_str()
+                .unwrap()
+                .contains(":***@"),
             "{health}"
         );
         assert!(!health.to_string().contains("hunter2"), "{health}");

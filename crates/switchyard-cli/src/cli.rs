@@ -152,6 +152,13 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<std::path::PathBuf>,
 
+    /// Share a PostgreSQL store with other replicas (docs/scaling.md): `postgres` (the
+    /// URL from $SWITCHYARD_PG_URL, or the config's `store.postgres.url_env`), or a
+    /// postgres:// URL without a password. Needs --data-dir: the replica's own copy of
+    /// its calls.
+    #[arg(long, value_name = "postgres|URL")]
+    pub store: Option<String>,
+
     /// Listen beyond loopback even with no client keys configured.
     #[arg(long)]
     pub allow_public_without_keys: bool,

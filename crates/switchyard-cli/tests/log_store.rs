@@ -61,19 +61,13 @@ fn log_over_the_shared_store_is_the_sum_of_the_replicas_calls() {
     .unwrap();
     let (d1, d2) = (home.path().join("replica-1"), home.path().join("replica-2"));
     let env = [("SWITCHYARD_PG_URL", url.as_str())];
-    let start = |dir: &std::path::Path| {
-        serve(
-            home.path(),
-            &env,
-            &[
-                OsStr::new("--config"),
-                config.as_os_str(),
-                OsStr::new("--data-dir"),
-                dir.as_os_str(),
-            ],
-        )
+    let start = |dir: &std::path::Path, store: [&OsStr; 2]| {
+        let args = [&store[..], &[OsStr::new("--data-dir"), dir.as_os_str()]].concat();
+        serve(home.path(), &env, &args)
     };
-    let ((one, a1), (two, a2)) = (start(&d1), start(&d2));
+    // One replica names the store in its config, the other on its command line.
+    let (one, a1) = start(&d1, [OsStr::new("--config"), config.as_os_str()]);
+    let (two, a2) = start(&d2, [OsStr::new("--store"), OsStr::new("postgres")]);
     for (addr, n) in [(&a1, 7), (&a2, 5)] {
         for i in 0..n {
             let (s, body) = exchange(
@@ -165,4 +159,23 @@ fn a_password_on_the_command_line_is_refused_and_never_printed() {
     );
     let r = run(switchyard(home.path()).args(["log", "stats"]));
     assert!(!r.ok && r.err.contains("--store postgres"), "{}", r.err);
+
+    // `serve --store` refuses the same URL, and a shared store without a data directory.
+    let r = run(switchyard(home.path()).args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--store",
+        "postgres://u:hunter2@127.0.0.1:1/db",
+    ]));
+    assert!(!r.ok && r.err.contains("--store postgres"), "{}", r.err);
+    assert!(!r.err.contains("hunter2") && !r.out.contains("hunter2"));
+    let r = run(switchyard(home.path()).args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--store",
+        "postgres://u@127.0.0.1:1/db",
+    ]));
+    assert!(!r.ok && r.err.contains("--data-dir DIR"), "{}", r.err);
 }

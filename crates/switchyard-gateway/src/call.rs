@@ -143,7 +143,7 @@ async fn run(
     }
     if !inbound.count_tokens {
         let name = reference.to_string();
-        match crate::cache::serve::lookup(state, &name, dialect, &bytes, stream, meter) {
+        match crate::cache::serve::lookup(state, &name, dialect, &bytes, stream, meter).await {
             crate::cache::serve::Lookup::Hit(response) => return Ok(response),
             crate::cache::serve::Lookup::Miss(Some(k)) => meter.set_cache_key(k),
             crate::cache::serve::Lookup::Miss(_) => {}

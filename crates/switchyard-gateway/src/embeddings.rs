@@ -164,9 +164,10 @@ async fn run(
     }
     meter.set_embed_target(&targets[0]);
     crate::call::admit(state, key.as_deref()).await?;
-    match crate::cache::serve::embedding(state, &name, &request) {
-        Some(EmbedLookup::Hit(record)) => {
-            return Ok(answer_hit(client, &request, &requested, *record, meter))
+    match crate::cache::serve::embedding(state, &name, &request).await {
+        Some(EmbedLookup::Hit(record, call)) => {
+            meter.draft().cache_hit_call = call;
+            return Ok(answer_hit(client, &request, &requested, *record, meter));
         }
         Some(EmbedLookup::Miss(Some(k))) => meter.set_cache_key(k),
         _ => {}

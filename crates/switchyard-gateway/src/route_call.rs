@@ -72,7 +72,9 @@ pub(crate) async fn run(
         .await;
     }
     // A route's entries are under its name: any member's reply to it serves.
-    match crate::cache::serve::lookup(state, &route.name, dialect, call.bytes, call.stream, meter) {
+    match crate::cache::serve::lookup(state, &route.name, dialect, call.bytes, call.stream, meter)
+        .await
+    {
         crate::cache::serve::Lookup::Hit(response) => return Ok(response),
         crate::cache::serve::Lookup::Miss(Some(k)) => meter.set_cache_key(k),
         crate::cache::serve::Lookup::Miss(_) => {}

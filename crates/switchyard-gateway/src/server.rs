@@ -158,6 +158,15 @@ impl Gateway {
         self.state.store.as_ref().map(Store::dir)
     }
 
+    /// The PostgreSQL store it shares, when it does: the URL without its password, and
+    /// this replica's id.
+    pub fn postgres(&self) -> Option<(&str, &str)> {
+        self.state
+            .pg
+            .as_ref()
+            .map(|pg| (pg.shown_url(), pg.replica()))
+    }
+
     /// Whether the store writes what it is given, and how many records were lost
     /// (`None` without a store). `switchyard serve` exits non-zero when any was lost.
     pub fn store_health(&self) -> Option<crate::store::StoreHealth> {

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::pg::{count, fresh_db, fresh_db_on, replica, server_url};
+use common::pg::{caching_replica, count, fresh_db, fresh_db_on, replica, server_url};
 use common::recording::{call, key, send, ALICE, BOB};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -489,4 +489,74 @@ async fn a_database_lost_under_load_loses_no_record_and_writes_none_twice() {
         count(&c, "SELECT 1 FROM llm_calls").await,
         "no call twice"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_recorded_by_one_replica_answers_the_same_request_on_another() {
+    use switchyard_gateway::cache::{CacheConfig, CacheMode, CacheScope};
+    let Some((_c, url)) = fresh_db("replicas_cache").await else {
+        return;
+    };
+    let mock = MockServer::start().await;
+    let (da, db, dc) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let keys = || vec![key("alice", "ALICE_KEY", None)];
+    let cache = |scope| CacheConfig {
+        mode: CacheMode::ReadWrite,
+        scope: Some(scope),
+        ..CacheConfig::default()
+    };
+    let start = |dir: PathBuf, scope| {
+        let (mock, url) = (&mock, url.clone());
+        async move {
+            let (store, down) = (answered(), OnStoreDown::Refuse);
+            caching_replica(mock, &url, &dir, keys(), store, down, cache(scope)).await
+        }
+    };
+    let a = start(da.path().into(), CacheScope::Store).await;
+    let b = start(db.path().into(), CacheScope::Store).await;
+    // `scope: run` answers only from the calls of its own run: never another replica's.
+    let c = start(dc.path().into(), CacheScope::Run).await;
+    let request = Request::user("asked of one replica, then another").with_max_tokens(16);
+    let (status, _, first) = send(&a, ALICE, Dialect::Chat, "mock/echo", &request, false).await;
+    assert_eq!(status, 200);
+    let answered_by_a = format!("{}-1", replica_of(da.path()));
+
+    // `answered`: A's row was committed before its reply ended, so B finds it at once.
+    let (status, headers, again) =
+        send(&b, ALICE, Dialect::Chat, "mock/echo", &request, false).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        headers["x-switchyard-cache"].to_str().unwrap(),
+        format!("hit; call={answered_by_a}")
+    );
+    assert_eq!(again, first, "the hit is A's reply, byte for byte");
+    // The same canonical request from another dialect hits the same entry, translated.
+    let (status, headers, _) =
+        send(&b, ALICE, Dialect::Messages, "mock/echo", &request, true).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        headers["x-switchyard-cache"].to_str().unwrap(),
+        format!("hit; call={answered_by_a}; translated")
+    );
+    let (status, headers, _) = send(&c, ALICE, Dialect::Chat, "mock/echo", &request, false).await;
+    assert_eq!(status, 200);
+    assert!(headers.get("x-switchyard-cache").is_none(), "{headers:?}");
+    for gw in [a, b, c] {
+        gw.shutdown().await.unwrap();
+    }
+    let records = switchyard::record::read_records(db.path()).unwrap();
+    assert_eq!(records.len(), 2, "{records:?}");
+    for r in &records {
+        assert_eq!(r.cache_hit, Some(1));
+        assert_eq!(r.cache_hit_call.as_deref(), Some(answered_by_a.as_str()));
+        assert_eq!(r.cost_usd, Some(0.0));
+    }
+    // Only A and C asked the provider.
+    let upstream = switchyard::record::read_records(da.path()).unwrap().len()
+        + switchyard::record::read_records(dc.path()).unwrap().len();
+    assert_eq!(upstream, 2);
 }

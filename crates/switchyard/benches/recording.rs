@@ -201,6 +201,7 @@ fn synthetic(i: usize, prompt_size: usize) -> CallRecord {
         cut: false,
         cache_key: None,
         cache_hit: None,
+        cache_hit_call: None,
         cache_run: None,
         request,
     }

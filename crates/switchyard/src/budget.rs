@@ -274,6 +274,11 @@ pub struct Spend {
     pub reserved_usd: f64,
 }
 
+/// How far past `max_usd` a reservation may reach: a billionth of a dollar, so that the
+/// rounding of many small sums in `f64` does not refuse the call that exactly fits (a
+/// budget of $1 admits a hundred calls of $0.01).
+pub const ROUNDING_SLACK_USD: f64 = 1e-9;
+
 /// A budget shared by every handle of a run.
 #[derive(Debug)]
 pub struct BudgetTracker {
@@ -379,7 +384,7 @@ impl BudgetTracker {
         }
         if let Some(max) = self.budget.max_usd {
             let over = if hold > 0.0 {
-                spend.usd + spend.reserved_usd + hold > max
+                spend.usd + spend.reserved_usd + hold > max + ROUNDING_SLACK_USD
             } else {
                 spend.usd >= max
             };

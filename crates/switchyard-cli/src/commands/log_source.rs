@@ -27,10 +27,20 @@ pub(crate) fn source(run_dir: Option<&PathBuf>, store: Option<&str>) -> Result<S
 
 /// The URL `--store` stands for.
 fn postgres(store: &str) -> Result<String, String> {
-    if store == "postgres" {
-        return PgStoreConfig::default()
+    match command_line_url(store)? {
+        Some(url) => Ok(url),
+        None => PgStoreConfig::default()
             .url(|name| std::env::var(name).ok())
-            .map_err(|e| format!("error: --store postgres: {e}"));
+            .map_err(|e| format!("error: --store postgres: {e}")),
+    }
+}
+
+/// What `--store` names: `postgres` (`None`: the URL from the environment) or a
+/// postgres:// URL, refused when it holds a password (a command line is seen by every
+/// user of the machine).
+pub(crate) fn command_line_url(store: &str) -> Result<Option<String>, String> {
+    if store == "postgres" {
+        return Ok(None);
     }
     if !(store.starts_with("postgres://") || store.starts_with("postgresql://")) {
         return Err(format!(
@@ -42,7 +52,7 @@ fn postgres(store: &str) -> Result<String, String> {
             "error: --store: the URL holds a password, which a command line shows to every user of the machine; put the URL in SWITCHYARD_PG_URL and pass --store postgres".into(),
         );
     }
-    Ok(store.to_string())
+    Ok(Some(store.to_string()))
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {

@@ -58,6 +58,11 @@ async fn serve(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), Stri
     if let Some(dir) = args.data_dir.clone() {
         gateway_config.store = Some(dir);
     }
+    if let Some(store) = &args.store {
+        let mut pg = gateway_config.postgres.take().unwrap_or_default();
+        pg.url = super::log_source::command_line_url(store)?;
+        gateway_config.postgres = Some(pg);
+    }
     let gateway =
         Gateway::new(&gateway_config, config.registry, Arc::new(ProcessEnv)).map_err(|errors| {
             format!(
@@ -84,6 +89,12 @@ async fn serve(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), Stri
             dir.display()
         ),
         None => "not recording calls: pass --data-dir DIR (or `store:` in the config)".to_string(),
+    };
+    let recording = match gateway.postgres() {
+        Some((url, replica)) => {
+            format!("{recording}, shipped to the PostgreSQL store {url} as replica {replica} (switchyard log stats --store postgres)")
+        }
+        None => recording,
     };
     // Written, not `println!`ed: a reader that closed our standard output (a script that
     // read the first line) must not stop the gateway with a broken-pipe panic.

@@ -3,13 +3,14 @@
 //! dialect with the client's stream flag; else the recorded reply translated to the
 //! client's dialect and form, as a translated call would have been answered.
 
-use super::{cache_key, cacheable};
+use super::{cache_key, cacheable, CacheScope};
 use crate::meter::Meter;
 use crate::state::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
 use std::sync::Arc;
+use switchyard::cache::embed_cache_key;
 use switchyard::cache::Lookup as CacheLookup;
 use switchyard::record::CallRecord;
 use switchyard::{Dialect, Event};
@@ -26,8 +27,10 @@ pub(crate) enum Lookup {
 
 /// Looks the call up: `name` is what the model resolves to (the reference or the
 /// route), `body` what the client sent in `dialect`. A hit is closed on `meter` (its
-/// target already set) as a call answered by the recorded one, at no cost.
-pub(crate) fn lookup(
+/// target already set) as a call answered by the recorded one, at no cost. With a
+/// PostgreSQL store and `scope: store`, a key this replica has not recorded is looked
+/// for among every replica's records.
+pub(crate) async fn lookup(
     state: &Arc<State>,
     name: &str,
     dialect: Dialect,
@@ -45,12 +48,31 @@ pub(crate) fn lookup(
         return Lookup::Miss(None);
     };
     let found = match cache.lookup(name, &decoded.request, Some(dialect), stream) {
-        CacheLookup::Hit(hit) => hit,
+        CacheLookup::Hit(hit) => Found {
+            record: hit.record,
+            exact: hit.exact,
+            shared: None,
+        },
         CacheLookup::Miss(key) => {
-            if key.is_some() || cacheable(&decoded.request, cache.config().temperature_above_zero) {
-                state.metrics.cache_lookup(false);
+            let asked =
+                key.is_some() || cacheable(&decoded.request, cache.config().temperature_above_zero);
+            let shared = if asked {
+                let key = key
+                    .clone()
+                    .unwrap_or_else(|| cache_key(name, &decoded.request));
+                shared(state, cache, &key, Some(dialect), stream).await
+            } else {
+                None
+            };
+            match shared {
+                Some(found) => found,
+                None => {
+                    if asked {
+                        state.metrics.cache_lookup(false);
+                    }
+                    return Lookup::Miss(key);
+                }
             }
-            return Lookup::Miss(key);
         }
     };
     let record = &found.record;
@@ -68,6 +90,7 @@ pub(crate) fn lookup(
     };
     state.metrics.cache_lookup(true);
     meter.cache_hit(number);
+    meter.draft().cache_hit_call = found.shared.clone();
     // The record of a hit keeps the bytes the original call received and its reply.
     if let Some(raw) = record.raw.as_ref().and_then(|r| r.to_bytes().ok()) {
         meter.draft().keep(&raw);
@@ -84,9 +107,10 @@ pub(crate) fn lookup(
     };
     headers.insert("content-type", HeaderValue::from_static(kind));
     let how = if found.exact { "" } else { "; translated" };
+    let call = found.shared.clone().unwrap_or_else(|| number.to_string());
     headers.insert(
         "x-switchyard-cache",
-        HeaderValue::from_str(&format!("hit; call={number}{how}"))
+        HeaderValue::from_str(&format!("hit; call={call}{how}"))
             .unwrap_or(HeaderValue::from_static("hit")),
     );
     Lookup::Hit(crate::respond::whole(
@@ -97,17 +121,47 @@ pub(crate) fn lookup(
     ))
 }
 
+/// A recorded call found for a key.
+struct Found {
+    record: CallRecord,
+    /// Whether its raw bytes answer the client as they are.
+    exact: bool,
+    /// Its call id, when found in the shared store (recorded by any replica).
+    shared: Option<String>,
+}
+
+/// The call recorded under `key` by any replica, when the store is shared and the
+/// cache's scope takes in more than this run.
+async fn shared(
+    state: &State,
+    cache: &switchyard::cache::Cache,
+    key: &str,
+    dialect: Option<Dialect>,
+    stream: bool,
+) -> Option<Found> {
+    let pg = state.pg.as_ref()?;
+    if cache.scope() != CacheScope::Store {
+        return None;
+    }
+    let hit = pg.cached(key, dialect, stream, cache.config().ttl).await?;
+    Some(Found {
+        record: hit.record,
+        exact: hit.exact,
+        shared: Some(hit.call_id),
+    })
+}
+
 /// What the cache made of an embeddings call.
 pub(crate) enum EmbedLookup {
-    /// The recorded call that answers it.
-    Hit(Box<CallRecord>),
+    /// The recorded call that answers it, and its call id when the shared store gave it.
+    Hit(Box<CallRecord>, Option<String>),
     /// None; the key to enter it under.
     Miss(Option<String>),
 }
 
-/// Looks an embeddings call of `name` up (`None`: no cache). Counted in `/metrics` as
-/// a chat call's lookup is.
-pub(crate) fn embedding(
+/// Looks an embeddings call of `name` up (`None`: no cache), in the shared store too as
+/// [`lookup`] does. Counted in `/metrics` as a chat call's lookup is.
+pub(crate) async fn embedding(
     state: &Arc<State>,
     name: &str,
     request: &switchyard_wire::embed::EmbedRequest,
@@ -116,20 +170,29 @@ pub(crate) fn embedding(
     if !cache.config().reads() {
         return None;
     }
-    Some(match cache.lookup_embedding(name, request) {
-        CacheLookup::Hit(hit) if hit.record.embedding.is_some() && hit.record.raw.is_some() => {
-            state.metrics.cache_lookup(true);
-            EmbedLookup::Hit(Box::new(hit.record))
-        }
+    let answers = |r: &CallRecord| r.embedding.is_some() && r.raw.is_some();
+    let found = match cache.lookup_embedding(name, request) {
+        CacheLookup::Hit(hit) if answers(&hit.record) => Some((hit.record, None)),
         CacheLookup::Hit(_) => {
             state.metrics.cache_lookup(false);
-            EmbedLookup::Miss(None)
+            return Some(EmbedLookup::Miss(None));
         }
         CacheLookup::Miss(key) => {
-            state.metrics.cache_lookup(false);
-            EmbedLookup::Miss(key)
+            let asked = key
+                .clone()
+                .unwrap_or_else(|| embed_cache_key(name, request));
+            match shared(state, cache, &asked, None, false).await {
+                Some(f) if answers(&f.record) => Some((f.record, f.shared)),
+                _ => {
+                    state.metrics.cache_lookup(false);
+                    return Some(EmbedLookup::Miss(key));
+                }
+            }
         }
-    })
+    };
+    let (record, call) = found?;
+    state.metrics.cache_lookup(true);
+    Some(EmbedLookup::Hit(Box::new(record), call))
 }
 
 /// The recorded reply as `client` asks it (whole or streamed), encoded as a translated

@@ -22,6 +22,9 @@ pub struct PgStoreConfig {
     pub on_store_down: OnStoreDown,
     /// The connections for the calls' checks.
     pub pool_size: usize,
+    /// A URL given on the command line (`switchyard serve --store postgres://…`),
+    /// which holds no password; never read from a file, whose URL is refused.
+    pub url: Option<String>,
 }
 
 /// What a replica does while it cannot reach the database (`on_store_down:`).
@@ -109,6 +112,9 @@ impl PgStoreConfig {
 
     /// The URL from the environment (`get` reads a variable), or what to set.
     pub fn url(&self, get: impl Fn(&str) -> Option<String>) -> Result<String, String> {
+        if let Some(url) = &self.url {
+            return Ok(url.clone());
+        }
         match get(&self.url_env) {
             Some(url) if !url.trim().is_empty() => Ok(url),
             _ => Err(format!(
@@ -126,6 +132,7 @@ impl Default for PgStoreConfig {
             url_env: DEFAULT_URL_ENV.to_string(),
             on_store_down: OnStoreDown::default(),
             pool_size: DEFAULT_POOL_SIZE,
+            url: None,
         }
     }
 }

@@ -7,6 +7,7 @@
 //! single-row upsert on a primary key.
 
 use super::PgError;
+use switchyard::budget::ROUNDING_SLACK_USD;
 use tokio_postgres::Client;
 
 /// Reserves `amount` of `key`'s budget `limit` for `period` (`"day:2026-12-02"`,
@@ -27,7 +28,7 @@ pub async fn reserve(
                 SET reserved_usd = l.reserved_usd + EXCLUDED.reserved_usd
                 WHERE l.spent_usd + l.reserved_usd + EXCLUDED.reserved_usd <= $4::float8
              RETURNING spent_usd + reserved_usd",
-            &[&key, &period, &amount, &limit],
+            &[&key, &period, &amount, &(limit + ROUNDING_SLACK_USD)],
         )
         .await
         .map_err(|e| PgError::of(&format!("reserving from the budget of key {key}"), e))?;

@@ -13,11 +13,13 @@
 //!   queryable `llm_calls` columns, in batches, idempotent by call id;
 //! - [`shipper`]: the records from the replica's log to the database, off every reply's
 //!   path, going on after an outage from where the database's copy stops;
+//! - [`cache`]: the cache's entries read from every replica's records, on a local miss;
 //! - [`gate`]: `durability: answered` waiting for the database's commit;
 //! - [`ledger`]: a key's spend per period and its rate windows, by single statements so
 //!   replicas sharing one budget never overshoot it together;
 //! - [`shared`]: the replica's side of it all, as the call path uses it.
 
+pub mod cache;
 pub mod config;
 pub mod connect;
 pub mod gate;

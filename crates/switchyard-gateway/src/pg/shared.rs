@@ -23,6 +23,10 @@ use std::time::Duration;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::sync::Notify;
 
+/// The longest a cache lookup in the database may hold a call up: past it the call
+/// goes upstream as on a miss.
+pub const CACHE_DEADLINE: Duration = Duration::from_millis(250);
+
 /// The file in the data directory naming the replica (its records' ids start with it).
 pub const REPLICA_FILE: &str = "replica-id";
 
@@ -367,6 +371,36 @@ impl SharedStore {
             }
             Err(e) => Err(self.unreachable(&doing, &e.to_string())),
         }
+    }
+
+    /// The call every replica recorded under cache `key` that answers a client in
+    /// `dialect` asking `stream` (see [`super::cache::find`]). A cache that cannot be
+    /// read is a miss, never a failed call: `None` while the database is away or slower
+    /// than [`CACHE_DEADLINE`].
+    pub async fn cached(
+        &self,
+        key: &str,
+        dialect: Option<switchyard::Dialect>,
+        stream: bool,
+        ttl: Option<Duration>,
+    ) -> Option<super::cache::SharedHit> {
+        if self.health.is_down() {
+            return None;
+        }
+        let lookup = async {
+            let client = self.pool.get().await.ok()?;
+            match super::cache::find(&client, key, dialect, stream, ttl).await {
+                Ok(hit) => hit,
+                Err(e) => {
+                    tracing::warn!("{e}; the call goes upstream");
+                    None
+                }
+            }
+        };
+        tokio::time::timeout(CACHE_DEADLINE, lookup)
+            .await
+            .ok()
+            .flatten()
     }
 
     /// Charges the tokens a call of `key` used to its shared window (off the call's path),

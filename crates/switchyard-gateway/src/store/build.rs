@@ -148,6 +148,7 @@ pub(super) fn build_record(call: Finished) -> CallRecord {
         cut: draft.cut,
         cache_key: draft.cache_key,
         cache_hit: draft.cache_hit,
+        cache_hit_call: draft.cache_hit_call,
         cache_run: None,
     }
 }

@@ -159,6 +159,8 @@ pub struct Draft {
     pub cache_key: Option<String>,
     /// A call answered from the cache: the recorded call that answered it.
     pub cache_hit: Option<u64>,
+    /// A hit from the shared store: the answering call's id there.
+    pub cache_hit_call: Option<String>,
 }
 
 impl Draft {

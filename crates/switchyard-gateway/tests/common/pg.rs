@@ -4,6 +4,7 @@
 use super::recording::{ALICE, BOB, UPSTREAM};
 use std::path::Path;
 use switchyard::env::MapEnv;
+use switchyard_gateway::cache::CacheConfig;
 use switchyard_gateway::{pg, start, GatewayConfig, KeySpec, RunningGateway, StoreOptions};
 use switchyard_mock::MockServer;
 use tokio_postgres::Client;
@@ -72,7 +73,22 @@ pub(crate) async fn replica(
     store_options: StoreOptions,
     on_store_down: pg::OnStoreDown,
 ) -> RunningGateway {
+    let cache = CacheConfig::default();
+    caching_replica(mock, url, dir, keys, store_options, on_store_down, cache).await
+}
+
+/// [`replica`], its cache configured as `cache`.
+pub(crate) async fn caching_replica(
+    mock: &MockServer,
+    url: &str,
+    dir: &Path,
+    keys: Vec<KeySpec>,
+    store_options: StoreOptions,
+    on_store_down: pg::OnStoreDown,
+    cache: CacheConfig,
+) -> RunningGateway {
     let config = GatewayConfig {
+        cache,
         retry: switchyard::RetryPolicy::never(),
         keys,
         store: Some(dir.to_path_buf()),

@@ -89,6 +89,11 @@ impl Cache {
         self.config
     }
 
+    /// The scope it answers from (the config's, else the default it was opened with).
+    pub fn scope(&self) -> CacheScope {
+        self.scope
+    }
+
     /// Its entries (the recorder of the first run directory adds to them).
     pub fn index(&self) -> &Arc<CacheIndex> {
         &self.index

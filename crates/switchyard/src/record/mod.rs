@@ -125,6 +125,11 @@ pub struct CallRecord {
     /// served (cost 0, nothing sent upstream). Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_hit: Option<u64>,
+    /// A call answered from a store that replicas of the gateway share (its PostgreSQL
+    /// store, `docs/scaling.md`) with a call another replica recorded: that call's id
+    /// (`<replica>-<number>`); `cache_hit` is then its number on that replica.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_hit_call: Option<String>,
     /// For a hit answered from another run directory (a library cache of `scope:
     /// store`), that directory; absent when the call is in the same log.
     #[serde(default, skip_serializing_if = "Option::is_none")]

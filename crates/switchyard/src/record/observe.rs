@@ -261,6 +261,7 @@ impl Observed {
             cut,
             cache_key: rec.cache_key,
             cache_hit: rec.cache_hit,
+            cache_hit_call: None,
             cache_run: rec.cache_run,
         };
         let done = rec.recorder.submit_draft(record, raw);
@@ -381,6 +382,7 @@ impl Observed {
             cut: false,
             cache_key: rec.cache_key,
             cache_hit: rec.cache_hit,
+            cache_hit_call: None,
             cache_run: rec.cache_run,
         };
         let done = rec.recorder.submit_draft(record, raw);

@@ -6,6 +6,8 @@
 #   cargo build --release -p switchyard-cli && bench/nginx.sh
 #   BASE_BIN=/path/to/older/switchyard bench/nginx.sh     # also measures an older build
 #   STORE=0 ONLY='gateway-32|direct-32' ROUNDS=7 bench/nginx.sh   # no store; some cases only
+#   PG=1 bench/nginx.sh    # also the PostgreSQL store (a server started with scripts/pg),
+#                          # and a key with a budget and rpm/tpm on either store
 # Needs nginx and wrk (installed with apt-get when missing). Writes each measurement, then
 # the ratios the performance targets name (each round's own, and their median).
 set -euo pipefail
@@ -21,6 +23,7 @@ BASE_BIN=${BASE_BIN:-}
 DUR=${DUR:-6s}
 ROUNDS=${ROUNDS:-3}
 STORE=${STORE:-1}
+PG=${PG:-0}
 ONLY=${ONLY:-.*}
 NGINX_PORT=${NGINX_PORT:-4420}
 GW_PORT=${GW_PORT:-4421}
@@ -82,13 +85,25 @@ backends:
   ngxm: {base_url: "http://127.0.0.1:$NGINX_PORT/v1", apis: [messages], key_required: false, auth: none, prices: {fixed: {input: 1, output: 2}}}
   ngxs: {base_url: "http://127.0.0.1:$NGINX_PORT/sse/v1", apis: [chat], key_required: false, prices: {fixed: {input: 1, output: 2}}}
 EOF
+# The PostgreSQL cases: the same gateway with `store: postgres`, and both stores with a
+# key that has a budget (a reservation and a settlement per call) and rpm/tpm (a window
+# counter per call), the limits far above what the load reaches.
+KEYS='keys: [{name: bench, key_env: BENCH_GATEWAY_KEY, budget_usd: 1000000000, budget_period: total, rpm: 1000000000, tpm: 1000000000000}]'
+export BENCH_GATEWAY_KEY=bench-key-not-secret
+if [ "$PG" = 1 ]; then
+  eval "$(scripts/pg start)"
+  export SWITCHYARD_PG_URL=$SWITCHYARD_TEST_PG_URL
+  { cat "$WORK/gateway.yaml"; echo "store: {postgres: {url_env: SWITCHYARD_PG_URL}}"; } >"$WORK/gateway-pg.yaml"
+  { cat "$WORK/gateway-pg.yaml"; echo "$KEYS"; } >"$WORK/gateway-pg-keyed.yaml"
+  { cat "$WORK/gateway.yaml"; echo "$KEYS"; } >"$WORK/gateway-keyed.yaml"
+fi
 GW_PID=
 stop_gateway() { [ -n "$GW_PID" ] && kill "$GW_PID" 2>/dev/null && wait "$GW_PID" 2>/dev/null; GW_PID=; true; }
-trap 'stop_gateway; kill $NGINX_PID 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
-start_gateway() { # binary data-dir (none: no store)
+trap 'stop_gateway; kill $NGINX_PID 2>/dev/null; wait 2>/dev/null; [ "$PG" = 1 ] && scripts/pg stop >/dev/null 2>&1; rm -rf "$WORK"' EXIT
+start_gateway() { # binary data-dir (none: no store) [config]
   local store=()
   [ "$STORE" = 1 ] && [ "$2" != none ] && store=(--data-dir "$2")
-  RUST_LOG=warn "$1" serve --listen "127.0.0.1:$GW_PORT" --no-mock --config "$WORK/gateway.yaml" "${store[@]}" >/dev/null &
+  RUST_LOG=warn "$1" serve --listen "127.0.0.1:$GW_PORT" --no-mock --config "${3:-$WORK/gateway.yaml}" "${store[@]}" >/dev/null &
   GW_PID=$!
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$GW_PORT/healthz" >/dev/null && return; sleep 0.05; done
   echo "the gateway did not start" >&2; exit 1
@@ -123,6 +138,33 @@ case_() { # name conns body url: one measurement, when ONLY matches its name
   printf 'round %s %s %-16s %s\n' "$round" "$name" "$1" "$(measure "$2" "$3" "$4")"
 }
 
+shipped() { curl -s "$G/healthz" | python3 -c 'import json,sys; print(json.load(sys.stdin)["postgres"]["shipped"])'; }
+
+# The PostgreSQL store against the embedded one, this build only.
+pg_cases() {
+  start_gateway "$bin" "$data-keyed" "$WORK/gateway-keyed.yaml"
+  KEY=$BENCH_GATEWAY_KEY case_ gateway-keyed-32 32 "$BODY_GW" "$G/v1/chat/completions"
+  KEY=$BENCH_GATEWAY_KEY case_ gateway-keyed-1 1 "$BODY_GW" "$G/v1/chat/completions"
+  stop_gateway
+  start_gateway "$bin" "$data-pg" "$WORK/gateway-pg.yaml"
+  case_ gateway-pg-32 32 "$BODY_GW" "$G/v1/chat/completions"
+  # Records per second the shipper sustains: what it had shipped when the load ended,
+  # and how long the rest took.
+  local at_end recorded start
+  at_end=$(shipped)
+  start=$(date +%s.%N)
+  recorded=$(cat "$data-pg"/llm_log/segment-*.jsonl | wc -l)
+  while [ "$(shipped)" -lt "$recorded" ]; do sleep 0.05; done
+  echo "round $round $name pg-shipped       $recorded records, $at_end shipped when the load ended, the rest in $(python3 -c "print(f'{$(date +%s.%N) - $start:.2f}')") s"
+  case_ gateway-pg-1 1 "$BODY_GW" "$G/v1/chat/completions"
+  stop_gateway
+  start_gateway "$bin" "$data-pg-keyed" "$WORK/gateway-pg-keyed.yaml"
+  KEY=$BENCH_GATEWAY_KEY case_ gateway-pg-keyed-32 32 "$BODY_GW" "$G/v1/chat/completions"
+  KEY=$BENCH_GATEWAY_KEY case_ gateway-pg-keyed-1 1 "$BODY_GW" "$G/v1/chat/completions"
+  stop_gateway
+  rm -rf "$data-keyed" "$data-pg" "$data-pg-keyed"
+}
+
 builds=("$BIN")
 [ -n "$BASE_BIN" ] && builds+=("$BASE_BIN")
 for round in $(seq "$ROUNDS"); do
@@ -148,6 +190,9 @@ for round in $(seq "$ROUNDS"); do
       case_ gateway-nostore-32 32 "$BODY_GW" "$G/v1/chat/completions"
       stop_gateway
     fi
+    if [ "$PG" = 1 ] && [ "$name" = new ]; then
+      pg_cases
+    fi
   done
 done | tee "$WORK/rounds.txt"
 
@@ -171,6 +216,14 @@ for build in ("new", "base"):
         ("stream chunks/s / direct (target >= 0.333)", ratios("gateway-sse-32", "direct-sse-32"), "{:.3f}"),
         ("added p50 at 1 conn, us (target <= 50)", ratios("gateway-1", "direct-1", 1, lambda g, d: g - d), "{:.0f}"),
         ("added p99 at 1 conn, us (target <= 300)", ratios("gateway-1", "direct-1", 2, lambda g, d: g - d), "{:.0f}"),
+        ("postgres store / direct, 32 conns", ratios("gateway-pg-32", "direct-32"), "{:.3f}"),
+        ("postgres store / embedded store, 32 conns", ratios("gateway-pg-32", "gateway-32"), "{:.3f}"),
+        ("postgres added p50 at 1 conn, us", ratios("gateway-pg-1", "direct-1", 1, lambda g, d: g - d), "{:.0f}"),
+        ("postgres added p99 at 1 conn, us", ratios("gateway-pg-1", "direct-1", 2, lambda g, d: g - d), "{:.0f}"),
+        ("keyed / direct, embedded, 32 conns", ratios("gateway-keyed-32", "direct-32"), "{:.3f}"),
+        ("keyed / direct, postgres, 32 conns", ratios("gateway-pg-keyed-32", "direct-32"), "{:.3f}"),
+        ("keyed added p50 at 1 conn, embedded, us", ratios("gateway-keyed-1", "direct-1", 1, lambda g, d: g - d), "{:.0f}"),
+        ("keyed added p50 at 1 conn, postgres, us", ratios("gateway-pg-keyed-1", "direct-1", 1, lambda g, d: g - d), "{:.0f}"),
     ):
         if values:
             shown = ", ".join(fmt.format(v) for v in values)

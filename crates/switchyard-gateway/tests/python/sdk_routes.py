@@ -3,17 +3,27 @@
 Usage: python sdk_routes.py BASE_URL
 
 The gateway's route `fallback` tries a member answering 503, then one answering 429,
-then `up-messages/echo` (Anthropic Messages, so the answer is translated); `smart` names
-it in the gateway's `models:` table. Each case prints `ok <name>`; the first failure
-raises (non-zero exit).
+then `up-messages/echo` (Anthropic Messages, so the answer is translated for every client
+but the Anthropic one); `smart` names it in the gateway's `models:` table. The OpenAI
+SDK (chat and Responses), the Anthropic SDK and the Google GenAI SDK call both, whole and
+streamed. Each case prints `ok <name>`; the first failure raises (non-zero exit).
 """
 
 import sys
 
+import anthropic
 import openai
+from google import genai
+from google.genai import types
 
 BASE = sys.argv[1].rstrip("/")
 oa = openai.OpenAI(base_url=BASE + "/v1", api_key="sk-test", max_retries=0)
+an = anthropic.Anthropic(base_url=BASE, api_key="sk-test", max_retries=0)
+gm = genai.Client(
+    api_key="sk-test",
+    http_options=types.HttpOptions(
+        base_url=BASE, api_version="v1beta",
+        retry_options=types.HttpRetryOptions(attempts=1)))
 
 
 def check(name, got, want):
@@ -43,5 +53,19 @@ for model in ["fallback", "smart"]:
             if event.type == "response.output_text.delta":
                 text += event.delta
     check(f"responses stream {model}", text, f"rstream {model}")
+
+    m = an.messages.create(model=model, max_tokens=64,
+                           messages=[{"role": "user", "content": f"messages {model}"}])
+    check(f"messages whole {model}", m.content[0].text, f"messages {model}")
+    with an.messages.stream(model=model, max_tokens=64,
+                            messages=[{"role": "user", "content": f"mstream {model}"}]) as s:
+        text = "".join(s.text_stream)
+    check(f"messages stream {model}", text, f"mstream {model}")
+
+    g = gm.models.generate_content(model=model, contents=f"gemini {model}")
+    check(f"gemini whole {model}", g.text, f"gemini {model}")
+    text = "".join(c.text or "" for c in gm.models.generate_content_stream(
+        model=model, contents=f"gstream {model}"))
+    check(f"gemini stream {model}", text, f"gstream {model}")
 
 print("all ok")

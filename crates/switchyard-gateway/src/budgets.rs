@@ -283,8 +283,9 @@ pub(crate) async fn hold(
     bound: Option<CallBound>,
 ) -> Result<Held, ApiError> {
     match &state.pg {
-        Some(pg) => pg
-            .reserve(&key.name, budget, model, bound)
+        // Boxed: the database's future is large, and held inline it would grow every
+        // call's future (moved by value through axum and hyper) with or without a database.
+        Some(pg) => Box::pin(pg.reserve(&key.name, budget, model, bound))
             .await
             .map(Held::Shared),
         None => budget.reserve(&key.name, model, bound).map(Held::Local),

@@ -219,7 +219,8 @@ pub(crate) async fn admit(state: &State, key: Option<&crate::keys::Key>) -> Resu
         .with_retry_after(l.retry_after)
     })?;
     if let Some(pg) = &state.pg {
-        pg.admit(key).await?;
+        // Boxed, as `budgets::hold`'s: kept out of every call's future.
+        Box::pin(pg.admit(key)).await?;
     }
     Ok(())
 }

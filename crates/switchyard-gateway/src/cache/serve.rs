@@ -143,7 +143,8 @@ async fn shared(
     if cache.scope() != CacheScope::Store {
         return None;
     }
-    let hit = pg.cached(key, dialect, stream, cache.config().ttl).await?;
+    // Boxed, as `budgets::hold`'s: kept out of every call's future.
+    let hit = Box::pin(pg.cached(key, dialect, stream, cache.config().ttl)).await?;
     Some(Found {
         record: hit.record,
         exact: hit.exact,

@@ -4,10 +4,13 @@
 //! reservation are one statement.
 //!
 //! Cost per call: one round trip to reserve, one to settle, one per rate checked — each a
-//! single-row upsert on a primary key.
+//! single-row upsert on a primary key. One round trip each because the statements go with
+//! their parameters' types (`query_typed`): a plain `query` first asks the server to
+//! prepare the statement, a second round trip on every call.
 
 use super::PgError;
 use switchyard::budget::ROUNDING_SLACK_USD;
+use tokio_postgres::types::Type;
 use tokio_postgres::Client;
 
 /// Reserves `amount` of `key`'s budget `limit` for `period` (`"day:2026-12-02"`,
@@ -21,14 +24,19 @@ pub async fn reserve(
     limit: f64,
 ) -> Result<Option<f64>, PgError> {
     let row = client
-        .query_opt(
+        .query_typed_opt(
             "INSERT INTO spend_ledger AS l (key, period, reserved_usd)
              SELECT $1, $2, $3::float8 WHERE $3::float8 <= $4::float8
              ON CONFLICT (key, period) DO UPDATE
                 SET reserved_usd = l.reserved_usd + EXCLUDED.reserved_usd
                 WHERE l.spent_usd + l.reserved_usd + EXCLUDED.reserved_usd <= $4::float8
              RETURNING spent_usd + reserved_usd",
-            &[&key, &period, &amount, &(limit + ROUNDING_SLACK_USD)],
+            &[
+                (&key, Type::TEXT),
+                (&period, Type::TEXT),
+                (&amount, Type::FLOAT8),
+                (&(limit + ROUNDING_SLACK_USD), Type::FLOAT8),
+            ],
         )
         .await
         .map_err(|e| PgError::of(&format!("reserving from the budget of key {key}"), e))?;
@@ -45,12 +53,17 @@ pub async fn settle(
     cost: f64,
 ) -> Result<(), PgError> {
     client
-        .execute(
+        .execute_typed(
             "UPDATE spend_ledger
              SET reserved_usd = greatest(reserved_usd - $3::float8, 0),
                  spent_usd = spent_usd + $4::float8
              WHERE key = $1 AND period = $2",
-            &[&key, &period, &reserved, &cost],
+            &[
+                (&key, Type::TEXT),
+                (&period, Type::TEXT),
+                (&reserved, Type::FLOAT8),
+                (&cost, Type::FLOAT8),
+            ],
         )
         .await
         .map_err(|e| PgError::of(&format!("settling a call of key {key}"), e))?;
@@ -84,12 +97,17 @@ pub async fn take_request(
     }
     let (rpm, tpm) = (rpm.unwrap_or(i64::MAX), tpm.unwrap_or(i64::MAX));
     let row = client
-        .query_opt(
+        .query_typed_opt(
             "INSERT INTO rate_windows AS w (key, window_start, requests) VALUES ($1, $2, 1)
              ON CONFLICT (key, window_start) DO UPDATE SET requests = w.requests + 1
                 WHERE w.requests < $3 AND w.tokens < $4
              RETURNING requests",
-            &[&key, &window_start, &rpm, &tpm],
+            &[
+                (&key, Type::TEXT),
+                (&window_start, Type::INT8),
+                (&rpm, Type::INT8),
+                (&tpm, Type::INT8),
+            ],
         )
         .await
         .map_err(|e| PgError::of(&format!("counting a request of key {key}"), e))?;
@@ -104,10 +122,14 @@ pub async fn charge_tokens(
     tokens: i64,
 ) -> Result<(), PgError> {
     client
-        .execute(
+        .execute_typed(
             "INSERT INTO rate_windows AS w (key, window_start, tokens) VALUES ($1, $2, $3)
              ON CONFLICT (key, window_start) DO UPDATE SET tokens = w.tokens + EXCLUDED.tokens",
-            &[&key, &window_start, &tokens],
+            &[
+                (&key, Type::TEXT),
+                (&window_start, Type::INT8),
+                (&tokens, Type::INT8),
+            ],
         )
         .await
         .map_err(|e| PgError::of(&format!("counting the tokens of key {key}"), e))?;

@@ -16,15 +16,10 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
+from sdk_connect import clients
+
 BASE = sys.argv[1].rstrip("/")
-oa = openai.OpenAI(base_url=BASE + "/v1", api_key="sk-test", max_retries=0)
-an = anthropic.Anthropic(base_url=BASE, api_key="sk-test", max_retries=0)
-# google-genai joins base_url, api_version and `models/<model>:<method>`.
-gm = genai.Client(
-    api_key="sk-test",
-    http_options=types.HttpOptions(
-        base_url=BASE, api_version="v1beta",
-        retry_options=types.HttpRetryOptions(attempts=1)))
+oa, an, gm = clients(BASE)
 
 WEATHER_CHAT = [{
     "type": "function",

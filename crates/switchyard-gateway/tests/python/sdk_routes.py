@@ -11,19 +11,9 @@ streamed. Each case prints `ok <name>`; the first failure raises (non-zero exit)
 
 import sys
 
-import anthropic
-import openai
-from google import genai
-from google.genai import types
+from sdk_connect import clients
 
-BASE = sys.argv[1].rstrip("/")
-oa = openai.OpenAI(base_url=BASE + "/v1", api_key="sk-test", max_retries=0)
-an = anthropic.Anthropic(base_url=BASE, api_key="sk-test", max_retries=0)
-gm = genai.Client(
-    api_key="sk-test",
-    http_options=types.HttpOptions(
-        base_url=BASE, api_version="v1beta",
-        retry_options=types.HttpRetryOptions(attempts=1)))
+oa, an, gm = clients(sys.argv[1])
 
 
 def check(name, got, want):

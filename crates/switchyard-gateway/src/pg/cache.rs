@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 use switchyard::cache::{entry_key, CacheIndex, Entry};
 use switchyard::record::CallRecord;
 use switchyard::Dialect;
+use tokio_postgres::types::Type;
 use tokio_postgres::Client;
 
 /// How many of a key's newest entries are weighed: enough for every form a key is
@@ -37,11 +38,12 @@ pub async fn find(
     ttl: Option<Duration>,
 ) -> Result<Option<SharedHit>, PgError> {
     let rows = client
-        .query(
+        // Typed, as the ledger's statements: one round trip, no prepare.
+        .query_typed(
             "SELECT replica, record FROM llm_calls
              WHERE cache_key = $1 AND cache_hit IS NULL AND error_kind IS NULL AND NOT cut
              ORDER BY started_at DESC LIMIT $2",
-            &[&key, &CANDIDATES],
+            &[(&key, Type::TEXT), (&CANDIDATES, Type::INT8)],
         )
         .await
         .map_err(|e| PgError::of("looking a cache key up", e))?;

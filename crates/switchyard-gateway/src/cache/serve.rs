@@ -56,7 +56,9 @@ pub(crate) async fn lookup(
         CacheLookup::Miss(key) => {
             let asked =
                 key.is_some() || cacheable(&decoded.request, cache.config().temperature_above_zero);
-            let shared = if asked {
+            // The key is digested again only when a shared store will be asked with it.
+            let shares = state.pg.is_some() && cache.scope() == CacheScope::Store;
+            let shared = if asked && shares {
                 let key = key
                     .clone()
                     .unwrap_or_else(|| cache_key(name, &decoded.request));

@@ -1,0 +1,449 @@
+//! [`CallSource`] over a run directory or a gateway's data directory: the rows from
+//! `calls.sqlite`, a call in full from its line in `llm_log/` (through the library's
+//! reader, at the place the row names).
+//!
+//! The index is opened read-only: the console never writes to a store it views, and
+//! the recorder may be adding rows at the same moment (WAL lets both go on; a busy
+//! timeout covers the instant of a checkpoint). Connections are kept for the next
+//! request, since opening one costs more than most of the console's queries.
+
+use crate::source::{
+    CallRow, CallSource, CallsQuery, Filter, Page, RunBudget, Sort, SourceError, SourceResult,
+    SpendBy, SpendPoint, SpendQuery, Status, Summary,
+};
+use futures::future::BoxFuture;
+use rusqlite::types::Value as Sql;
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use switchyard::record::{self, CallRecord, Location, INDEX_FILE};
+
+/// How long a query waits for the writer's lock (a checkpoint) before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
+/// Connections kept open between requests.
+const KEPT: usize = 4;
+
+/// The calls of one directory.
+#[derive(Clone)]
+pub struct SqliteSource {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    dir: PathBuf,
+    index: PathBuf,
+    idle: Mutex<Vec<Connection>>,
+}
+
+impl SqliteSource {
+    /// Opens the calls of `dir` (a run directory, or a gateway's data directory), checking
+    /// that its index can be read.
+    pub fn open(dir: &Path) -> Result<SqliteSource, String> {
+        let dir = record::run_dir_of(dir);
+        let index = dir.join(INDEX_FILE);
+        if !index.is_file() {
+            return Err(format!(
+                "{} has no calls index ({INDEX_FILE}): the console reads a run directory or a gateway's data directory, which hold {INDEX_FILE} beside {}/",
+                dir.display(),
+                record::LOG_DIR
+            ));
+        }
+        let source = SqliteSource {
+            inner: Arc::new(Inner {
+                dir,
+                index,
+                idle: Mutex::new(Vec::new()),
+            }),
+        };
+        source.inner.with(|c| {
+            c.query_row(
+                "SELECT COUNT(*) FROM llm_calls WHERE number < 0",
+                [],
+                |_| Ok(()),
+            )
+        })?;
+        Ok(source)
+    }
+
+    /// The directory read.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Inner) -> Result<T, String> + Send + 'static,
+    ) -> BoxFuture<'_, SourceResult<T>> {
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || f(&inner))
+                .await
+                .map_err(|e| SourceError(format!("the console's query task failed: {e}")))?
+                .map_err(SourceError)
+        })
+    }
+}
+
+impl Inner {
+    fn connect(&self) -> Result<Connection, String> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(&self.index, flags).map_err(|e| self.error(e))?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| self.error(e))?;
+        Ok(conn)
+    }
+
+    fn error(&self, e: rusqlite::Error) -> String {
+        format!("calls index {}: {e}", self.index.display())
+    }
+
+    /// Runs `f` on a kept connection (or a new one), keeping it after.
+    fn with<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, String> {
+        let kept = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let conn = match kept {
+            Some(c) => c,
+            None => self.connect()?,
+        };
+        let out = f(&conn).map_err(|e| self.error(e));
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < KEPT {
+            idle.push(conn);
+        }
+        out
+    }
+}
+
+/// A filter as SQL: the `WHERE` clause (empty when nothing is filtered) and its values.
+fn where_clause(f: &Filter) -> (String, Vec<Sql>) {
+    let mut terms: Vec<&str> = Vec::new();
+    let mut values = Vec::new();
+    let mut eq = |term: &'static str, v: &Option<String>| {
+        if let Some(v) = v {
+            terms.push(term);
+            values.push(Sql::Text(v.clone()));
+        }
+    };
+    eq("error_kind = ?", &f.kind);
+    eq("reference = ?", &f.reference);
+    eq("model = ?", &f.model);
+    eq("role = ?", &f.role);
+    eq("client_key = ?", &f.key);
+    eq("time >= ?", &f.since);
+    eq("time < ?", &f.until);
+    if let Some(text) = &f.text {
+        terms.push("(instr(reference, ?) > 0 OR instr(model, ?) > 0)");
+        values.push(Sql::Text(text.clone()));
+        values.push(Sql::Text(text.clone()));
+    }
+    match f.status {
+        Some(Status::Ok) => terms.push("error_kind IS NULL"),
+        Some(Status::Error) => terms.push("error_kind IS NOT NULL"),
+        None => {}
+    }
+    if terms.is_empty() {
+        (String::new(), values)
+    } else {
+        (format!(" WHERE {}", terms.join(" AND ")), values)
+    }
+}
+
+const ROW_COLUMNS: &str =
+    "number, time, role, client_key, reference, model, dialect, client_dialect, stream, \
+     error_kind, input_tokens, output_tokens, cost_usd, latency_ms, attempts, cache_hit";
+
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CallRow> {
+    let number: i64 = r.get(0)?;
+    let error_kind: Option<String> = r.get(9)?;
+    Ok(CallRow {
+        id: number.to_string(),
+        number: number.max(0) as u64,
+        time: r.get(1)?,
+        role: r.get(2)?,
+        key: r.get(3)?,
+        reference: r.get(4)?,
+        model: r.get(5)?,
+        dialect: r.get(6)?,
+        client_dialect: r.get(7)?,
+        stream: r.get(8)?,
+        status: if error_kind.is_some() { "error" } else { "ok" },
+        error_kind,
+        input_tokens: r.get(10)?,
+        output_tokens: r.get(11)?,
+        cost_usd: r.get(12)?,
+        latency_ms: r.get(13)?,
+        attempts: r.get(14)?,
+        cache_hit: r.get(15)?,
+    })
+}
+
+/// `ORDER BY` for a sort: the number breaks ties, so pages never overlap; unknown costs
+/// go last either way (they are not the cheapest calls).
+fn order_by(sort: Sort, descending: bool) -> String {
+    let dir = if descending { "DESC" } else { "ASC" };
+    match sort {
+        Sort::Time => format!("number {dir}"),
+        Sort::Cost => format!("cost_usd IS NULL, cost_usd {dir}, number {dir}"),
+        Sort::Latency => format!("latency_ms {dir}, number {dir}"),
+        Sort::Tokens => {
+            format!("COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0) {dir}, number {dir}")
+        }
+    }
+}
+
+fn page(conn: &Connection, q: &CallsQuery) -> rusqlite::Result<Page> {
+    let (clause, values) = where_clause(&q.filter);
+    let total: i64 = conn.query_row(
+        &format!("SELECT COUNT(*) FROM llm_calls{clause}"),
+        rusqlite::params_from_iter(values.iter()),
+        |r| r.get(0),
+    )?;
+    let sql = format!(
+        "SELECT {ROW_COLUMNS} FROM llm_calls{clause} ORDER BY {} LIMIT {} OFFSET {}",
+        order_by(q.sort, q.descending),
+        q.limit,
+        q.offset.min(i64::MAX as u64)
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let calls = stmt
+        .query_map(rusqlite::params_from_iter(values.iter()), row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(Page {
+        calls,
+        total: total.max(0) as u64,
+    })
+}
+
+fn spend(conn: &Connection, q: &SpendQuery) -> rusqlite::Result<Vec<SpendPoint>> {
+    let (clause, values) = where_clause(&q.filter);
+    let group = match q.by {
+        SpendBy::Model => "reference",
+        SpendBy::Key => "COALESCE(client_key, '')",
+        SpendBy::Role => "role",
+    };
+    let sql = format!(
+        "SELECT substr(time, 1, {}) AS b, {group} AS g, COALESCE(SUM(cost_usd), 0), COUNT(*),
+                SUM(cost_usd IS NULL), COALESCE(SUM(COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)), 0)
+         FROM llm_calls{clause} GROUP BY b, g ORDER BY b, g",
+        q.bucket.prefix_len()
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let points = stmt
+        .query_map(rusqlite::params_from_iter(values.iter()), |r| {
+            Ok(SpendPoint {
+                bucket: r.get(0)?,
+                group: r.get(1)?,
+                cost_usd: r.get(2)?,
+                calls: r.get::<_, i64>(3)?.max(0) as u64,
+                unknown_cost_calls: r.get::<_, i64>(4)?.max(0) as u64,
+                tokens: r.get::<_, i64>(5)?.max(0) as u64,
+            })
+        })?
+        .collect();
+    points
+}
+
+/// The most distinct values of one column a summary lists (the filters' choices).
+const MOST_VALUES: usize = 200;
+
+fn summary(conn: &Connection, source: String) -> rusqlite::Result<Summary> {
+    let mut s = Summary {
+        source,
+        ..Summary::default()
+    };
+    // One pass over the rows: a group per (reference, role, key, kind) is few enough.
+    let mut stmt = conn.prepare_cached(
+        "SELECT reference, role, COALESCE(client_key, ''), COALESCE(error_kind, ''), COUNT(*),
+                COALESCE(SUM(cost_usd), 0), SUM(cost_usd IS NULL), MIN(time), MAX(time)
+         FROM llm_calls GROUP BY 1, 2, 3, 4",
+    )?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let (reference, role, key, kind): (String, String, String, String) =
+            (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+        let calls = r.get::<_, i64>(4)?.max(0) as u64;
+        s.calls += calls;
+        s.cost_usd += r.get::<_, f64>(5)?;
+        s.unknown_cost_calls += r.get::<_, i64>(6)?.max(0) as u64;
+        let (first, last): (String, String) = (r.get(7)?, r.get(8)?);
+        if s.first_time.as_ref().is_none_or(|t| first < *t) {
+            s.first_time = Some(first);
+        }
+        if s.last_time.as_ref().is_none_or(|t| last > *t) {
+            s.last_time = Some(last);
+        }
+        let count = |map: &mut BTreeMap<String, u64>, v: String| {
+            if map.len() < MOST_VALUES || map.contains_key(&v) {
+                *map.entry(v).or_default() += calls;
+            }
+        };
+        count(&mut s.references, reference);
+        count(&mut s.roles, role);
+        if !key.is_empty() {
+            count(&mut s.keys, key);
+        }
+        if !kind.is_empty() {
+            s.errors += calls;
+            count(&mut s.kinds, kind);
+        }
+    }
+    Ok(s)
+}
+
+fn location(conn: &Connection, number: i64) -> rusqlite::Result<Option<Location>> {
+    conn.query_row(
+        "SELECT segment, line_offset, line_length FROM llm_calls WHERE number = ?1",
+        [number],
+        |r| {
+            Ok(Location {
+                segment: r.get(0)?,
+                offset: r.get::<_, i64>(1)?.max(0) as u64,
+                len: r.get(2)?,
+            })
+        },
+    )
+    .optional()
+}
+
+/// Reads call `number` of `dir`: at the place its index row names, else by the log.
+fn read_call(inner: &Inner, dir: &Path, number: u64) -> Result<Option<CallRecord>, String> {
+    let at = if dir == inner.dir {
+        inner.with(|c| location(c, number.min(i64::MAX as u64) as i64))?
+    } else {
+        None
+    };
+    let read = match at {
+        Some(at) => record::read_record_at(dir, at),
+        None => record::read_record(dir, number),
+    };
+    match read {
+        Ok(r) if r.number == number => Ok(Some(r)),
+        // The row pointed elsewhere (an index rebuilt under it): the log is the truth.
+        Ok(_) => record::read_record(dir, number)
+            .map(Some)
+            .map_err(|e| e.to_string()),
+        Err(_) if at.is_none() => Ok(None),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The run a run replayed: `replay_of` in its `run.yaml`, else itself.
+fn replayed_dir(dir: &Path) -> PathBuf {
+    record::read_run_file(dir)
+        .ok()
+        .and_then(|v| v.get("replay_of")?.as_str().map(PathBuf::from))
+        .unwrap_or_else(|| dir.to_path_buf())
+}
+
+fn run_budget(inner: &Inner) -> Result<Option<RunBudget>, String> {
+    let Ok(run) = record::read_run_file(&inner.dir) else {
+        return Ok(None);
+    };
+    let Some(serde_json::Value::Object(settings)) = run.get("settings") else {
+        return Ok(None);
+    };
+    let sections: BTreeMap<String, serde_json::Value> = settings
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let (Some(budget), _) = switchyard::budget::Budget::read(&sections) else {
+        return Ok(None);
+    };
+    let spend = inner.with(|c| run_spend(c, &budget.exclude_roles))?;
+    Ok(Some(RunBudget {
+        max_usd: budget.max_usd,
+        max_calls: budget.max_calls,
+        max_tokens: budget.max_tokens,
+        exclude_roles: budget.exclude_roles.iter().cloned().collect(),
+        spent_usd: spend.usd,
+        calls: spend.calls,
+        tokens: spend.tokens,
+    }))
+}
+
+/// What a run's budget counts, as the library's `run_spend` reckons it (every call but
+/// those the budget refused), read here over the read-only connection: the library's
+/// reader opens the index to write.
+fn run_spend(conn: &Connection, exclude: &BTreeSet<String>) -> rusqlite::Result<RunSpend> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT role, COUNT(*), COALESCE(SUM(cost_usd), 0),
+                COALESCE(SUM(COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)), 0)
+         FROM llm_calls WHERE error_kind IS NOT 'BudgetExceeded' GROUP BY role",
+    )?;
+    let mut spend = RunSpend::default();
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        if exclude.contains(&r.get::<_, String>(0)?) {
+            continue;
+        }
+        spend.calls += r.get::<_, i64>(1)?.max(0) as u64;
+        spend.usd += r.get::<_, f64>(2)?;
+        spend.tokens += r.get::<_, i64>(3)?.max(0) as u64;
+    }
+    Ok(spend)
+}
+
+#[derive(Default)]
+struct RunSpend {
+    usd: f64,
+    calls: u64,
+    tokens: u64,
+}
+
+/// Dollars per client key since a time, as the gateway's budgets count them at start.
+fn key_spend(conn: &Connection, since: Option<&str>) -> rusqlite::Result<BTreeMap<String, f64>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT client_key, COALESCE(SUM(cost_usd), 0) FROM llm_calls
+         WHERE client_key IS NOT NULL AND time >= ?1 GROUP BY client_key",
+    )?;
+    let rows = stmt.query_map([since.unwrap_or("")], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    rows.collect()
+}
+
+impl CallSource for SqliteSource {
+    fn describe(&self) -> String {
+        self.inner.dir.display().to_string()
+    }
+
+    fn page(&self, query: CallsQuery) -> BoxFuture<'_, SourceResult<Page>> {
+        self.blocking(move |inner| inner.with(|c| page(c, &query)))
+    }
+
+    fn record(&self, id: String) -> BoxFuture<'_, SourceResult<Option<CallRecord>>> {
+        self.blocking(move |inner| match id.parse::<u64>() {
+            Ok(n) => read_call(inner, &inner.dir.clone(), n),
+            Err(_) => Ok(None),
+        })
+    }
+
+    fn replayed_record(
+        &self,
+        _failed: &CallRecord,
+        number: u64,
+    ) -> BoxFuture<'_, SourceResult<Option<CallRecord>>> {
+        self.blocking(move |inner| {
+            let dir = replayed_dir(&inner.dir);
+            read_call(inner, &dir, number)
+        })
+    }
+
+    fn spend(&self, query: SpendQuery) -> BoxFuture<'_, SourceResult<Vec<SpendPoint>>> {
+        self.blocking(move |inner| inner.with(|c| spend(c, &query)))
+    }
+
+    fn summary(&self) -> BoxFuture<'_, SourceResult<Summary>> {
+        let source = self.describe();
+        self.blocking(move |inner| inner.with(|c| summary(c, source)))
+    }
+
+    fn key_spend(
+        &self,
+        since: Option<String>,
+    ) -> BoxFuture<'_, SourceResult<BTreeMap<String, f64>>> {
+        self.blocking(move |inner| inner.with(|c| key_spend(c, since.as_deref())))
+    }
+
+    fn run_budget(&self) -> BoxFuture<'_, SourceResult<Option<RunBudget>>> {
+        self.blocking(run_budget)
+    }
+}

@@ -301,6 +301,23 @@ pub(crate) enum LogCommand {
     Show(LogShowArgs),
     /// Every call, as JSON lines (whole records) or CSV (the index's columns).
     Export(LogExportArgs),
+    /// The web console over a run directory or a gateway's data directory, on
+    /// 127.0.0.1 only: the calls, one call in full, spend over time, budgets.
+    View(LogViewArgs),
+}
+
+/// Arguments of `log view`.
+#[derive(Debug, Args)]
+pub(crate) struct LogViewArgs {
+    /// The run directory (holding run.yaml, llm_log/ and calls.sqlite), or a gateway's
+    /// data directory.
+    pub run_dir: PathBuf,
+    /// The port on 127.0.0.1 (0, the default: any free port; the URL is printed).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub port: u16,
+    /// Open the console in the browser (xdg-open or open; nothing fails without one).
+    #[arg(long)]
+    pub open: bool,
 }
 
 /// Where `log` reads calls from: a run directory (or a gateway's data directory), or

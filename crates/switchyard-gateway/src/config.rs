@@ -166,6 +166,9 @@ pub struct KeySpec {
     pub rpm: Option<u32>,
     /// Tokens (input + output) per minute.
     pub tpm: Option<u64>,
+    /// `role: admin`: the key also opens the web console (`/console`), which no other
+    /// key does. An admin key calls models as any key does.
+    pub admin: bool,
 }
 
 impl KeySpec {
@@ -181,6 +184,7 @@ impl KeySpec {
             max_in_flight: None,
             rpm: None,
             tpm: None,
+            admin: false,
         }
     }
 }
@@ -218,6 +222,16 @@ impl BudgetPeriod {
             "total" => BudgetPeriod::Total,
             _ => return None,
         })
+    }
+
+    /// Its name in the config (`day`, `week`, `month`, `total`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BudgetPeriod::Day => "day",
+            BudgetPeriod::Week => "week",
+            BudgetPeriod::Month => "month",
+            BudgetPeriod::Total => "total",
+        }
     }
 }
 

@@ -22,6 +22,8 @@ pub struct Key {
     pub concurrency: Concurrency,
     /// Its budget in USD per period, counted with the calls' cost.
     pub budget: Option<crate::budgets::KeyBudget>,
+    /// `role: admin`: it opens the web console.
+    pub admin: bool,
 }
 
 impl Key {
@@ -90,6 +92,7 @@ impl Keys {
                         spec.unknown_cost_allowed,
                     )
                 }),
+                admin: spec.admin,
             });
             if let Some(other) = keys.by_digest.insert(digest, key) {
                 errors.push(format!(
@@ -232,6 +235,7 @@ mod tests {
             limiter: RateLimiter::new(None, None),
             concurrency: Concurrency::new(None),
             budget: None,
+            admin: false,
         };
         assert!(k.allows("mock/echo", "mock/echo"));
         assert!(k.allows("gpt-5.4", "vllm/qwen"));

@@ -27,6 +27,7 @@ pub mod cache;
 mod call;
 pub mod config;
 mod connection;
+mod console;
 mod count_tokens;
 mod deadlines;
 mod embeddings;

@@ -194,8 +194,15 @@ impl Gateway {
         !self.state.keys.is_empty()
     }
 
-    /// The routes.
-    pub fn router(&self) -> Router {
+    /// The routes, with the web console's for a gateway listening on `local` (whether
+    /// it opens without keys depends on the address).
+    pub fn router(&self, local: SocketAddr) -> Router {
+        self.api_router()
+            .merge(crate::console::router(&self.state, local))
+    }
+
+    /// The model-call, model-list, health and metrics routes.
+    fn api_router(&self) -> Router {
         Router::new()
             .route("/", get(routes::health::root).head(routes::health::root))
             .route("/healthz", get(routes::health::healthz))
@@ -235,9 +242,10 @@ impl Gateway {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let state = self.state.clone();
+        let router = self.router(listener.local_addr()?);
         let served = crate::listener::serve(
             listener,
-            self.router(),
+            router,
             state.clone(),
             &self.listen,
             shutdown,

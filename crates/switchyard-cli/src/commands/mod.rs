@@ -11,6 +11,7 @@ mod check;
 mod init;
 pub(crate) mod log;
 mod log_source;
+mod log_view;
 mod mock;
 mod run_setup;
 mod serve;
@@ -103,6 +104,7 @@ pub(crate) fn run(cli: Cli) -> Result<(), String> {
         Command::Log(LogCommand::Stats(args)) => log::stats(&args),
         Command::Log(LogCommand::Show(args)) => log::show(&args),
         Command::Log(LogCommand::Export(args)) => log::export(&args),
+        Command::Log(LogCommand::View(args)) => log_view::run(&args),
         Command::Mock(args) => mock::run(&args),
         Command::Store(StoreCommand::Migrate(args)) => store::migrate(&args),
         Command::Serve(args) => serve::run(config, &args),

@@ -4,7 +4,7 @@ use super::{BudgetPeriod, KeySecret, KeySpec};
 use serde_json::Value;
 
 const KEY_FIELDS: &str =
-    "name, key_env, key_sha256, models, budget_usd, budget_period, unknown_cost, max_in_flight, rpm, tpm";
+    "name, key_env, key_sha256, role, models, budget_usd, budget_period, unknown_cost, max_in_flight, rpm, tpm";
 
 pub(super) fn read_key(i: usize, item: &Value, errors: &mut Vec<String>) -> Option<KeySpec> {
     let Value::Object(map) = item else {
@@ -129,6 +129,18 @@ pub(super) fn read_key(i: usize, item: &Value, errors: &mut Vec<String>) -> Opti
         .map(|n| n.min(u32::MAX as u64) as u32);
     let rpm = read_count(map.get("rpm"), &at("rpm"), errors).map(|n| n.min(u32::MAX as u64) as u32);
     let tpm = read_count(map.get("tpm"), &at("tpm"), errors);
+    let admin = match map.get("role") {
+        None | Some(Value::Null) => false,
+        Some(Value::String(s)) if s == "admin" => true,
+        Some(Value::String(s)) if s == "client" => false,
+        Some(v) => {
+            errors.push(format!(
+                "{}: expected `admin` (the key also opens the web console) or `client` (the default: model calls only), found {v}",
+                at("role")
+            ));
+            false
+        }
+    };
     if errors.len() > before {
         return None;
     }
@@ -142,6 +154,7 @@ pub(super) fn read_key(i: usize, item: &Value, errors: &mut Vec<String>) -> Opti
         max_in_flight,
         rpm,
         tpm,
+        admin,
     })
 }
 

@@ -49,15 +49,19 @@ pub(crate) fn calls_query(pairs: &[(String, String)]) -> Result<CallsQuery, BadP
     let mut rest = Vec::new();
     for (k, v) in once_each(pairs)? {
         match k {
-            "limit" => q.limit = match v.parse::<u32>() {
-                Ok(n) if (1..=MAX_LIMIT).contains(&n) => n,
-                _ => return Err(bad(
-                    k,
-                    format!(
+            "limit" => {
+                q.limit = match v.parse::<u32>() {
+                    Ok(n) if (1..=MAX_LIMIT).contains(&n) => n,
+                    _ => {
+                        return Err(bad(
+                            k,
+                            format!(
                         "`{v}` is not a page size: expected a whole number from 1 to {MAX_LIMIT}"
                     ),
-                )),
-            },
+                        ))
+                    }
+                }
+            }
             "offset" => {
                 q.offset = v.parse::<u64>().map_err(|_| {
                     bad(

@@ -605,6 +605,22 @@ mod tests {
             Some(Duration::from_secs(600))
         );
 
+        // `role: admin` opens the console; `client` (the default) does not.
+        let c = GatewayConfig::from_sections(&sections(json!({
+            "keys": [{"name": "ops", "key_env": "OPS", "role": "admin"},
+                     {"name": "app", "key_env": "APP", "role": "client"},
+                     {"name": "ci", "key_env": "CI"}]
+        })))
+        .unwrap();
+        let admin: Vec<bool> = c.keys.iter().map(|k| k.admin).collect();
+        assert_eq!(admin, [true, false, false]);
+        let e = GatewayConfig::from_sections(&sections(json!({
+            "keys": [{"name": "x", "key_env": "X", "role": "root"}]
+        })))
+        .unwrap_err()
+        .join("\n");
+        assert!(e.contains("keys[0] (x).role: expected `admin`"), "{e}");
+
         let e = GatewayConfig::from_sections(&sections(json!({
             "store": {"path": "d", "durability": "eventually", "max_backlog": 0, "colour": 1},
             "timeouts": {"first_byte_timeout": 1},

@@ -17,13 +17,14 @@ use switchyard_console::{Access, CallSource, KeyBudgetSpec, KeyCheck, SqliteSour
 pub(crate) fn router(state: &Arc<State>, local: SocketAddr) -> axum::Router {
     let access = if !state.keys.is_empty() {
         let judge = state.clone();
-        Access::AdminKeys(Arc::new(move |headers: &axum::http::HeaderMap| {
-            match judge.keys.authenticate(headers, None) {
-                Ok(key) if key.admin => KeyCheck::Admin,
-                Ok(key) => KeyCheck::NotAdmin(key.name.clone()),
-                Err(crate::keys::KeyRefusal::Unknown) => KeyCheck::Unknown,
-                Err(crate::keys::KeyRefusal::Missing) => KeyCheck::Missing,
-            }
+        Access::AdminKeys(Arc::new(move |headers: &axum::http::HeaderMap| match judge
+            .keys
+            .authenticate(headers, None)
+        {
+            Ok(key) if key.admin => KeyCheck::Admin,
+            Ok(key) => KeyCheck::NotAdmin(key.name.clone()),
+            Err(crate::keys::KeyRefusal::Unknown) => KeyCheck::Unknown,
+            Err(crate::keys::KeyRefusal::Missing) => KeyCheck::Missing,
         }))
     } else if local.ip().is_loopback() {
         Access::Open
@@ -32,15 +33,17 @@ pub(crate) fn router(state: &Arc<State>, local: SocketAddr) -> axum::Router {
             "the console does not open on {local} without client keys: it shows every recorded prompt and reply. Add `keys:` with a key of `role: admin` to the gateway config, or listen on 127.0.0.1"
         ))
     };
-    let source: Option<Arc<dyn CallSource>> = state.store.as_ref().and_then(|store| {
-        match SqliteSource::open(store.dir()) {
-            Ok(s) => Some(Arc::new(s) as Arc<dyn CallSource>),
-            Err(e) => {
-                tracing::warn!("the console cannot read the store: {e}");
-                None
-            }
-        }
-    });
+    let source: Option<Arc<dyn CallSource>> =
+        state
+            .store
+            .as_ref()
+            .and_then(|store| match SqliteSource::open(store.dir()) {
+                Ok(s) => Some(Arc::new(s) as Arc<dyn CallSource>),
+                Err(e) => {
+                    tracing::warn!("the console cannot read the store: {e}");
+                    None
+                }
+            });
     let budgets = state.clone();
     let key_budgets = Arc::new(move || {
         let mut out: Vec<KeyBudgetSpec> = budgets

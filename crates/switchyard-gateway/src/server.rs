@@ -243,14 +243,8 @@ impl Gateway {
     ) -> std::io::Result<()> {
         let state = self.state.clone();
         let router = self.router(listener.local_addr()?);
-        let served = crate::listener::serve(
-            listener,
-            router,
-            state.clone(),
-            &self.listen,
-            shutdown,
-        )
-        .await;
+        let served =
+            crate::listener::serve(listener, router, state.clone(), &self.listen, shutdown).await;
         // Every call that ended is written before the gateway says it stopped.
         if let Some(store) = &state.store {
             let closing = tokio::task::spawn_blocking({

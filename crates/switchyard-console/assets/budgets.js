@@ -2,7 +2,7 @@
 // run's own budget: from its run.yaml.
 
 import { get } from './api.js';
-import { el, clear, cost, tokens } from './dom.js';
+import { el, show, cost, tokens } from './dom.js';
 
 function meter(used, limit) {
   const share = limit > 0 ? Math.min(1, used / limit) : 1;
@@ -33,5 +33,5 @@ export async function showBudgets(main) {
         el('tbody', {}, rows.map((cells) => el('tr', {}, cells.map((c) => el('td', {}, c)))))),
       r.exclude_roles.length ? el('p', { class: 'muted' }, `Not counted: roles ${r.exclude_roles.join(', ')}`) : null);
   }
-  clear(main).append(el('h1', {}, 'Budgets'), el('h2', {}, 'Gateway keys'), keys, el('h2', {}, 'The run'), run);
+  show(main, el('h1', {}, 'Budgets'), el('h2', {}, 'Gateway keys'), keys, el('h2', {}, 'The run'), run);
 }

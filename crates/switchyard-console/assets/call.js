@@ -3,7 +3,7 @@
 // again, and for a ReplayExhausted failure its prompt beside the nearest recorded one.
 
 import { get } from './api.js';
-import { el, clear, cost, tokens, ms, time } from './dom.js';
+import { el, show, cost, tokens, ms, time } from './dom.js';
 
 function part(p) {
   switch (p.type) {
@@ -131,7 +131,7 @@ export async function showCall(main, id) {
       raw.textContent = e.message;
     }
   });
-  clear(main).append(
+  show(main, 
     el('p', {}, el('a', { href: '#/calls' }, '← Calls')),
     el('h1', {}, `Call ${d.id}`),
     facts(r),

@@ -2,7 +2,7 @@
 // server at a time (the store may hold millions of calls).
 
 import { get, query } from './api.js';
-import { el, clear, cost, tokens, ms, time } from './dom.js';
+import { el, show, cost, tokens, ms, time } from './dom.js';
 
 const FILTERS = ['status', 'kind', 'reference', 'role', 'key', 'q', 'since', 'until'];
 const LIMIT = 50;
@@ -97,7 +97,7 @@ export async function showCalls(main, params, summary) {
     el('span', { id: 'page-info' }, page.total === 0 ? 'no calls match'
       : `${(offset + 1).toLocaleString('en')}–${last.toLocaleString('en')} of ${page.total.toLocaleString('en')}`),
     el('button', { disabled: last >= page.total, onclick: () => go({ ...p, offset: offset + LIMIT }) }, 'Older →'));
-  clear(main).append(
+  show(main, 
     filterForm(p, summary),
     el('table', { class: 'calls', id: 'calls' },
       el('thead', {}, el('tr', {},

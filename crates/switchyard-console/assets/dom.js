@@ -9,7 +9,7 @@ export function el(tag, attrs = {}, ...children) {
     else if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
     else node.setAttribute(k, v === true ? '' : v);
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue;
     node.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -19,6 +19,11 @@ export function el(tag, attrs = {}, ...children) {
 export function clear(node) {
   while (node.firstChild) node.removeChild(node.firstChild);
   return node;
+}
+
+// Replaces what `node` shows with `children` (nested lists flattened, nulls left out).
+export function show(node, ...children) {
+  clear(node).append(...children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));
 }
 
 // A cost in USD; null means unknown (the model has no price), never 0.

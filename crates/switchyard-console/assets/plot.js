@@ -17,7 +17,7 @@ export function colour(i) {
 
 // buckets: ['2026-12-03', …]; groups: ['mock/echo', …]; value(bucket, group) → number.
 export function stackedBars({ buckets, groups, value, format, width = 900, height = 300 }) {
-  const pad = { left: 70, right: 10, top: 10, bottom: 40 };
+  const pad = { left: 90, right: 10, top: 10, bottom: 40 };
   const w = width - pad.left - pad.right;
   const h = height - pad.top - pad.bottom;
   const totals = buckets.map((b) => groups.reduce((s, g) => s + value(b, g), 0));
@@ -29,7 +29,7 @@ export function stackedBars({ buckets, groups, value, format, width = 900, heigh
     root.append(svg('text', { x: pad.left - 6, y: y + 4, 'text-anchor': 'end', class: 'axis' }, format((max * i) / 4)));
   }
   const step = w / Math.max(buckets.length, 1);
-  const bar = Math.max(1, step * 0.8);
+  const bar = Math.max(1, Math.min(48, step * 0.8));
   const every = Math.ceil(buckets.length / 10);
   buckets.forEach((b, i) => {
     let y = pad.top + h;

@@ -1,7 +1,7 @@
 // Spend over time by model, key or role, as stacked bars, with the totals beside.
 
 import { get, query } from './api.js';
-import { el, clear, cost, tokens } from './dom.js';
+import { el, show, cost, tokens } from './dom.js';
 import { stackedBars } from './plot.js';
 
 const MOST_GROUPS = 8;
@@ -56,7 +56,7 @@ export async function showSpend(main, params) {
         el('td', { class: 'num' }, t.calls === t.unknown_cost_calls ? cost(null) : cost(t.cost_usd)),
         el('td', { class: 'num' }, t.unknown_cost_calls ? tokens(t.unknown_cost_calls) : '–'));
     })));
-  clear(main).append(
+  show(main, 
     el('h1', {}, 'Spend over time'),
     el('form', { class: 'filters' },
       choose('by', ['model', 'key', 'role'], p.by, p),

@@ -58,6 +58,8 @@ fn open_browser(url: &str) {
         Ok(mut child) => {
             std::thread::spawn(move || child.wait());
         }
-        Err(e) => eprintln!("could not start {program} to open the browser ({e}); open {url} yourself"),
+        Err(e) => {
+            eprintln!("could not start {program} to open the browser ({e}); open {url} yourself")
+        }
     }
 }

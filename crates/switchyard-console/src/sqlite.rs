@@ -14,7 +14,7 @@ use crate::source::{
 use futures::future::BoxFuture;
 use rusqlite::types::Value as Sql;
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -214,6 +214,9 @@ fn page(conn: &Connection, q: &CallsQuery) -> rusqlite::Result<Page> {
     })
 }
 
+/// Spend per bucket and group, aggregated here over one pass of the rows: SQLite groups
+/// by sorting every row, which over a million calls costs seconds; a hash map of the few
+/// groups costs one scan.
 fn spend(conn: &Connection, q: &SpendQuery) -> rusqlite::Result<Vec<SpendPoint>> {
     let (clause, values) = where_clause(&q.filter);
     let group = match q.by {
@@ -222,71 +225,102 @@ fn spend(conn: &Connection, q: &SpendQuery) -> rusqlite::Result<Vec<SpendPoint>>
         SpendBy::Role => "role",
     };
     let sql = format!(
-        "SELECT substr(time, 1, {}) AS b, {group} AS g, COALESCE(SUM(cost_usd), 0), COUNT(*),
-                SUM(cost_usd IS NULL), COALESCE(SUM(COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)), 0)
-         FROM llm_calls{clause} GROUP BY b, g ORDER BY b, g",
+        "SELECT substr(time, 1, {}), {group}, cost_usd,
+                COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)
+         FROM llm_calls{clause}",
         q.bucket.prefix_len()
     );
     let mut stmt = conn.prepare_cached(&sql)?;
-    let points = stmt
-        .query_map(rusqlite::params_from_iter(values.iter()), |r| {
-            Ok(SpendPoint {
-                bucket: r.get(0)?,
-                group: r.get(1)?,
-                cost_usd: r.get(2)?,
-                calls: r.get::<_, i64>(3)?.max(0) as u64,
-                unknown_cost_calls: r.get::<_, i64>(4)?.max(0) as u64,
-                tokens: r.get::<_, i64>(5)?.max(0) as u64,
-            })
-        })?
+    let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
+    // Looked up by the borrowed texts: a string is made only for a new bucket or group.
+    let mut points: HashMap<String, HashMap<String, SpendPoint>> = HashMap::new();
+    while let Some(r) = rows.next()? {
+        let bucket = r.get_ref(0)?.as_str()?;
+        let group = r.get_ref(1)?.as_str()?;
+        if !points.contains_key(bucket) {
+            points.insert(bucket.to_string(), HashMap::new());
+        }
+        let Some(groups) = points.get_mut(bucket) else {
+            continue;
+        };
+        if !groups.contains_key(group) {
+            groups.insert(
+                group.to_string(),
+                SpendPoint {
+                    bucket: bucket.to_string(),
+                    group: group.to_string(),
+                    cost_usd: 0.0,
+                    calls: 0,
+                    unknown_cost_calls: 0,
+                    tokens: 0,
+                },
+            );
+        }
+        let Some(p) = groups.get_mut(group) else {
+            continue;
+        };
+        p.calls += 1;
+        match r.get::<_, Option<f64>>(2)? {
+            Some(usd) => p.cost_usd += usd,
+            None => p.unknown_cost_calls += 1,
+        }
+        p.tokens += r.get::<_, i64>(3)?.max(0) as u64;
+    }
+    let mut out: Vec<SpendPoint> = points
+        .into_values()
+        .flat_map(HashMap::into_values)
         .collect();
-    points
+    out.sort_by(|a, b| (&a.bucket, &a.group).cmp(&(&b.bucket, &b.group)));
+    Ok(out)
 }
 
 /// The most distinct values of one column a summary lists (the filters' choices).
 const MOST_VALUES: usize = 200;
 
+/// The store at a glance, in one pass of the rows aggregated here (as [`spend`], for the
+/// same reason).
 fn summary(conn: &Connection, source: String) -> rusqlite::Result<Summary> {
     let mut s = Summary {
         source,
         ..Summary::default()
     };
-    // One pass over the rows: a group per (reference, role, key, kind) is few enough.
     let mut stmt = conn.prepare_cached(
-        "SELECT reference, role, COALESCE(client_key, ''), COALESCE(error_kind, ''), COUNT(*),
-                COALESCE(SUM(cost_usd), 0), SUM(cost_usd IS NULL), MIN(time), MAX(time)
-         FROM llm_calls GROUP BY 1, 2, 3, 4",
+        "SELECT reference, role, client_key, error_kind, cost_usd, time FROM llm_calls",
     )?;
     let mut rows = stmt.query([])?;
+    let count = |map: &mut BTreeMap<String, u64>, v: &str| {
+        if let Some(n) = map.get_mut(v) {
+            *n += 1;
+        } else if map.len() < MOST_VALUES {
+            map.insert(v.to_string(), 1);
+        }
+    };
+    let (mut first, mut last): (Option<String>, Option<String>) = (None, None);
     while let Some(r) = rows.next()? {
-        let (reference, role, key, kind): (String, String, String, String) =
-            (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
-        let calls = r.get::<_, i64>(4)?.max(0) as u64;
-        s.calls += calls;
-        s.cost_usd += r.get::<_, f64>(5)?;
-        s.unknown_cost_calls += r.get::<_, i64>(6)?.max(0) as u64;
-        let (first, last): (String, String) = (r.get(7)?, r.get(8)?);
-        if s.first_time.as_ref().is_none_or(|t| first < *t) {
-            s.first_time = Some(first);
-        }
-        if s.last_time.as_ref().is_none_or(|t| last > *t) {
-            s.last_time = Some(last);
-        }
-        let count = |map: &mut BTreeMap<String, u64>, v: String| {
-            if map.len() < MOST_VALUES || map.contains_key(&v) {
-                *map.entry(v).or_default() += calls;
-            }
-        };
-        count(&mut s.references, reference);
-        count(&mut s.roles, role);
-        if !key.is_empty() {
+        s.calls += 1;
+        count(&mut s.references, r.get_ref(0)?.as_str()?);
+        count(&mut s.roles, r.get_ref(1)?.as_str()?);
+        if let Some(key) = r.get_ref(2)?.as_str_or_null()? {
             count(&mut s.keys, key);
         }
-        if !kind.is_empty() {
-            s.errors += calls;
+        if let Some(kind) = r.get_ref(3)?.as_str_or_null()? {
+            s.errors += 1;
             count(&mut s.kinds, kind);
         }
+        match r.get::<_, Option<f64>>(4)? {
+            Some(usd) => s.cost_usd += usd,
+            None => s.unknown_cost_calls += 1,
+        }
+        let time = r.get_ref(5)?.as_str()?;
+        if first.as_deref().is_none_or(|t| time < t) {
+            first = Some(time.to_string());
+        }
+        if last.as_deref().is_none_or(|t| time > t) {
+            last = Some(time.to_string());
+        }
     }
+    s.first_time = first;
+    s.last_time = last;
     Ok(s)
 }
 

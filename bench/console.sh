@@ -11,7 +11,8 @@ N="${1:-1000000}"
 RUNS="${RUNS:-7}"
 STORE="${STORE:-${TMPDIR:-/tmp}/switchyard-console-bench-$N}"
 PORT="${PORT:-18471}"
-cargo build --release -q -p switchyard-cli -p switchyard-console --example generate_store
+cargo build --release -q -p switchyard-cli
+cargo build --release -q -p switchyard-console --example generate_store
 TARGET="${CARGO_TARGET_DIR:-target}"
 if [ ! -f "$STORE/calls.sqlite" ]; then
   "$TARGET/release/examples/generate_store" "$STORE" "$N"

@@ -59,26 +59,35 @@ pub(crate) fn refused(r: Refusal) -> Response {
     out
 }
 
+/// A refusal to answer with (boxed: a response is large beside what succeeds).
+type Refused = Box<Response>;
+
+/// What a request that was let in has: the source and its parameters.
+type Entered<'a> = (&'a Arc<dyn CallSource>, Vec<(String, String)>);
+
 /// The access check, the source (or why there is none) and the parameters, in that order.
 fn enter<'a>(
     console: &'a Console,
     headers: &HeaderMap,
     pairs: Pairs,
-) -> Result<(&'a Arc<dyn CallSource>, Vec<(String, String)>), Response> {
-    console.access.api(headers).map_err(refused)?;
+) -> Result<Entered<'a>, Refused> {
+    console
+        .access
+        .api(headers)
+        .map_err(|r| Box::new(refused(r)))?;
     let source = console.source.as_ref().ok_or_else(|| {
-        error(
+        Box::new(error(
             StatusCode::SERVICE_UNAVAILABLE,
             "no_store",
             "this gateway records no calls, so the console has nothing to show: start it with --data-dir DIR (or `store:` in its config)",
-        )
+        ))
     })?;
     let Query(pairs) = pairs.map_err(|e| {
-        error(
+        Box::new(error(
             StatusCode::BAD_REQUEST,
             "invalid_parameter",
             &format!("the query string does not read as name=value pairs: {e}"),
-        )
+        ))
     })?;
     Ok((source, pairs))
 }
@@ -91,7 +100,7 @@ pub(crate) async fn calls(
 ) -> Response {
     let (source, pairs) = match enter(&console, &headers, pairs) {
         Ok(x) => x,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let query = match params::calls_query(&pairs) {
         Ok(q) => q,
@@ -112,17 +121,17 @@ async fn record_of(
     headers: &HeaderMap,
     pairs: Pairs,
     id: &str,
-) -> Result<(Arc<dyn CallSource>, switchyard::record::CallRecord), Response> {
+) -> Result<(Arc<dyn CallSource>, switchyard::record::CallRecord), Refused> {
     let (source, pairs) = enter(console, headers, pairs)?;
-    params::none(&pairs).map_err(bad_param)?;
+    params::none(&pairs).map_err(|e| Box::new(bad_param(e)))?;
     match source.record(id.to_string()).await {
         Ok(Some(r)) => Ok((source.clone(), r)),
-        Ok(None) => Err(error(
+        Ok(None) => Err(Box::new(error(
             StatusCode::NOT_FOUND,
             "not_found",
             &format!("no call `{id}` in {}: a call is named by its number (or `<replica>-<number>` in a PostgreSQL store), as the calls table lists it", source.describe()),
-        )),
-        Err(e) => Err(source_failed(e)),
+        ))),
+        Err(e) => Err(Box::new(source_failed(e))),
     }
 }
 
@@ -136,7 +145,7 @@ pub(crate) async fn call(
 ) -> Response {
     let (source, record) = match record_of(&console, &headers, pairs, &id).await {
         Ok(x) => x,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let nearest = match crate::detail::nearest_number(&record) {
         Some(n) => match source.replayed_record(&record, n).await {
@@ -168,7 +177,7 @@ pub(crate) async fn raw(
 ) -> Response {
     let (_, record) = match record_of(&console, &headers, pairs, &id).await {
         Ok(x) => x,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let Some(raw) = &record.raw else {
         return error(
@@ -206,7 +215,7 @@ pub(crate) async fn spend(
 ) -> Response {
     let (source, pairs) = match enter(&console, &headers, pairs) {
         Ok(x) => x,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let query = match params::spend_query(&pairs) {
         Ok(q) => q,
@@ -234,7 +243,7 @@ pub(crate) async fn summary(
 ) -> Response {
     let (source, pairs) = match enter(&console, &headers, pairs) {
         Ok(x) => x,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     if let Err(e) = params::none(&pairs) {
         return bad_param(e);
@@ -254,7 +263,7 @@ pub(crate) async fn budgets(
 ) -> Response {
     let (source, pairs) = match enter(&console, &headers, pairs) {
         Ok(x) => x,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     if let Err(e) = params::none(&pairs) {
         return bad_param(e);

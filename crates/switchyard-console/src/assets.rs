@@ -99,8 +99,9 @@ fn serve(asset: &Asset, headers: &HeaderMap) -> Response {
     r
 }
 
-fn page_allowed(access: &Access, headers: &HeaderMap) -> Result<(), Response> {
-    access.page(headers).map_err(crate::api::refused)
+/// The refusal to answer instead of the page, if any.
+fn page_refused(access: &Access, headers: &HeaderMap) -> Option<Response> {
+    access.page(headers).err().map(crate::api::refused)
 }
 
 /// `GET /console` and `/console/`: the page.
@@ -108,7 +109,7 @@ pub(crate) async fn index(
     State(console): State<Arc<crate::Console>>,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(r) = page_allowed(&console.access, &headers) {
+    if let Some(r) = page_refused(&console.access, &headers) {
         return r;
     }
     serve(&ASSETS[0], &headers)
@@ -120,7 +121,7 @@ pub(crate) async fn asset(
     Path(name): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(r) = page_allowed(&console.access, &headers) {
+    if let Some(r) = page_refused(&console.access, &headers) {
         return r;
     }
     match ASSETS.iter().find(|a| a.name == name) {

@@ -15,7 +15,10 @@ use std::io::Write;
 use std::path::Path;
 use switchyard::record::{segment_path, INDEX_FILE, INDEX_SCHEMA, INDEX_VERSION, LOG_DIR};
 
-pub(crate) const REFERENCES: &[(&str, &str, Option<(f64, f64)>)] = &[
+/// A reference, its dialect, and its price per million tokens in and out (`None`: unpriced).
+type Priced = (&'static str, &'static str, Option<(f64, f64)>);
+
+pub(crate) const REFERENCES: &[Priced] = &[
     ("mock/echo", "chat", Some((1.0, 2.0))),
     ("openai/gpt-5.4", "responses", Some((1.25, 10.0))),
     ("anthropic/claude-sonnet-4-5", "messages", Some((3.0, 15.0))),
@@ -54,6 +57,11 @@ fn civil(z: i64) -> (i64, i64, i64) {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// One call in four is streamed.
+fn streamed(i: u64) -> bool {
+    i.is_multiple_of(4)
 }
 
 /// One call's fields, derived from its number.
@@ -125,7 +133,7 @@ pub(crate) fn line(c: &Call) -> String {
         "format": 2, "number": c.number,
         "role": (!c.role.is_empty()).then_some(c.role),
         "reference": c.reference, "backend": backend, "model": model,
-        "dialect": c.dialect, "stream": c.number % 4 == 0,
+        "dialect": c.dialect, "stream": streamed(c.number),
         "prompt_digest": format!("{:032x}", c.number),
         "request": {"messages": [{"role": "user", "content": [{"type": "text", "text": prompt}]}]},
         "parameters": {},
@@ -197,7 +205,7 @@ pub(crate) fn generate_with(dir: &Path, n: u64, make: impl Fn(&Call) -> String) 
             backend,
             model,
             c.dialect,
-            i % 4 == 0,
+            streamed(i),
             if c.kind.is_some() { "error" } else { "ok" },
             c.kind,
             usage.then_some(c.input as i64),

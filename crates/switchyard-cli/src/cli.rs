@@ -309,9 +309,8 @@ pub(crate) enum LogCommand {
 /// Arguments of `log view`.
 #[derive(Debug, Args)]
 pub(crate) struct LogViewArgs {
-    /// The run directory (holding run.yaml, llm_log/ and calls.sqlite), or a gateway's
-    /// data directory.
-    pub run_dir: PathBuf,
+    #[command(flatten)]
+    pub source: LogSource,
     /// The port on 127.0.0.1 (0, the default: any free port; the URL is printed).
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub port: u16,

@@ -1,5 +1,6 @@
 //! The web console at `/console` (the `switchyard-console` crate) over the gateway's own
-//! data directory, with the gateway's rule for who may open it:
+//! data directory (or, sharing a PostgreSQL store, every replica's calls there), with
+//! the gateway's rule for who may open it:
 //!
 //! - with client keys, only a key of `role: admin` reads its API (any other key: 403
 //!   naming it; none or an unknown one: 401);
@@ -33,17 +34,24 @@ pub(crate) fn router(state: &Arc<State>, local: SocketAddr) -> axum::Router {
             "the console does not open on {local} without client keys: it shows every recorded prompt and reply. Add `keys:` with a key of `role: admin` to the gateway config, or listen on 127.0.0.1"
         ))
     };
-    let source: Option<Arc<dyn CallSource>> =
-        state
-            .store
-            .as_ref()
-            .and_then(|store| match SqliteSource::open(store.dir()) {
-                Ok(s) => Some(Arc::new(s) as Arc<dyn CallSource>),
-                Err(e) => {
-                    tracing::warn!("the console cannot read the store: {e}");
-                    None
-                }
-            });
+    // With a shared PostgreSQL store, every replica's calls; else the data directory's.
+    let shared = state.pg.as_ref().map(|pg| {
+        Arc::new(crate::pg::console::PgCallSource::new(
+            pg.pool().clone(),
+            pg.shown_url().to_string(),
+        )) as Arc<dyn CallSource>
+    });
+    let local = || {
+        let store = state.store.as_ref()?;
+        match SqliteSource::open(store.dir()) {
+            Ok(s) => Some(Arc::new(s) as Arc<dyn CallSource>),
+            Err(e) => {
+                tracing::warn!("the console cannot read the store: {e}");
+                None
+            }
+        }
+    };
+    let source = shared.or_else(local);
     let budgets = state.clone();
     let key_budgets = Arc::new(move || {
         let mut out: Vec<KeyBudgetSpec> = budgets

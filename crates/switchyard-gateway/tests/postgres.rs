@@ -251,3 +251,113 @@ async fn replicas_starting_together_upgrade_the_schema_once() {
     let v = schema::SCHEMA_VERSION;
     assert_eq!(was, [0, v, v, v]);
 }
+
+/// The console of a replica sharing the store shows every replica's calls (the database's
+/// `llm_calls`), named by their ids, with the keys' spend; only an admin key reads it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_of_one_replica_shows_every_replicas_calls() {
+    use common::pg::replica;
+    use switchyard_gateway::{keys::digest, KeySecret, KeySpec, StoreOptions};
+    let Some((mut c, url)) = fresh_db("console").await else {
+        return;
+    };
+    schema::migrate(&mut c).await.unwrap();
+    const ADMIN: &str = "sk-console-admin-pg-0123";
+    let keys = || {
+        vec![
+            key("alice", "ALICE_KEY", None),
+            KeySpec {
+                admin: true,
+                ..KeySpec::new("ops", KeySecret::Sha256(digest(ADMIN.as_bytes())))
+            },
+        ]
+    };
+    let mock = MockServer::start().await;
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let down = pg::OnStoreDown::Refuse;
+    let a = replica(
+        &mock,
+        &url,
+        da.path(),
+        keys(),
+        StoreOptions::default(),
+        down,
+    )
+    .await;
+    let b = replica(
+        &mock,
+        &url,
+        db.path(),
+        keys(),
+        StoreOptions::default(),
+        down,
+    )
+    .await;
+    for (gw, text) in [(&a, "one"), (&a, "two"), (&b, "three")] {
+        let (s, _, _) = call(gw, ALICE, Dialect::Chat, "mock/echo", text, false).await;
+        assert_eq!(s, 200);
+    }
+    let get = |path: &str, key: &str| {
+        let url = format!("{}{path}", a.url());
+        let key = key.to_string();
+        async move {
+            let r = reqwest::Client::new()
+                .get(url)
+                .header("authorization", format!("Bearer {key}"))
+                .send()
+                .await
+                .unwrap();
+            let status = r.status().as_u16();
+            (
+                status,
+                r.json::<serde_json::Value>().await.unwrap_or_default(),
+            )
+        }
+    };
+    // Shipped to the database off the calls' path: wait for all three.
+    let start = std::time::Instant::now();
+    let page = loop {
+        let (s, page) = get("/console/api/calls", ADMIN).await;
+        if s == 200 && page["total"] == 3 {
+            break page;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "{s} {page}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let (s, _) = get("/console/api/calls", ALICE).await;
+    assert_eq!(s, 403);
+    let ids: Vec<&str> = page["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    let replicas: std::collections::BTreeSet<&str> = ids
+        .iter()
+        .map(|id| id.rsplit_once('-').unwrap().0)
+        .collect();
+    assert_eq!(replicas.len(), 2, "both replicas' calls: {ids:?}");
+    let (s, one) = get(&format!("/console/api/calls/{}", ids[0]), ADMIN).await;
+    assert_eq!(s, 200, "{one}");
+    assert_eq!(one["record"]["client_key"], "alice");
+    let (s, _) = get("/console/api/calls/nobody-1", ADMIN).await;
+    assert_eq!(s, 404);
+    let (_, summary) = get("/console/api/summary", ADMIN).await;
+    assert_eq!(summary["calls"], 3);
+    assert!(summary["source"].as_str().unwrap().contains("PostgreSQL"));
+    let (_, spend) = get("/console/api/spend?by=key&status=ok", ADMIN).await;
+    let calls: u64 = spend["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["calls"].as_u64().unwrap())
+        .sum();
+    assert_eq!(calls, 3, "{spend}");
+    let (_, sorted) = get("/console/api/calls?sort=cost&order=asc&key=alice", ADMIN).await;
+    assert_eq!(sorted["total"], 3);
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}

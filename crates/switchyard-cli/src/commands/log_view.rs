@@ -1,14 +1,20 @@
-//! `switchyard log view DIR`: the web console over a run directory or a gateway's data
-//! directory, served on 127.0.0.1 until ctrl-c (loopback `Host`s and origins only).
+//! `switchyard log view DIR|--store postgres`: the web console over a run directory, a
+//! gateway's data directory or the PostgreSQL store replicas share, served on 127.0.0.1
+//! until ctrl-c (loopback `Host`s and origins only).
 
+use super::log_source::{self, Source};
 use crate::cli::LogViewArgs;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
-use switchyard_console::SqliteSource;
+use switchyard_console::{CallSource, SqliteSource};
+use switchyard_gateway::pg;
+
+/// Connections the console keeps to a PostgreSQL store.
+const PG_CONNECTIONS: usize = 4;
 
 /// Runs `log view`.
 pub(super) fn run(args: &LogViewArgs) -> Result<(), String> {
-    let source = SqliteSource::open(&args.run_dir).map_err(|e| format!("error: {e}"))?;
+    let place = log_source::source(args.source.run_dir.as_ref(), args.source.store.as_deref())?;
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, args.port));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -16,6 +22,19 @@ pub(super) fn run(args: &LogViewArgs) -> Result<(), String> {
         .build()
         .map_err(|e| format!("error: cannot start the async runtime: {e}"))?;
     runtime.block_on(async {
+        let source: Arc<dyn CallSource> = match place {
+            Source::Dir(dir) => {
+                Arc::new(SqliteSource::open(&dir).map_err(|e| format!("error: {e}"))?)
+            }
+            Source::Postgres(url) => {
+                let store = pg::console::PgCallSource::new(
+                    pg::connect::pool(&url, PG_CONNECTIONS).map_err(|e| format!("error: {e}"))?,
+                    pg::redact_url(&url),
+                );
+                store.check().await.map_err(|e| format!("error: {e}"))?;
+                Arc::new(store)
+            }
+        };
         let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
             format!("error: cannot listen on {addr}: {e}; pick another port with --port N (0 for any free one)")
         })?;
@@ -25,7 +44,7 @@ pub(super) fn run(args: &LogViewArgs) -> Result<(), String> {
         let url = format!("http://{local}/console");
         println!(
             "switchyard log view: {url} ({}); ctrl-c stops it",
-            source.dir().display()
+            source.describe()
         );
         if args.open {
             open_browser(&url);
@@ -33,7 +52,7 @@ pub(super) fn run(args: &LogViewArgs) -> Result<(), String> {
         let stop = async {
             let _ = tokio::signal::ctrl_c().await;
         };
-        switchyard_console::serve_alone(listener, Arc::new(source), stop)
+        switchyard_console::serve_alone(listener, source, stop)
             .await
             .map_err(|e| format!("error: the console stopped: {e}"))
     })

@@ -17,11 +17,13 @@
 //! - [`gate`]: `durability: answered` waiting for the database's commit;
 //! - [`ledger`]: a key's spend per period and its rate windows, by single statements so
 //!   replicas sharing one budget never overshoot it together;
-//! - [`shared`]: the replica's side of it all, as the call path uses it.
+//! - [`shared`]: the replica's side of it all, as the call path uses it;
+//! - [`console`]: the web console's reading of every replica's calls.
 
 pub mod cache;
 pub mod config;
 pub mod connect;
+pub mod console;
 pub mod gate;
 pub mod ledger;
 pub mod records;

@@ -245,7 +245,12 @@ impl SharedStore {
         &self.replica
     }
 
-    /// The database's URL, without its password.
+    /// The connection pool (the console reads through it).
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// The URL without its password.
     pub fn shown_url(&self) -> &str {
         &self.shown
     }

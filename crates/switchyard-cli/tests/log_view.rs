@@ -89,7 +89,10 @@ fn log_view_serves_a_run_directory_on_loopback_and_prints_its_url() {
         .read_to_string(&mut err)
         .unwrap();
     let _ = child.wait();
-    assert!(err.contains("could not start") && err.contains("open"), "{err}");
+    assert!(
+        err.contains("could not start") && err.contains("open"),
+        "{err}"
+    );
 }
 
 #[test]

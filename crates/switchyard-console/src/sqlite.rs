@@ -35,26 +35,87 @@ struct Inner {
     dir: PathBuf,
     index: PathBuf,
     idle: Mutex<Vec<Connection>>,
+    /// A temporary index built for a log that has none, removed with the source.
+    scratch: Option<PathBuf>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.scratch {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// An index of `dir`'s log built in a temporary directory (the log linked into it, so
+/// the rows' places are the log's own): a run recorded without the `sqlite` feature, or a
+/// copied log, is viewed without writing into it.
+#[cfg(unix)]
+fn scratch_index(dir: &Path) -> Result<PathBuf, String> {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let scratch = std::env::temp_dir().join(format!(
+        "switchyard-console-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let made = std::fs::create_dir_all(&scratch).and_then(|()| {
+        std::os::unix::fs::symlink(dir.join(record::LOG_DIR), scratch.join(record::LOG_DIR))
+    });
+    if let Err(e) = made {
+        let _ = std::fs::remove_dir_all(&scratch);
+        return Err(format!(
+            "cannot make a temporary index for {} in {}: {e}",
+            dir.display(),
+            scratch.display()
+        ));
+    }
+    match record::rebuild_index(&scratch) {
+        Ok(_) => Ok(scratch),
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&scratch);
+            Err(format!("cannot index {}: {e}", dir.display()))
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn scratch_index(dir: &Path) -> Result<PathBuf, String> {
+    Err(format!(
+        "{} has no calls index ({INDEX_FILE}) and this platform cannot build one beside it without writing into it",
+        dir.display()
+    ))
 }
 
 impl SqliteSource {
     /// Opens the calls of `dir` (a run directory, or a gateway's data directory), checking
-    /// that its index can be read.
+    /// that its index can be read. A log without an index (recorded without the `sqlite`
+    /// feature, or copied without it) is indexed into a temporary directory, never into
+    /// `dir`.
     pub fn open(dir: &Path) -> Result<SqliteSource, String> {
         let dir = record::run_dir_of(dir);
-        let index = dir.join(INDEX_FILE);
+        let mut index = dir.join(INDEX_FILE);
+        let mut scratch = None;
         if !index.is_file() {
-            return Err(format!(
-                "{} has no calls index ({INDEX_FILE}): the console reads a run directory or a gateway's data directory, which hold {INDEX_FILE} beside {}/",
-                dir.display(),
-                record::LOG_DIR
-            ));
+            let has_log =
+                record::segment_ids(&dir.join(record::LOG_DIR)).is_ok_and(|s| !s.is_empty());
+            if !has_log {
+                return Err(format!(
+                    "{} has no calls index ({INDEX_FILE}) and no call log ({}/segment-NNNNNN.jsonl): the console reads a run directory or a gateway's data directory",
+                    dir.display(),
+                    record::LOG_DIR
+                ));
+            }
+            let built = scratch_index(&dir)?;
+            index = built.join(INDEX_FILE);
+            scratch = Some(built);
         }
         let source = SqliteSource {
             inner: Arc::new(Inner {
                 dir,
                 index,
                 idle: Mutex::new(Vec::new()),
+                scratch,
             }),
         };
         source.inner.with(|c| {

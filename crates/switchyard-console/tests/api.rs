@@ -362,3 +362,39 @@ async fn only_loopback_hosts_and_origins_are_answered() {
         .unwrap();
     assert_eq!(r.status(), 403);
 }
+
+#[tokio::test]
+async fn a_log_without_an_index_is_indexed_elsewhere_and_left_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    generate::generate(dir.path(), 40);
+    for f in ["calls.sqlite", "calls.sqlite-wal", "calls.sqlite-shm"] {
+        let _ = std::fs::remove_file(dir.path().join(f));
+    }
+    let before: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    let url = serve(dir.path()).await;
+    let (s, page) = get(&url, "/console/api/calls?status=error").await;
+    assert_eq!(s, 200, "{page}");
+    assert_eq!(
+        page["total"],
+        (1..=40).filter(|&i| call(i, 40).kind.is_some()).count() as u64
+    );
+    let (s, d) = get(&url, "/console/api/calls/33").await;
+    assert_eq!(s, 200);
+    assert_eq!(d["record"]["number"], 33);
+    let after: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(before, after, "nothing written into the viewed directory");
+    let empty = tempfile::tempdir().unwrap();
+    let e = switchyard_console::SqliteSource::open(empty.path())
+        .err()
+        .unwrap();
+    assert!(
+        e.contains("no calls index") && e.contains("no call log"),
+        "{e}"
+    );
+}

@@ -59,8 +59,10 @@ fn scratch_index(dir: &Path) -> Result<PathBuf, String> {
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     ));
+    // The link's target absolute: a relative one would be read from the scratch directory.
     let made = std::fs::create_dir_all(&scratch).and_then(|()| {
-        std::os::unix::fs::symlink(dir.join(record::LOG_DIR), scratch.join(record::LOG_DIR))
+        let log = dir.join(record::LOG_DIR).canonicalize()?;
+        std::os::unix::fs::symlink(log, scratch.join(record::LOG_DIR))
     });
     if let Err(e) = made {
         let _ = std::fs::remove_dir_all(&scratch);

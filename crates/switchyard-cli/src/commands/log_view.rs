@@ -49,7 +49,24 @@ pub(super) fn run(args: &LogViewArgs) -> Result<(), String> {
         if args.open {
             open_browser(&url);
         }
+        // Ctrl-C or SIGTERM: a graceful stop, so a temporary index is removed.
         let stop = async {
+            #[cfg(unix)]
+            {
+                use tokio::signal::unix::{signal, SignalKind};
+                match signal(SignalKind::terminate()) {
+                    Ok(mut term) => {
+                        tokio::select! {
+                            _ = tokio::signal::ctrl_c() => {}
+                            _ = term.recv() => {}
+                        }
+                    }
+                    Err(_) => {
+                        let _ = tokio::signal::ctrl_c().await;
+                    }
+                }
+            }
+            #[cfg(not(unix))]
             let _ = tokio::signal::ctrl_c().await;
         };
         switchyard_console::serve_alone(listener, source, stop)

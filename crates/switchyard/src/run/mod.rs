@@ -315,12 +315,20 @@ impl<'a> RunBuilder<'a> {
     /// The run's `budget:` is shared by every role's handle, and with `log:` (or the
     /// override `log=<dir>`) every call is recorded in that run directory, whose
     /// `run.yaml` is written now.
+    ///
+    /// With an `otel:` section or `OTEL_EXPORTER_OTLP_ENDPOINT`, the process's trace
+    /// export is started ([`crate::trace::start`]); call [`crate::trace::shutdown`]
+    /// before exiting.
     pub fn open(self) -> Result<Run> {
         let resume = self.resume;
+        let process = ProcessEnv;
+        let env: &dyn EnvSource = self.env.unwrap_or(&process);
         let mut run = self
             .open_checked()
             .map_err(|report| Error::Config(report.problems_text()))?;
         run.attach_budget_and_log(resume)?;
+        let otel = resolve::effective_section(&run.config, "otel");
+        crate::trace::start_from(otel.as_ref(), env).map_err(Error::Config)?;
         Ok(run)
     }
 }

@@ -12,6 +12,7 @@ mod init;
 pub(crate) mod log;
 mod log_source;
 mod mock;
+mod otel;
 mod run_setup;
 mod serve;
 mod serve_log;

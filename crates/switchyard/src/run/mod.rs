@@ -349,6 +349,12 @@ pub fn log_dir(config: &Config) -> Result<Option<PathBuf>> {
     }
 }
 
+/// A top-level section of `config` with its overrides applied (`otel.endpoint=…` over
+/// the file's `otel:`), `None` when neither gives it.
+pub fn section(config: &Config, name: &str) -> Option<serde_json::Value> {
+    resolve::effective_section(config, name)
+}
+
 /// Checks a run config, as `switchyard check` does: the function every command that runs
 /// a config calls first, refusing to start when the report is not [`ok`](CheckReport::ok).
 pub fn check<S: Into<String>>(

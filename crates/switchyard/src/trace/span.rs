@@ -86,11 +86,15 @@ pub(crate) fn build(call: &CallSpan, scope: &InstrumentationScope) -> Vec<SpanDa
 }
 
 fn common(call: &CallSpan, provider: &str, model: &str) -> Vec<KeyValue> {
-    vec![
+    let mut a = vec![
         KeyValue::new("gen_ai.operation.name", call.operation.as_str()),
-        KeyValue::new("gen_ai.provider.name", provider.to_string()),
         KeyValue::new("gen_ai.request.model", model.to_string()),
-    ]
+    ];
+    // None before a backend was chosen (a call the gateway refused).
+    if !provider.is_empty() {
+        a.push(KeyValue::new("gen_ai.provider.name", provider.to_string()));
+    }
+    a
 }
 
 fn call_attributes(call: &CallSpan) -> Vec<KeyValue> {

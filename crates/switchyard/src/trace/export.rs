@@ -156,10 +156,10 @@ fn run(
         let n = batch.len() as u64;
         // The exporter has its own timeout; this one also bounds a connection that
         // never completes.
-        let result = runtime.block_on(tokio::time::timeout(
-            config.timeout + Duration::from_millis(100),
-            exporter.export(batch),
-        ));
+        // (The timer is made inside the runtime, which it needs.)
+        let limit = config.timeout + Duration::from_millis(100);
+        let result =
+            runtime.block_on(async { tokio::time::timeout(limit, exporter.export(batch)).await });
         match result {
             Ok(Ok(())) => {
                 EXPORTED.fetch_add(n, Ordering::Relaxed);

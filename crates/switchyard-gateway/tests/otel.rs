@@ -36,13 +36,22 @@ async fn gateway(mock: &MockServer) -> (RunningGateway, Arc<switchyard::Recordin
         ..GatewayConfig::default()
     };
     let mut extra = Vec::new();
-    for b in ["mock", "up-chat", "up-messages", "up-responses", "up-gemini"] {
+    for b in [
+        "mock",
+        "up-chat",
+        "up-messages",
+        "up-responses",
+        "up-gemini",
+    ] {
         extra.push(format!("backends.{b}.prices.echo={{input: 1, output: 2}}"));
     }
     let sleeper = Arc::new(switchyard::RecordingSleeper::new());
     let g = gateway_waiting(&mock.base_url(), config, env(), &extra, sleeper.clone());
     assert!(g.store_dir().is_none());
-    (start(g, "127.0.0.1:0".parse().unwrap()).await.unwrap(), sleeper)
+    (
+        start(g, "127.0.0.1:0".parse().unwrap()).await.unwrap(),
+        sleeper,
+    )
 }
 
 /// Sends `text` as `client` to `model` with a `traceparent` of trace `trace`; gives the
@@ -102,7 +111,10 @@ async fn a_whole_call_passed_through_continues_the_callers_trace() {
     assert_eq!(a["gen_ai.response.finish_reasons"], json!(["stop"]));
     assert!(a.contains_key("gen_ai.response.id"), "{a:?}");
     assert!(a["gen_ai.usage.input_tokens"].as_i64().unwrap() > 0);
-    assert!(a["switchyard.cost_usd"].as_f64().unwrap() > 0.0, "priced: {a:?}");
+    assert!(
+        a["switchyard.cost_usd"].as_f64().unwrap() > 0.0,
+        "priced: {a:?}"
+    );
     // No contents unless the config asks, and never the key.
     assert!(!a.contains_key("gen_ai.input.messages"));
     assert!(!format!("{:?}", c.spans()).contains(ALICE));
@@ -117,7 +129,15 @@ async fn a_streamed_call_translated_is_one_span() {
     let mock = MockServer::start().await;
     let (gw, _) = gateway(&mock).await;
     let trace = "5bf92f3577b34da6a3ce929d0e0e4736";
-    let (status, _) = send(&gw, Dialect::Messages, "up-chat/echo", "streamed", true, trace).await;
+    let (status, _) = send(
+        &gw,
+        Dialect::Messages,
+        "up-chat/echo",
+        "streamed",
+        true,
+        trace,
+    )
+    .await;
     assert_eq!(status, 200);
     let (call, attempts) = call_of(c, trace);
     let a = &call.attrs;
@@ -151,7 +171,12 @@ async fn a_retried_call_has_both_attempts() {
     assert_eq!(attempts.len(), 2, "{attempts:?}");
     assert_eq!(attempts[0].attrs["http.response.status_code"], json!(429));
     assert_eq!(attempts[0].attrs["error.type"], "RateLimited");
-    assert!(attempts[1].attrs["switchyard.wait_before_ms"].as_f64().unwrap() > 0.0);
+    assert!(
+        attempts[1].attrs["switchyard.wait_before_ms"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
 }
 
 #[tokio::test]
@@ -160,7 +185,15 @@ async fn a_failed_call_is_an_error_span() {
     let mock = MockServer::start().await;
     let (gw, _) = gateway(&mock).await;
     let trace = "7bf92f3577b34da6a3ce929d0e0e4736";
-    let (status, _) = send(&gw, Dialect::Chat, "up-chat/fault-400", "failed", false, trace).await;
+    let (status, _) = send(
+        &gw,
+        Dialect::Chat,
+        "up-chat/fault-400",
+        "failed",
+        false,
+        trace,
+    )
+    .await;
     assert_eq!(status, 400);
     let (call, attempts) = call_of(c, trace);
     assert!(call.error);

@@ -83,7 +83,10 @@ async fn a_streamed_call_is_traced_when_its_stream_ends() {
     let mock = MockServer::start().await;
     let (llm, _) = handle(&mock, Dialect::Messages, "echo", default_timeouts());
     let llm = llm.with_role("streamed");
-    let mut stream = llm.stream(Request::user("trace me streamed")).await.unwrap();
+    let mut stream = llm
+        .stream(Request::user("trace me streamed"))
+        .await
+        .unwrap();
     while let Some(e) = stream.next().await {
         e.unwrap();
     }
@@ -103,9 +106,16 @@ async fn a_streamed_call_is_traced_when_its_stream_ends() {
 async fn a_retried_call_has_an_attempt_span_per_try() {
     let c = collector();
     let mock = MockServer::start().await;
-    let (llm, sleeper) = handle(&mock, Dialect::Chat, "fault-429-then-ok", default_timeouts());
+    let (llm, sleeper) = handle(
+        &mock,
+        Dialect::Chat,
+        "fault-429-then-ok",
+        default_timeouts(),
+    );
     let llm = llm.with_role("retried");
-    llm.complete(Request::user("trace me retried")).await.unwrap();
+    llm.complete(Request::user("trace me retried"))
+        .await
+        .unwrap();
     assert_eq!(sleeper.waits().len(), 1, "waited once, recorded, not slept");
     let all = c.wait_for(1, by("switchyard.role", "retried"));
     assert_eq!(all.len(), 1);
@@ -164,9 +174,15 @@ async fn a_route_is_one_span_with_its_members_attempts() {
         .unwrap()
         .with_retry(RetryPolicy::never())
         .with_role("routed");
-    llm.complete(Request::user("trace me routed")).await.unwrap();
+    llm.complete(Request::user("trace me routed"))
+        .await
+        .unwrap();
     let all = c.wait_for(1, by("switchyard.role", "routed"));
-    assert_eq!(all.len(), 1, "one span for the route, none for its members: {all:?}");
+    assert_eq!(
+        all.len(),
+        1,
+        "one span for the route, none for its members: {all:?}"
+    );
     assert_eq!(all[0].attrs["switchyard.route"], "traced");
     assert_eq!(all[0].attrs["switchyard.reference"], "mock/echo");
     let attempts = children(&c.spans(), &all[0]);

@@ -43,7 +43,9 @@ async fn grpc_then_a_hanging_then_an_unreachable_collector() {
     let before = switchyard::trace::stats();
     let started = Instant::now();
     for i in 0..40 {
-        llm.complete(Request::user(format!("hang {i}"))).await.unwrap();
+        llm.complete(Request::user(format!("hang {i}")))
+            .await
+            .unwrap();
     }
     let took = started.elapsed();
     // 40 calls to a loopback mock; a call that waited on the export would take 30 s.

@@ -395,18 +395,25 @@ fn read_otel_section(
     let Err(errors) = crate::trace::resolve(value.as_ref(), env) else {
         return;
     };
-    let loc = spans
+    let section = spans
         .find(&["otel"])
         .map(|(l, c)| Location::at(label, l, c))
         .unwrap_or_else(|| Location::source(label));
     for message in errors {
-        let (field, message) = match message.split_once(": ") {
-            Some((field, rest)) => (field.to_string(), rest.to_string()),
-            None => ("otel".to_string(), message),
-        };
+        // `otel.<key>: …`: placed at the key when the file has it; the message keeps
+        // the field's name (the error's text is the message alone).
+        let field = message
+            .split_once(": ")
+            .map_or("otel", |(f, _)| f)
+            .to_string();
+        let loc = field
+            .strip_prefix("otel.")
+            .and_then(|key| spans.find(&["otel", key]))
+            .map(|(l, c)| Location::at(label, l, c))
+            .unwrap_or_else(|| section.clone());
         problems.push(Found {
             role: None,
-            error: ConfigError::new(loc.clone(), ConfigProblem::Invalid { field, message }),
+            error: ConfigError::new(loc, ConfigProblem::Invalid { field, message }),
         });
     }
 }

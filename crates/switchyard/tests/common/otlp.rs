@@ -6,6 +6,7 @@
 
 #![allow(dead_code)]
 
+use axum::response::IntoResponse;
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
     TraceService, TraceServiceServer,
 };
@@ -14,7 +15,6 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
 };
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::common::v1::AnyValue;
-use axum::response::IntoResponse;
 use prost::Message;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -65,12 +65,9 @@ fn value(v: &Option<AnyValue>) -> Value {
         Some(Any::BoolValue(b)) => Value::Bool(*b),
         Some(Any::IntValue(i)) => Value::from(*i),
         Some(Any::DoubleValue(d)) => Value::from(*d),
-        Some(Any::ArrayValue(a)) => Value::Array(
-            a.values
-                .iter()
-                .map(|v| value(&Some(v.clone())))
-                .collect(),
-        ),
+        Some(Any::ArrayValue(a)) => {
+            Value::Array(a.values.iter().map(|v| value(&Some(v.clone()))).collect())
+        }
         _ => Value::Null,
     }
 }
@@ -143,9 +140,7 @@ impl Collector {
                         r.lock().unwrap().push(
                             headers
                                 .iter()
-                                .map(|(k, v)| {
-                                    (k.to_string(), v.to_str().unwrap_or("").to_string())
-                                })
+                                .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
                                 .collect(),
                         );
                         match ExportTraceServiceRequest::decode(body) {

@@ -77,6 +77,16 @@ pub fn start_from(
     env: &dyn crate::env::EnvSource,
 ) -> Result<Option<OtelConfig>, String> {
     match resolve(section, env) {
+        // A build without the feature, asked by the environment alone (a variable set
+        // for other programs too), says so and goes on; a config's `otel:` is refused.
+        Ok(Some(config)) if cfg!(not(feature = "otel")) && section.is_none() => {
+            tracing::warn!(
+                target: "switchyard::otel",
+                "OTEL_EXPORTER_OTLP_ENDPOINT is set, but this build of switchyard has no OpenTelemetry export (the `otel` feature): no traces"
+            );
+            let _ = config;
+            Ok(None)
+        }
         Ok(Some(config)) => start(&config).map(|()| Some(config)),
         Ok(None) => Ok(None),
         Err(problems) => Err(problems.join("; ")),

@@ -4,11 +4,13 @@
 //! that never answers delaying the exit by the export timeout at most.
 
 mod common;
+use common::serving;
 #[path = "../../switchyard/tests/common/otlp.rs"]
 mod otlp;
 
 use common::*;
-use otlp::{by, children, Collector, CLIENT};
+use otlp::{by, children, Collector, CLIENT, SERVER};
+use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 #[test]
@@ -125,4 +127,38 @@ fn a_collector_that_never_answers_delays_the_exit_by_the_timeout_at_most() {
     assert!(r.ok, "the call succeeds: {}", r.err);
     assert_eq!(r.out, "hang\n");
     assert!(took < Duration::from_secs(5), "{took:?}");
+}
+
+#[test]
+fn serve_continues_a_traceparent_and_sends_its_spans_before_it_exits() {
+    let collector = Collector::http();
+    let home = tempfile::tempdir().unwrap();
+    let (child, addr) = serving::serve(
+        home.path(),
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url.as_str())],
+        &[],
+    );
+    let body = serving::chat("served and traced");
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        s,
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ntraceparent: 00-8bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    // Stopped at once: the span is still in its batch, and must be sent on the way out.
+    let (code, err) = serving::stop(child);
+    assert_eq!(code, Some(0), "{err}");
+    let spans = collector.spans();
+    let call = spans
+        .iter()
+        .find(|s| s.trace_id == "8bf92f3577b34da6a3ce929d0e0e4736")
+        .unwrap_or_else(|| panic!("{spans:?}"));
+    assert_eq!(call.kind, SERVER);
+    assert_eq!(call.parent_span_id, "00f067aa0ba902b7");
+    assert_eq!(call.name, "chat echo");
+    assert_eq!(children(&spans, call).len(), 1);
 }

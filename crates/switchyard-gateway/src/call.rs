@@ -42,6 +42,7 @@ pub(crate) async fn handle(state: Arc<State>, inbound: Inbound, request: Request
     let arrived = Instant::now();
     let dialect = inbound.dialect;
     let mut meter = Meter::new(state.clone(), dialect, arrived);
+    meter.set_headers(request.headers());
     match run(&state, &inbound, request, &mut meter).await {
         Ok(response) => response,
         Err(e) => refused(e, dialect, &mut meter),

@@ -115,6 +115,7 @@ impl Client {
 pub(crate) async fn handle(state: Arc<State>, client: Client, request: Request) -> Response {
     let dialect = client.dialect();
     let mut meter = Meter::new(state.clone(), dialect, Instant::now());
+    meter.set_headers(request.headers());
     match run(&state, &client, request, &mut meter).await {
         Ok(response) => response,
         Err(e) => crate::call::refused(e, dialect, &mut meter),

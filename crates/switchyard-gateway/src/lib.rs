@@ -45,6 +45,7 @@ mod listener_refusals;
 mod meter;
 pub mod metrics;
 mod open_files;
+mod otel;
 mod passthrough;
 mod path_dialect;
 pub mod pg;

@@ -51,6 +51,8 @@ pub(crate) struct Meter {
     /// Set while a route tries a member that is not its last: an upstream failure of a
     /// kind the route falls back on is kept here instead of being answered.
     gate: Option<Box<Gate>>,
+    /// The client's trace context (`traceparent`), continued by the call's span.
+    parent: Option<switchyard::trace::Parent>,
 }
 
 /// A route member's failure, kept for the route to judge (see [`Meter::fall_back`]).
@@ -107,6 +109,14 @@ impl Meter {
             record: true,
             draft: Draft::default(),
             gate: None,
+            parent: None,
+        }
+    }
+
+    /// The request's headers: its `traceparent`, when the call is traced.
+    pub(crate) fn set_headers(&mut self, headers: &axum::http::HeaderMap) {
+        if switchyard::trace::enabled() {
+            self.parent = crate::otel::parent(headers);
         }
     }
 
@@ -323,6 +333,7 @@ impl Meter {
             record: self.record,
             draft: std::mem::take(&mut self.draft),
             gate: None,
+            parent: self.parent,
         }
     }
 
@@ -388,6 +399,17 @@ impl Meter {
         }
         state.metrics.finished(s);
         crate::access_log::call(s);
+        // count_tokens (not recorded) is no model call: no span either.
+        if self.record && switchyard::trace::enabled() {
+            crate::otel::emit(crate::otel::Closed {
+                summary: s,
+                reference: &self.reference,
+                started_at: self.started_at,
+                parent: self.parent,
+                draft: &self.draft,
+                client_body: self.client_body.as_ref(),
+            });
+        }
         if !s.upstream_called && s.error.is_some() {
             // Refused before any upstream call (no key, a model that does not exist…):
             // counted and traced, not recorded in full, so a flood of them cannot fill

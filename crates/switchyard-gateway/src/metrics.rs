@@ -347,8 +347,26 @@ impl Metrics {
             );
         }
         self.refusals.render(&mut out);
+        render_otel(&mut out);
         out
     }
+}
+
+/// The trace export's counts (`switchyard::trace`), zero while it is off.
+fn render_otel(out: &mut String) {
+    let stats = switchyard::trace::stats();
+    let name = "switchyard_otel_spans_exported_total";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Spans the OpenTelemetry collector accepted.\n# TYPE {name} counter\n{name} {}",
+        stats.exported
+    );
+    let name = "switchyard_otel_spans_dropped_total";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Spans not exported: the queue was full (a collector slower than the calls), or their export failed or timed out.\n# TYPE {name} counter\n{name}{{reason=\"queue_full\"}} {}\n{name}{{reason=\"export_failed\"}} {}",
+        stats.dropped_queue_full, stats.dropped_export_failed
+    );
 }
 
 fn labels(backend: &str, model: &str, key: &str) -> String {

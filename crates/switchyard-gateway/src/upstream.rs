@@ -317,9 +317,11 @@ impl Upstreams {
         .map_err(|e| ApiError::from_upstream(&e))?;
         let http = Arc::new(http);
         let label = format!("{}/{}", backend.name, reference.model);
+        // Traced by the gateway's meter, with the client's key and trace context.
         let llm = Llm::new(label, http.clone(), reference.model.clone())
             .with_retry(self.calling.retry.clone())
-            .with_sleeper(self.calling.sleeper.clone());
+            .with_sleeper(self.calling.sleeper.clone())
+            .without_trace();
         let messages_root = backend.messages_root();
         let count_tokens_url = backend
             .serves(Dialect::Messages)
@@ -392,7 +394,8 @@ impl Upstreams {
             reference.model.clone(),
         )
         .with_retry(self.calling.retry.clone())
-        .with_sleeper(self.calling.sleeper.clone());
+        .with_sleeper(self.calling.sleeper.clone())
+        .without_trace();
         Ok(crate::embeddings::EmbedTarget {
             backend: backend.name.clone(),
             model: reference.model.clone(),

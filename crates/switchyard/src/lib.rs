@@ -118,6 +118,7 @@ mod seconds;
 mod secrets;
 mod sleep;
 mod text;
+pub mod trace;
 
 pub use attempt::{Attempt, CallOutcome};
 pub use backend::replay::{ReplayBackend, ReplayLog};

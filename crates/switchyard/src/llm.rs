@@ -52,6 +52,8 @@ pub struct Llm {
     routed: Option<Arc<crate::router::Routed>>,
     /// The run's response cache, when its config has one.
     cache: Option<Arc<crate::cache::Cache>>,
+    /// Whether calls are traced when the export is on (`trace`).
+    traced: bool,
 }
 
 impl std::fmt::Debug for Llm {
@@ -90,6 +92,7 @@ impl Llm {
             embedder: None,
             routed: None,
             cache: None,
+            traced: true,
         }
     }
 
@@ -482,6 +485,8 @@ impl Llm {
         }
         let members: Vec<Llm> = members
             .into_iter()
+            // The route's handle traces the call, with every member's attempts.
+            .map(|m| m.without_trace())
             .map(|m| match route.retry_each {
                 true => m,
                 // Straight to the next member at the first listed failure.
@@ -599,7 +604,16 @@ impl Llm {
             recorder: self.recorder.as_ref(),
             budget: self.budget.as_ref(),
             price: self.price,
+            traced: self.traced,
         }
+    }
+
+    /// The same handle with its calls left out of the traces (`switchyard::trace`):
+    /// for a caller that traces the calls itself, as the gateway does with what it
+    /// knows of the client (a route's members are left out for the route's handle).
+    pub fn without_trace(mut self) -> Self {
+        self.traced = false;
+        self
     }
 }
 

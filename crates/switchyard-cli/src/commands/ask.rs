@@ -43,6 +43,8 @@ pub(super) fn run(config: &Config, args: &AskArgs) -> Result<(), String> {
         llm = llm.with_retry(RetryPolicy::never());
     }
     let (llm, recorder) = super::run_setup::attach(config, llm, args)?;
+    // Dropped when `ask` returns: the call's spans are sent before the process exits.
+    let _otel = super::otel::start(config)?;
     let mut request = Request::user(args.prompt.clone());
     if let Some(system) = &args.system {
         request = request.with_system(system.clone());

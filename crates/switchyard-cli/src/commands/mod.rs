@@ -13,6 +13,7 @@ pub(crate) mod log;
 mod log_source;
 mod log_view;
 mod mock;
+mod otel;
 mod run_setup;
 mod serve;
 mod serve_log;

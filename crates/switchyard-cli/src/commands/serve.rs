@@ -37,6 +37,8 @@ async fn serve(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), Stri
     if let Some(n) = args.max_body_bytes {
         gateway_config.max_body_bytes = n;
     }
+    // Kept to the end: dropping it sends the last spans (after the drain).
+    let otel = super::otel::start(&config)?;
     let mut _mock = None;
     if !args.no_mock {
         if let Some((mock, point)) = super::builtin_mock::start(&config).await? {
@@ -94,6 +96,13 @@ async fn serve(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), Stri
         Some((url, replica)) => {
             format!("{recording}, shipped to the PostgreSQL store {url} as replica {replica} (switchyard log stats --store postgres)")
         }
+        None => recording,
+    };
+    let recording = match &otel {
+        Some(o) => format!(
+            "{recording}\nexporting traces to {} over {} (metrics: switchyard_otel_spans_*)",
+            o.url, o.protocol
+        ),
         None => recording,
     };
     // Written, not `println!`ed: a reader that closed our standard output (a script that

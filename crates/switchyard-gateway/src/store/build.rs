@@ -14,7 +14,7 @@ fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
 }
 
-fn concat(chunks: &[Bytes]) -> Bytes {
+pub(crate) fn concat(chunks: &[Bytes]) -> Bytes {
     match chunks {
         [] => Bytes::new(),
         [one] => one.clone(),

@@ -31,7 +31,7 @@
 //! be written is counted ([`StoreHealth`]: `/metrics`, `/healthz`), the recorder logs the
 //! error, a waiting call learns it, and `switchyard serve` exits non-zero.
 
-mod build;
+pub(crate) mod build;
 
 pub(crate) use build::{attempt_records, decode_reply};
 

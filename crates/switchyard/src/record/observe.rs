@@ -20,7 +20,10 @@ pub(crate) struct Observed {
 }
 
 struct Recording {
-    recorder: Arc<Recorder>,
+    /// Where the record goes; `None` when the call is made only for its spans.
+    recorder: Option<Arc<Recorder>>,
+    /// Whether the call's spans are exported.
+    traced: bool,
     started: Instant,
     started_at: SystemTime,
     role: Option<String>,
@@ -71,21 +74,28 @@ pub(crate) struct Handle<'a> {
     pub recorder: Option<&'a Arc<Recorder>>,
     pub budget: Option<&'a Arc<BudgetTracker>>,
     pub price: Option<Price>,
+    /// Whether the handle's calls are traced (not a route's members, nor the gateway's
+    /// handles: their calls are traced by the route and the gateway).
+    pub traced: bool,
 }
 
 impl Observed {
     /// Checks the budget and notes what the record needs; `None` when the handle neither
-    /// records nor keeps a budget.
+    /// records, nor keeps a budget, nor is traced.
     pub(crate) fn begin(h: &Handle<'_>, model: &str, stream: bool) -> Result<Option<Observed>> {
-        if h.recorder.is_none() && h.budget.is_none() {
+        let traced = h.traced && crate::trace::enabled();
+        if h.recorder.is_none() && h.budget.is_none() && !traced {
             return Ok(None);
         }
         let reservation = match h.budget {
             Some(b) => Some(b.reserve(h.role.unwrap_or(""))?),
             None => None,
         };
-        let recording = h.recorder.map(|recorder| Recording {
-            recorder: recorder.clone(),
+        // The spans are made from the record, so a traced call makes one even when it
+        // records nowhere.
+        let recording = (h.recorder.is_some() || traced).then(|| Recording {
+            recorder: h.recorder.cloned(),
+            traced,
             started: Instant::now(),
             started_at: SystemTime::now(),
             role: h.role.map(str::to_string),
@@ -117,7 +127,9 @@ impl Observed {
         number: u64,
         run: Option<String>,
     ) -> Option<Observed> {
-        h.recorder?;
+        if h.recorder.is_none() && !(h.traced && crate::trace::enabled()) {
+            return None;
+        }
         let handle = Handle {
             budget: None,
             price: None,
@@ -264,7 +276,13 @@ impl Observed {
             cache_hit_call: None,
             cache_run: rec.cache_run,
         };
-        let done = rec.recorder.submit_draft(record, raw);
+        if rec.traced {
+            crate::trace::emit_record(&record);
+        }
+        let Some(recorder) = rec.recorder else {
+            return Box::pin(async {});
+        };
+        let done = recorder.submit_draft(record, raw);
         Box::pin(async move {
             done.await;
         })
@@ -385,7 +403,13 @@ impl Observed {
             cache_hit_call: None,
             cache_run: rec.cache_run,
         };
-        let done = rec.recorder.submit_draft(record, raw);
+        if rec.traced {
+            crate::trace::emit_record(&record);
+        }
+        let Some(recorder) = rec.recorder else {
+            return Box::pin(async {});
+        };
+        let done = recorder.submit_draft(record, raw);
         Box::pin(async move {
             done.await;
         })

@@ -24,6 +24,7 @@ pub const SECTIONS: &[&str] = &[
     "limits",
     "routes",
     "cache",
+    "otel",
 ];
 
 /// One command-line override.

@@ -315,12 +315,20 @@ impl<'a> RunBuilder<'a> {
     /// The run's `budget:` is shared by every role's handle, and with `log:` (or the
     /// override `log=<dir>`) every call is recorded in that run directory, whose
     /// `run.yaml` is written now.
+    ///
+    /// With an `otel:` section or `OTEL_EXPORTER_OTLP_ENDPOINT`, the process's trace
+    /// export is started ([`crate::trace::start`]); call [`crate::trace::shutdown`]
+    /// before exiting.
     pub fn open(self) -> Result<Run> {
         let resume = self.resume;
+        let process = ProcessEnv;
+        let env: &dyn EnvSource = self.env.unwrap_or(&process);
         let mut run = self
             .open_checked()
             .map_err(|report| Error::Config(report.problems_text()))?;
         run.attach_budget_and_log(resume)?;
+        let otel = resolve::effective_section(&run.config, "otel");
+        crate::trace::start_from(otel.as_ref(), env).map_err(Error::Config)?;
         Ok(run)
     }
 }
@@ -339,6 +347,12 @@ pub fn log_dir(config: &Config) -> Result<Option<PathBuf>> {
                 .map_or("the overrides".to_string(), |p| p.display().to_string())
         ))),
     }
+}
+
+/// A top-level section of `config` with its overrides applied (`otel.endpoint=…` over
+/// the file's `otel:`), `None` when neither gives it.
+pub fn section(config: &Config, name: &str) -> Option<serde_json::Value> {
+    resolve::effective_section(config, name)
 }
 
 /// Checks a run config, as `switchyard check` does: the function every command that runs

@@ -192,6 +192,7 @@ pub(crate) fn prepare(
     problems.extend(role_problems);
     let budget = read_budget(&config, &label, &spans, &mut problems);
     read_cache_section(&config, &label, &spans, &mut problems);
+    read_otel_section(&config, env, &label, &spans, &mut problems);
 
     for name in custom.keys() {
         if !entries.contains_key(name) {
@@ -377,6 +378,42 @@ fn read_cache_section(config: &Config, label: &str, spans: &SpanIndex, problems:
         problems.push(Found {
             role: None,
             error: ConfigError::new(loc.clone(), ConfigProblem::Invalid { field, message }),
+        });
+    }
+}
+
+/// The run's `otel:` (with its overrides and the `OTEL_EXPORTER_OTLP_*` variables): each
+/// problem placed at the section.
+fn read_otel_section(
+    config: &Config,
+    env: &dyn EnvSource,
+    label: &str,
+    spans: &SpanIndex,
+    problems: &mut Vec<Found>,
+) {
+    let value = effective_section(config, "otel");
+    let Err(errors) = crate::trace::resolve(value.as_ref(), env) else {
+        return;
+    };
+    let section = spans
+        .find(&["otel"])
+        .map(|(l, c)| Location::at(label, l, c))
+        .unwrap_or_else(|| Location::source(label));
+    for message in errors {
+        // `otel.<key>: …`: placed at the key when the file has it; the message keeps
+        // the field's name (the error's text is the message alone).
+        let field = message
+            .split_once(": ")
+            .map_or("otel", |(f, _)| f)
+            .to_string();
+        let loc = field
+            .strip_prefix("otel.")
+            .and_then(|key| spans.find(&["otel", key]))
+            .map(|(l, c)| Location::at(label, l, c))
+            .unwrap_or_else(|| section.clone());
+        problems.push(Found {
+            role: None,
+            error: ConfigError::new(loc, ConfigProblem::Invalid { field, message }),
         });
     }
 }

@@ -22,6 +22,7 @@ mod run;
 mod runtime;
 mod settings;
 mod stream;
+mod trace;
 
 use pyo3::prelude::*;
 
@@ -42,6 +43,7 @@ fn _switchyard(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(log::log_raw, m)?)?;
     m.add_function(wrap_pyfunction!(log::log_run_file, m)?)?;
     m.add_function(wrap_pyfunction!(bench::_bench_rust_complete, m)?)?;
+    m.add_function(wrap_pyfunction!(trace::trace_shutdown, m)?)?;
     m.add_class::<llm::Llm>()?;
     m.add_class::<reply::Reply>()?;
     m.add_class::<reply::Usage>()?;

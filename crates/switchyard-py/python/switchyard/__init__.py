@@ -20,6 +20,7 @@ Every failure raises a subclass of :class:`switchyard.Error` (see
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 from typing import Iterator, Optional, Sequence, Union
@@ -28,6 +29,11 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 from . import backends, errors, log
 from ._switchyard import Event, Gateway, Llm, Mock, Reply, Request, Run, Stream, Usage, check, llm
+from ._switchyard import trace_shutdown as _trace_shutdown
+
+# A run config's `otel:` (or OTEL_EXPORTER_OTLP_ENDPOINT) starts a trace export whose
+# spans wait on a thread of their own: sent before the interpreter exits, as the CLI does.
+atexit.register(_trace_shutdown)
 from .errors import (
     AuthError,
     BadRequest,

@@ -18,6 +18,10 @@ def check(
 ) -> Dict[str, Any]:
     """A run config's check report as data (``ok``, ``roles``, ``problems``)."""
 
+def trace_shutdown(timeout_seconds: float = 5.0) -> bool:
+    """Sends the queued OpenTelemetry spans and stops the export (registered with
+    ``atexit``); ``True`` when done within the timeout."""
+
 def cli_main(argv: List[str]) -> int:
     """Runs the ``switchyard`` command line on ``argv``; its exit code."""
 

@@ -77,14 +77,20 @@ async fn send(
     (status, r.bytes().await.unwrap().to_vec())
 }
 
-/// The call span of trace `trace` and its attempts.
-fn call_of(c: &Collector, trace: &str) -> (Got, Vec<Got>) {
+/// The call span of trace `trace` and its attempts, waiting for `attempts` of them: a
+/// call's spans are queued one by one, so a batch may end between the call and its
+/// attempts.
+fn call_of(c: &Collector, trace: &str, attempts: usize) -> (Got, Vec<Got>) {
     let t = trace.to_string();
     let got = c.wait_for(1, move |s| s.trace_id == t && s.kind == SERVER);
     assert_eq!(got.len(), 1, "{:?}", c.spans());
     let call = got[0].clone();
     // The caller's span is the parent, remote.
     assert_eq!(call.parent_span_id, "00f067aa0ba902b7");
+    let parent = call.clone();
+    c.wait_for(attempts, move |s| {
+        s.parent_span_id == parent.span_id && s.trace_id == parent.trace_id
+    });
     let attempts = children(&c.spans(), &call);
     (call, attempts)
 }
@@ -97,7 +103,7 @@ async fn a_whole_call_passed_through_continues_the_callers_trace() {
     let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
     let (status, _) = send(&gw, Dialect::Chat, "up-chat/echo", "whole", false, trace).await;
     assert_eq!(status, 200);
-    let (call, attempts) = call_of(c, trace);
+    let (call, attempts) = call_of(c, trace, 1);
     assert_eq!(call.name, "chat echo");
     assert!(!call.error);
     let a = &call.attrs;
@@ -139,7 +145,7 @@ async fn a_streamed_call_translated_is_one_span() {
     )
     .await;
     assert_eq!(status, 200);
-    let (call, attempts) = call_of(c, trace);
+    let (call, attempts) = call_of(c, trace, 1);
     let a = &call.attrs;
     assert_eq!(a["switchyard.stream"], json!(true));
     assert_eq!(a["switchyard.client_dialect"], "messages");
@@ -166,7 +172,7 @@ async fn a_retried_call_has_both_attempts() {
     .await;
     assert_eq!(status, 200);
     assert_eq!(sleeper.waits().len(), 1, "waited once, never slept");
-    let (call, attempts) = call_of(c, trace);
+    let (call, attempts) = call_of(c, trace, 2);
     assert!(!call.error);
     assert_eq!(attempts.len(), 2, "{attempts:?}");
     assert_eq!(attempts[0].attrs["http.response.status_code"], json!(429));
@@ -195,7 +201,7 @@ async fn a_failed_call_is_an_error_span() {
     )
     .await;
     assert_eq!(status, 400);
-    let (call, attempts) = call_of(c, trace);
+    let (call, attempts) = call_of(c, trace, 1);
     assert!(call.error);
     assert_eq!(call.attrs["http.response.status_code"], json!(400));
     assert!(call.attrs.contains_key("error.type"), "{:?}", call.attrs);

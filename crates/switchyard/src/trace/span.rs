@@ -92,9 +92,28 @@ fn common(call: &CallSpan, provider: &str, model: &str) -> Vec<KeyValue> {
     ];
     // None before a backend was chosen (a call the gateway refused).
     if !provider.is_empty() {
-        a.push(KeyValue::new("gen_ai.provider.name", provider.to_string()));
+        a.push(KeyValue::new(
+            "gen_ai.provider.name",
+            well_known_provider(provider)
+                .unwrap_or(provider)
+                .to_string(),
+        ));
+        a.push(KeyValue::new("switchyard.backend", provider.to_string()));
     }
     a
+}
+
+/// The GenAI conventions' own name for a built-in hosted backend whose name differs
+/// from it (`gemini` is `gcp.gemini`); any other backend goes by its own name, which
+/// `switchyard.backend` always carries.
+fn well_known_provider(backend: &str) -> Option<&'static str> {
+    Some(match backend {
+        "gemini" => "gcp.gemini",
+        "vertex" => "gcp.vertex_ai",
+        "mistral" => "mistral_ai",
+        "xai" => "x_ai",
+        _ => return None,
+    })
 }
 
 fn call_attributes(call: &CallSpan) -> Vec<KeyValue> {
@@ -192,4 +211,22 @@ fn attempt_attributes(call: &CallSpan, at: &AttemptSpan) -> Vec<KeyValue> {
         a.push(KeyValue::new("switchyard.member", member.clone()));
     }
     a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::well_known_provider;
+
+    #[test]
+    fn built_in_backends_get_the_conventions_names_and_others_keep_theirs() {
+        assert_eq!(well_known_provider("gemini"), Some("gcp.gemini"));
+        assert_eq!(well_known_provider("vertex"), Some("gcp.vertex_ai"));
+        assert_eq!(well_known_provider("xai"), Some("x_ai"));
+        assert_eq!(
+            well_known_provider("openai"),
+            None,
+            "already the conventions' name"
+        );
+        assert_eq!(well_known_provider("vllm"), None);
+    }
 }

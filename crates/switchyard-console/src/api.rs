@@ -269,11 +269,23 @@ pub(crate) async fn budgets(
         return bad_param(e);
     }
     let mut keys = Vec::new();
+    // Keys of one period share its start, and one query gives every key's spend since
+    // then: asked once per start, not once per key (each is a pass over the calls).
+    let mut spend_since: Vec<(Option<String>, std::collections::BTreeMap<String, f64>)> =
+        Vec::new();
     for b in (console.key_budgets)() {
-        let spent = match source.key_spend(b.since.clone()).await {
-            Ok(m) => m.get(&b.key).copied().unwrap_or(0.0),
-            Err(e) => return source_failed(e),
+        let known = spend_since.iter().position(|(since, _)| *since == b.since);
+        let at = match known {
+            Some(i) => i,
+            None => match source.key_spend(b.since.clone()).await {
+                Ok(m) => {
+                    spend_since.push((b.since.clone(), m));
+                    spend_since.len() - 1
+                }
+                Err(e) => return source_failed(e),
+            },
         };
+        let spent = spend_since[at].1.get(&b.key).copied().unwrap_or(0.0);
         keys.push(json!({
             "key": b.key,
             "budget_usd": b.budget_usd,

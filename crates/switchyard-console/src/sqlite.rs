@@ -488,15 +488,6 @@ struct RunSpend {
 }
 
 /// Dollars per client key since a time, as the gateway's budgets count them at start.
-fn key_spend(conn: &Connection, since: Option<&str>) -> rusqlite::Result<BTreeMap<String, f64>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT client_key, COALESCE(SUM(cost_usd), 0) FROM llm_calls
-         WHERE client_key IS NOT NULL AND time >= ?1 GROUP BY client_key",
-    )?;
-    let rows = stmt.query_map([since.unwrap_or("")], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    rows.collect()
-}
-
 impl CallSource for SqliteSource {
     fn describe(&self) -> String {
         self.inner.dir.display().to_string()
@@ -537,7 +528,11 @@ impl CallSource for SqliteSource {
         &self,
         since: Option<String>,
     ) -> BoxFuture<'_, SourceResult<BTreeMap<String, f64>>> {
-        self.blocking(move |inner| inner.with(|c| key_spend(c, since.as_deref())))
+        self.blocking(move |inner| {
+            inner.with(|c| {
+                record::client_key_spend(c, since.as_deref()).map(|m| m.into_iter().collect())
+            })
+        })
     }
 
     fn run_budget(&self) -> BoxFuture<'_, SourceResult<Option<RunBudget>>> {

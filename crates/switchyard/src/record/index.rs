@@ -152,27 +152,27 @@ pub fn spend_by_client_key(
     since: Option<&str>,
 ) -> Result<std::collections::HashMap<String, f64>> {
     let path = dir.join(INDEX_FILE);
-    let mut out = std::collections::HashMap::new();
     if !path.exists() {
-        return Ok(out);
+        return Ok(std::collections::HashMap::new());
     }
     let conn = open(&path)?;
-    let mut stmt = conn
-        .prepare(
-            "SELECT client_key, COALESCE(SUM(cost_usd), 0) FROM llm_calls
-             WHERE client_key IS NOT NULL AND time >= ?1 GROUP BY client_key",
-        )
-        .map_err(|e| db_error(&path, e))?;
-    let rows = stmt
-        .query_map([since.unwrap_or("")], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?))
-        })
-        .map_err(|e| db_error(&path, e))?;
-    for row in rows {
-        let (key, usd) = row.map_err(|e| db_error(&path, e))?;
-        out.insert(key, usd);
-    }
-    Ok(out)
+    client_key_spend(&conn, since).map_err(|e| db_error(&path, e))
+}
+
+/// [`spend_by_client_key`] over an index already open, read-only or not (the console
+/// reads a directory it must not write to, so it cannot open it as the recorder does).
+pub fn client_key_spend(
+    conn: &Connection,
+    since: Option<&str>,
+) -> rusqlite::Result<std::collections::HashMap<String, f64>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT client_key, COALESCE(SUM(cost_usd), 0) FROM llm_calls
+         WHERE client_key IS NOT NULL AND time >= ?1 GROUP BY client_key",
+    )?;
+    let rows = stmt.query_map([since.unwrap_or("")], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?))
+    })?;
+    rows.collect()
 }
 
 /// What the calls recorded in a run directory's index spent, as a run's budget counts it

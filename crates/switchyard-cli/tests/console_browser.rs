@@ -12,8 +12,6 @@
 mod common;
 
 use common::switchyard;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -57,20 +55,10 @@ fn missing() -> Option<String> {
     None
 }
 
-/// One HTTP/1.1 exchange over loopback: status and body.
+/// One HTTP/1.1 exchange over loopback with `key` as the bearer: status and body.
 fn http(addr: &str, method: &str, path: &str, key: &str, body: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {key}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut reply = String::new();
-    s.read_to_string(&mut reply).unwrap();
-    let status = reply.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let body = reply.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
-    (status, body.to_string())
+    let bearer = format!("Bearer {key}");
+    common::serving::exchange_with(addr, method, path, &[("authorization", &bearer)], body)
 }
 
 /// PNG width and height from its header, after checking its signature.
@@ -112,16 +100,7 @@ fn the_console_opens_filters_and_shows_a_call_in_headless_chromium() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|s| s.split([' ', '/']).next())
-        .unwrap_or_else(|| panic!("no address in the banner: {line}"))
-        .to_string();
+    let addr = common::serving::address(&mut child);
 
     let chat = |model: &str, text: &str| {
         format!(r#"{{"model":"{model}","messages":[{{"role":"user","content":"{text}"}}]}}"#)

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{mock, mock_override, run, switchyard};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
@@ -18,16 +18,7 @@ fn serve(home: &std::path::Path, extra: &[&str]) -> (Child, String) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|s| s.split([' ', '/']).next())
-        .unwrap_or_else(|| panic!("no address in the banner: {line}"))
-        .to_string();
+    let addr = common::serving::address(&mut child);
     (child, addr)
 }
 

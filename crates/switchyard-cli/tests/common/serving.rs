@@ -22,10 +22,25 @@ pub(crate) fn address(child: &mut Child) -> String {
 
 /// One HTTP/1.1 exchange; gives the status and the body.
 pub(crate) fn exchange(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    exchange_with(addr, method, path, &[], body)
+}
+
+/// [`exchange`] with extra request headers (`("authorization", "Bearer …")`).
+pub(crate) fn exchange_with(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
     let mut s = TcpStream::connect(addr).unwrap();
+    let extra: String = headers
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .collect();
     write!(
         s,
-        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\n{extra}content-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
     )
     .unwrap();

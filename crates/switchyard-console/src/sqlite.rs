@@ -14,7 +14,7 @@ use crate::source::{
 use futures::future::BoxFuture;
 use rusqlite::types::Value as Sql;
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -446,7 +446,7 @@ fn run_budget(inner: &Inner) -> Result<Option<RunBudget>, String> {
     let (Some(budget), _) = switchyard::budget::Budget::read(&sections) else {
         return Ok(None);
     };
-    let spend = inner.with(|c| run_spend(c, &budget.exclude_roles))?;
+    let spend = inner.with(|c| record::run_spend_in(c, &budget.exclude_roles))?;
     Ok(Some(RunBudget {
         max_usd: budget.max_usd,
         max_calls: budget.max_calls,
@@ -458,36 +458,6 @@ fn run_budget(inner: &Inner) -> Result<Option<RunBudget>, String> {
     }))
 }
 
-/// What a run's budget counts, as the library's `run_spend` reckons it (every call but
-/// those the budget refused), read here over the read-only connection: the library's
-/// reader opens the index to write.
-fn run_spend(conn: &Connection, exclude: &BTreeSet<String>) -> rusqlite::Result<RunSpend> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT role, COUNT(*), COALESCE(SUM(cost_usd), 0),
-                COALESCE(SUM(COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)), 0)
-         FROM llm_calls WHERE error_kind IS NOT 'BudgetExceeded' GROUP BY role",
-    )?;
-    let mut spend = RunSpend::default();
-    let mut rows = stmt.query([])?;
-    while let Some(r) = rows.next()? {
-        if exclude.contains(&r.get::<_, String>(0)?) {
-            continue;
-        }
-        spend.calls += r.get::<_, i64>(1)?.max(0) as u64;
-        spend.usd += r.get::<_, f64>(2)?;
-        spend.tokens += r.get::<_, i64>(3)?.max(0) as u64;
-    }
-    Ok(spend)
-}
-
-#[derive(Default)]
-struct RunSpend {
-    usd: f64,
-    calls: u64,
-    tokens: u64,
-}
-
-/// Dollars per client key since a time, as the gateway's budgets count them at start.
 impl CallSource for SqliteSource {
     fn describe(&self) -> String {
         self.inner.dir.display().to_string()

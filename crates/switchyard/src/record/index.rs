@@ -185,30 +185,34 @@ pub fn run_spend(
     exclude_roles: &std::collections::BTreeSet<String>,
 ) -> Result<crate::budget::Spend> {
     let path = dir.join(INDEX_FILE);
-    let mut spend = crate::budget::Spend::default();
     if !path.exists() {
-        return Ok(spend);
+        return Ok(crate::budget::Spend::default());
     }
     let conn = open(&path)?;
-    let mut stmt = conn
-        .prepare(
-            "SELECT role, COUNT(*), COALESCE(SUM(cost_usd), 0),
-                    COALESCE(SUM(COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)), 0)
-             FROM llm_calls WHERE error_kind IS NOT 'BudgetExceeded' GROUP BY role",
-        )
-        .map_err(|e| db_error(&path, e))?;
-    let rows = stmt
-        .query_map([], |r| {
-            Ok((
-                r.get::<_, Option<String>>(0)?,
-                r.get::<_, i64>(1)?,
-                r.get::<_, f64>(2)?,
-                r.get::<_, i64>(3)?,
-            ))
-        })
-        .map_err(|e| db_error(&path, e))?;
+    run_spend_in(&conn, exclude_roles).map_err(|e| db_error(&path, e))
+}
+
+/// [`run_spend`] over an index already open, read-only or not (the console's).
+pub fn run_spend_in(
+    conn: &Connection,
+    exclude_roles: &std::collections::BTreeSet<String>,
+) -> rusqlite::Result<crate::budget::Spend> {
+    let mut spend = crate::budget::Spend::default();
+    let mut stmt = conn.prepare_cached(
+        "SELECT role, COUNT(*), COALESCE(SUM(cost_usd), 0),
+                COALESCE(SUM(COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)), 0)
+         FROM llm_calls WHERE error_kind IS NOT 'BudgetExceeded' GROUP BY role",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, Option<String>>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get::<_, f64>(2)?,
+            r.get::<_, i64>(3)?,
+        ))
+    })?;
     for row in rows {
-        let (role, calls, usd, tokens) = row.map_err(|e| db_error(&path, e))?;
+        let (role, calls, usd, tokens) = row?;
         if exclude_roles.contains(role.as_deref().unwrap_or("")) {
             continue;
         }

@@ -21,7 +21,7 @@ pub struct SseEvent {
 /// An incremental SSE parser.
 #[derive(Debug, Default)]
 pub struct SseParser {
-    /// Bytes of a line not yet ended.
+    /// Bytes of a line not yet ended (only a line split across chunks is copied here).
     line: Vec<u8>,
     /// The last byte seen was a CR, so a following LF belongs to the same line end.
     after_cr: bool,
@@ -39,26 +39,39 @@ impl SseParser {
     /// Takes the next chunk of bytes and returns the events it completed.
     pub fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
         let mut events = Vec::new();
-        let mut start = 0;
-        for (i, &b) in chunk.iter().enumerate() {
-            if b == b'\n' && self.after_cr {
-                // The LF of a CRLF whose CR ended the line already.
-                self.after_cr = false;
-                start = i + 1;
-                continue;
-            }
+        let mut rest = chunk;
+        if self.after_cr && !rest.is_empty() {
+            // The LF of a CRLF whose CR ended the line at the end of the last chunk.
             self.after_cr = false;
-            if b == b'\n' || b == b'\r' {
-                self.line.extend_from_slice(&chunk[start..i]);
-                self.after_cr = b == b'\r';
-                start = i + 1;
-                let line = std::mem::take(&mut self.line);
-                if let Some(event) = self.take_line(&line) {
-                    events.push(event);
+            if rest[0] == b'\n' {
+                rest = &rest[1..];
+            }
+        }
+        // Lines are found with memchr and read in place; only a line that began in an
+        // earlier chunk is joined in `self.line` first.
+        while let Some(at) = memchr::memchr2(b'\n', b'\r', rest) {
+            let ending = rest[at];
+            let event = if self.line.is_empty() {
+                self.take_line(&rest[..at])
+            } else {
+                let mut line = std::mem::take(&mut self.line);
+                line.extend_from_slice(&rest[..at]);
+                let event = self.take_line(&line);
+                line.clear();
+                self.line = line;
+                event
+            };
+            events.extend(event);
+            rest = &rest[at + 1..];
+            if ending == b'\r' {
+                match rest.first() {
+                    Some(b'\n') => rest = &rest[1..],
+                    Some(_) => {}
+                    None => self.after_cr = true,
                 }
             }
         }
-        self.line.extend_from_slice(&chunk[start..]);
+        self.line.extend_from_slice(rest);
         events
     }
 
@@ -76,27 +89,36 @@ impl SseParser {
         if line.is_empty() {
             return self.dispatch();
         }
-        let line = String::from_utf8_lossy(line);
-        if line.starts_with(':') {
+        if line[0] == b':' {
             return None;
         }
-        let (field, value) = match line.split_once(':') {
-            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
-            None => (line.as_ref(), ""),
+        // The colon is ASCII, so splitting the bytes there splits the text where a
+        // decoding of the whole line would.
+        let (field, value) = match memchr::memchr(b':', line) {
+            Some(i) => {
+                let value = &line[i + 1..];
+                (&line[..i], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (line, &b""[..]),
         };
-        match field {
-            "data" => match &mut self.data {
-                Some(d) => {
-                    d.push('\n');
-                    d.push_str(value);
+        let slot = match field {
+            b"data" => {
+                let value = text(value);
+                match &mut self.data {
+                    Some(d) => {
+                        d.push('\n');
+                        d.push_str(&value);
+                    }
+                    None => self.data = Some(value.into_owned()),
                 }
-                None => self.data = Some(value.to_string()),
-            },
-            "event" => self.event = Some(value.to_string()),
-            "id" => self.id = Some(value.to_string()),
+                return None;
+            }
+            b"event" => &mut self.event,
+            b"id" => &mut self.id,
             // `retry:` and unknown fields are ignored, as the SSE specification says.
-            _ => {}
-        }
+            _ => return None,
+        };
+        *slot = Some(text(value).into_owned());
         None
     }
 
@@ -114,6 +136,15 @@ impl SseParser {
             data: data.unwrap_or_default(),
             id,
         })
+    }
+}
+
+/// A field's value as text: invalid UTF-8 replaced (the checked conversion first, which
+/// is much faster than the lossy one on the valid text every provider sends).
+fn text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(bytes),
     }
 }
 
@@ -186,6 +217,30 @@ mod tests {
         assert_eq!(events.len(), 2);
         assert_eq!(events[0].data, "a\nb");
         assert_eq!(events[1].data, "[DONE]");
+    }
+
+    #[test]
+    fn every_cut_into_two_chunks_gives_the_events_of_the_whole() {
+        let input =
+            "event: a\r\ndata: x\r\ndata: 日本\r\r\n: c\nid: 7\ndata:y\n\ndata: z\r\r".as_bytes();
+        let whole = parse_in_pieces(input, input.len());
+        assert_eq!(whole.len(), 3, "{whole:?}");
+        assert_eq!(whole[0].data, "x\n日本");
+        assert_eq!(whole[1].id.as_deref(), Some("7"));
+        for cut in 0..=input.len() {
+            let mut p = SseParser::new();
+            let mut events = p.push(&input[..cut]);
+            events.extend(p.push(&[]));
+            events.extend(p.push(&input[cut..]));
+            events.extend(p.finish());
+            assert_eq!(events, whole, "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_is_replaced_not_refused() {
+        let events = parse_in_pieces(b"data: a\xffb\n\n", 3);
+        assert_eq!(events[0].data, "a\u{fffd}b");
     }
 
     #[test]

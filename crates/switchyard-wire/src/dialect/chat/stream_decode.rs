@@ -7,8 +7,12 @@ use crate::event::Event;
 use crate::json::{arr_at, as_obj, obj_at, str_at, u64_at, Object};
 use crate::part::ToolKind;
 use crate::reply::FinishReason;
+use crate::reply::Usage;
 use crate::sse::SseEvent;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// The text or thinking part that later deltas of the same kind extend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,13 +64,7 @@ impl ChatStreamDecoder {
             out.push(Event::Error(error_from_chat(error)));
             return Ok(out);
         }
-        if !self.started {
-            self.started = true;
-            out.push(Event::Start {
-                id: str_at(chunk, "id").map(str::to_string),
-                model: str_at(chunk, "model").map(str::to_string),
-            });
-        }
+        self.start(str_at(chunk, "id"), str_at(chunk, "model"), &mut out);
         for (i, choice) in arr_at(chunk, "choices").into_iter().flatten().enumerate() {
             let choice = as_obj(choice, &format!("chat stream chunk choices[{i}]"))?;
             // Only the first choice is decoded (n > 1 is not supported).
@@ -77,8 +75,7 @@ impl ChatStreamDecoder {
                 self.delta(delta, &mut out)?;
             }
             if let Some(raw) = str_at(choice, "finish_reason") {
-                self.end_calls(&mut out);
-                self.finish_raw = Some(raw.to_string());
+                self.finish_reason(raw, &mut out);
             }
         }
         if let Some(usage) = usage_from_chat(chunk.get("usage")) {
@@ -87,35 +84,50 @@ impl ChatStreamDecoder {
         Ok(out)
     }
 
+    /// A chunk of the plain kind (see [`PlainChunk`]): the same events [`Self::chunk`]
+    /// gives for it.
+    fn plain_chunk(&mut self, chunk: &PlainChunk<'_>) -> Vec<Event> {
+        let mut out = Vec::new();
+        self.start(chunk.id.as_deref(), chunk.model.as_deref(), &mut out);
+        for choice in chunk.choices.iter().flatten() {
+            if choice.index.unwrap_or(0) != 0 {
+                continue;
+            }
+            if let Some(delta) = &choice.delta {
+                let reasoning = [&delta.reasoning_content, &delta.reasoning]
+                    .into_iter()
+                    .find_map(|t| t.as_deref().filter(|t| !t.is_empty()));
+                self.texts(reasoning, delta.content.as_deref(), &mut out);
+            }
+            if let Some(raw) = &choice.finish_reason {
+                self.finish_reason(raw, &mut out);
+            }
+        }
+        if let Some(usage) = &chunk.usage {
+            out.push(Event::Usage(usage.canonical()));
+        }
+        out
+    }
+
+    /// The stream's start, on its first chunk.
+    fn start(&mut self, id: Option<&str>, model: Option<&str>, out: &mut Vec<Event>) {
+        if !self.started {
+            self.started = true;
+            out.push(Event::Start {
+                id: id.map(str::to_string),
+                model: model.map(str::to_string),
+            });
+        }
+    }
+
+    /// A choice's `finish_reason`: its calls end; the finish itself waits for `[DONE]`.
+    fn finish_reason(&mut self, raw: &str, out: &mut Vec<Event>) {
+        self.end_calls(out);
+        self.finish_raw = Some(raw.to_string());
+    }
+
     fn delta(&mut self, delta: &Object, out: &mut Vec<Event>) -> Result<(), DecodeError> {
-        if let Some(text) = reasoning_text(delta) {
-            let part = match self.open {
-                Some(Open::Thinking(p)) => p,
-                _ => {
-                    let p = self.new_part(out);
-                    self.open = Some(Open::Thinking(p));
-                    p
-                }
-            };
-            out.push(Event::ThinkingDelta {
-                part,
-                text: text.to_string(),
-            });
-        }
-        if let Some(text) = str_at(delta, "content").filter(|t| !t.is_empty()) {
-            let part = match self.open {
-                Some(Open::Text(p)) => p,
-                _ => {
-                    let p = self.new_part(out);
-                    self.open = Some(Open::Text(p));
-                    p
-                }
-            };
-            out.push(Event::TextDelta {
-                part,
-                text: text.to_string(),
-            });
-        }
+        self.texts(reasoning_text(delta), str_at(delta, "content"), out);
         match delta.get("tool_calls") {
             None | Some(Value::Null) => {}
             Some(Value::Array(fragments)) => {
@@ -132,6 +144,38 @@ impl ChatStreamDecoder {
             }
         }
         Ok(())
+    }
+
+    /// A delta's reasoning and text, extending the open part of the same kind.
+    fn texts(&mut self, reasoning: Option<&str>, content: Option<&str>, out: &mut Vec<Event>) {
+        if let Some(text) = reasoning {
+            let part = match self.open {
+                Some(Open::Thinking(p)) => p,
+                _ => {
+                    let p = self.new_part(out);
+                    self.open = Some(Open::Thinking(p));
+                    p
+                }
+            };
+            out.push(Event::ThinkingDelta {
+                part,
+                text: text.to_string(),
+            });
+        }
+        if let Some(text) = content.filter(|t| !t.is_empty()) {
+            let part = match self.open {
+                Some(Open::Text(p)) => p,
+                _ => {
+                    let p = self.new_part(out);
+                    self.open = Some(Open::Text(p));
+                    p
+                }
+            };
+            out.push(Event::TextDelta {
+                part,
+                text: text.to_string(),
+            });
+        }
     }
 
     /// Allocates the next content part, ending tool calls still open (a new part means
@@ -284,6 +328,104 @@ impl ChatStreamDecoder {
     }
 }
 
+/// The fields of a chunk the decoder reads, parsed as borrowed typed values: a chunk of
+/// text, reasoning, a finish or usage (nearly every chunk of a stream) is read without
+/// building a map of all its fields, which costs several times more. A chunk this parse
+/// refuses (a field of an unexpected type, a repeated key) or one carrying tool calls or
+/// an error is read from a `Value` by [`ChatStreamDecoder::chunk`], the lenient reader
+/// that gives the same events for every plain chunk.
+#[derive(Deserialize)]
+struct PlainChunk<'a> {
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    model: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    choices: Option<Vec<PlainChoice<'a>>>,
+    #[serde(default)]
+    usage: Option<PlainUsage>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct PlainChoice<'a> {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(borrow, default)]
+    delta: Option<PlainDelta<'a>>,
+    #[serde(borrow, default)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct PlainDelta<'a> {
+    #[serde(borrow, default)]
+    content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    reasoning: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    tool_calls: Option<&'a RawValue>,
+}
+
+/// A chat `usage` object, read as [`super::usage_from_chat_object`] reads it.
+#[derive(Deserialize)]
+struct PlainUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PlainDetails>,
+    #[serde(default)]
+    prompt_cache_hit_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens_details: Option<PlainDetails>,
+}
+
+#[derive(Deserialize)]
+struct PlainDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
+}
+
+impl PlainChunk<'_> {
+    /// Neither an error nor tool calls, which only the lenient reader reads.
+    fn is_plain(&self) -> bool {
+        self.error.is_none_or(|e| e.get() == "null")
+            && self.choices.iter().flatten().all(|c| {
+                c.delta
+                    .as_ref()
+                    .is_none_or(|d| d.tool_calls.is_none_or(|t| t.get() == "null"))
+            })
+    }
+}
+
+impl PlainUsage {
+    fn canonical(&self) -> Usage {
+        Usage {
+            input: self.prompt_tokens.unwrap_or(0),
+            cached_input: self
+                .prompt_tokens_details
+                .as_ref()
+                .and_then(|d| d.cached_tokens)
+                .or(self.prompt_cache_hit_tokens)
+                .unwrap_or(0),
+            cache_write: 0,
+            output: self.completion_tokens.unwrap_or(0),
+            reasoning: self
+                .completion_tokens_details
+                .as_ref()
+                .and_then(|d| d.reasoning_tokens)
+                .unwrap_or(0),
+        }
+    }
+}
+
 impl StreamDecoder for ChatStreamDecoder {
     fn ended(&self) -> bool {
         self.closed || self.errored
@@ -296,6 +438,11 @@ impl StreamDecoder for ChatStreamDecoder {
         }
         if data == "[DONE]" {
             return Ok(self.close());
+        }
+        if let Ok(plain) = serde_json::from_str::<PlainChunk<'_>>(data) {
+            if plain.is_plain() {
+                return Ok(self.plain_chunk(&plain));
+            }
         }
         let value: Value = serde_json::from_str(data).map_err(|e| {
             DecodeError::Malformed(format!(
@@ -350,6 +497,80 @@ mod tests {
         let (mut events, rest) = run(chunks);
         events.extend(rest.unwrap());
         assemble(&events).unwrap()
+    }
+
+    /// The typed reading of plain chunks gives, chunk by chunk, the events of the
+    /// lenient one (here forced, on a second decoder fed the same chunks).
+    #[test]
+    fn plain_chunks_read_typed_give_the_events_of_the_lenient_reader() {
+        let streams: &[&[&str]] = &[
+            &[
+                r#"{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","system_fingerprint":null,"choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}]}"#,
+                r#"{"id":"c1","choices":[{"index":0,"delta":{"reasoning_content":"think \"hard\" \u00e9"}}]}"#,
+                r#"{"id":"c1","choices":[{"index":0,"delta":{"reasoning":"more","content":"Hi"}}]}"#,
+                r#"{"id":"c1","choices":[{"index":1,"delta":{"content":"other choice"}}]}"#,
+                r#"{"id":"c1","choices":[{"index":0,"delta":{"content":" there\n"},"finish_reason":null}],"usage":null}"#,
+                r#"{"id":"c1","choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#,
+                r#"{"id":"c1","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":4,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":2}}}"#,
+            ],
+            &[
+                r#"{"choices":[{"delta":{"content":"a"}}],"error":null}"#,
+                r#"{"choices":[{"delta":{"content":"b","tool_calls":null},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"prompt_cache_hit_tokens":2,"prompt_tokens_details":null}}"#,
+            ],
+            &[
+                r#"{"model":"m2","choices":[{"index":0,"delta":{"reasoning_content":"","content":"x"}}]}"#,
+                r#"{"choices":[{"index":0,"delta":{"content":"y"}}],"usage":{"prompt_tokens":1,"completion_tokens":2,"prompt_tokens_details":{}}}"#,
+            ],
+        ];
+        for chunks in streams {
+            let (mut typed, mut lenient) = (ChatStreamDecoder::new(), ChatStreamDecoder::new());
+            for data in *chunks {
+                let plain: PlainChunk<'_> = serde_json::from_str(data).unwrap();
+                assert!(plain.is_plain(), "{data}");
+                let value: Value = serde_json::from_str(data).unwrap();
+                let expected = lenient.chunk(value.as_object().unwrap()).unwrap();
+                let sse = SseEvent {
+                    data: (*data).to_string(),
+                    ..SseEvent::default()
+                };
+                assert_eq!(typed.event(&sse).unwrap(), expected, "{data}");
+            }
+            let done = SseEvent {
+                data: "[DONE]".into(),
+                ..SseEvent::default()
+            };
+            assert_eq!(typed.event(&done).unwrap(), lenient.event(&done).unwrap());
+        }
+    }
+
+    /// Chunks the typed reading refuses or leaves to the lenient reader.
+    #[test]
+    fn chunks_that_are_not_plain_are_read_leniently() {
+        for data in [
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{}"}}]}}]}"#,
+            r#"{"error":{"message":"overloaded","type":"server_error"}}"#,
+        ] {
+            let plain: PlainChunk<'_> = serde_json::from_str(data).unwrap();
+            assert!(!plain.is_plain(), "{data}");
+        }
+        for data in [
+            r#"{"id":7,"choices":[{"delta":{"content":"a"}}]}"#,
+            r#"{"choices":[{"index":"0","delta":{"content":"a"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"a"}}],"usage":{"prompt_tokens":1.0}}"#,
+            r#"{"choices":[{"delta":{"content":"a"}}],"choices":[]}"#,
+        ] {
+            assert!(
+                serde_json::from_str::<PlainChunk<'_>>(data).is_err(),
+                "{data}"
+            );
+            let mut d = ChatStreamDecoder::new();
+            let sse = SseEvent {
+                data: data.to_string(),
+                ..SseEvent::default()
+            };
+            let events = d.event(&sse).unwrap();
+            assert!(!events.is_empty(), "{data}");
+        }
     }
 
     #[test]

@@ -75,6 +75,16 @@ impl SseParser {
         events
     }
 
+    /// Whether the parser is between two events: no line, field or line end pending, so
+    /// the next bytes start a new event.
+    pub fn is_idle(&self) -> bool {
+        self.line.is_empty()
+            && !self.after_cr
+            && self.event.is_none()
+            && self.data.is_none()
+            && self.id.is_none()
+    }
+
     /// Ends the input: returns the event left open by a stream that did not end with a
     /// blank line, if any.
     pub fn finish(&mut self) -> Option<SseEvent> {

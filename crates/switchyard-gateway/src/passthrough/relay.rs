@@ -232,6 +232,7 @@ impl Relay {
     /// The stream's last bytes: out once the call is recorded, when the store must have
     /// the record first.
     async fn release(&mut self, last: Bytes) {
+        self.keep_events();
         self.meter.first_byte();
         if let Some(written) = self.meter.finish() {
             let _ = written.await;
@@ -255,6 +256,13 @@ impl Relay {
         }
         let bytes = match &mut self.hide_usage {
             None => bytes,
+            // Whole events with no usage in them (every chunk but the last, usually) go
+            // out as they came, unparsed.
+            Some(parser)
+                if parser.is_idle() && memchr::memmem::find(&bytes, b"\"usage\"").is_none() =>
+            {
+                bytes
+            }
             Some(parser) => {
                 let mut out = Vec::with_capacity(bytes.len());
                 for event in parser.push(&bytes) {
@@ -296,6 +304,13 @@ impl Relay {
         }
     }
 
+    /// Hands the watch's events to the call's record (before the meter closes).
+    fn keep_events(&mut self) {
+        if let Some(events) = self.watch.take_events() {
+            self.meter.draft().events = Some(events);
+        }
+    }
+
     /// Every byte received so far, for an error's details.
     fn received(&mut self) -> Bytes {
         let raw = &self.meter.draft().raw;
@@ -307,6 +322,7 @@ impl Drop for Relay {
     fn drop(&mut self) {
         // A client that leaves is billed for what it was sent.
         self.meter.seen_so_far(self.watch.seen());
+        self.keep_events();
     }
 }
 

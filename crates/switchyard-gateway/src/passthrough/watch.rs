@@ -26,6 +26,12 @@ pub(super) struct Watch {
     pub response_id: Option<String>,
     /// The error the provider reported inside the stream.
     pub error: Option<StreamError>,
+    /// Every event decoded, for the call's record: its reply is assembled from them on
+    /// the store's thread instead of decoding the bytes a second time. `None` once a
+    /// chunk did not decode, where the record keeps no reply (as a decoding of the
+    /// bytes would give none).
+    kept: Option<Vec<Event>>,
+    finished: bool,
 }
 
 impl Watch {
@@ -40,22 +46,39 @@ impl Watch {
             finish: None,
             response_id: None,
             error: None,
+            kept: Some(Vec::new()),
+            finished: false,
         }
     }
 
     /// Reads the next chunk; an error is a stream the dialect does not allow (or, from
     /// some decoders, the provider's error object).
     pub(super) fn push(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
-        let events = self.decoder.push(bytes)?;
+        let events = self.decoder.push(bytes).inspect_err(|_| self.kept = None)?;
         self.note(events);
         Ok(())
     }
 
     /// The bytes ended: an error when the stream stopped before its end marker.
     pub(super) fn finish(&mut self) -> Result<(), DecodeError> {
+        self.finished = true;
         let events = self.decoder.finish()?;
         self.note(events);
         Ok(())
+    }
+
+    /// The events of the stream for its record, closed as a decoding of the bytes
+    /// received would close them (the decoder's closing events when the stream stopped
+    /// before its end, its refusal ignored). Taken once.
+    pub(super) fn take_events(&mut self) -> Option<Vec<Event>> {
+        let mut events = self.kept.take()?;
+        if !self.finished {
+            self.finished = true;
+            if let Ok(rest) = self.decoder.finish() {
+                events.extend(rest);
+            }
+        }
+        Some(events)
     }
 
     /// The end marker (or an error event) was seen: nothing after it belongs to the reply.
@@ -91,10 +114,10 @@ impl Watch {
                 Event::Start { .. } | Event::Usage(_) | Event::Finish { .. } | Event::Error(_)
             );
             self.began |= output;
-            match event {
+            match &event {
                 Event::Start { id, .. } => {
                     if self.response_id.is_none() {
-                        self.response_id = id;
+                        self.response_id = id.clone();
                     }
                 }
                 Event::TextDelta { text, .. } => {
@@ -111,17 +134,69 @@ impl Watch {
                 Event::ToolCallDelta { arguments, .. } => {
                     self.output_bytes += arguments.len();
                 }
-                Event::Usage(u) => self.usage = Some(u),
-                Event::Finish { reason, .. } => self.finish = Some(reason),
+                Event::Usage(u) => self.usage = Some(*u),
+                Event::Finish { reason, .. } => self.finish = Some(*reason),
                 Event::Error(e) => {
                     if self.error.is_none() {
-                        self.error = Some(e);
+                        self.error = Some(e.clone());
                     }
                 }
                 Event::TextState { .. }
                 | Event::ThinkingState { .. }
                 | Event::ToolCallEnd { .. } => {}
             }
+            if let Some(kept) = &mut self.kept {
+                kept.push(event);
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::build::assemble;
+    use crate::store::decode_reply;
+
+    /// The reply a record assembles from the watch's events is the one a decoding of
+    /// the bytes received gives, for whole, cut and failed streams of every dialect
+    /// that streams SSE, however the bytes were cut into chunks.
+    #[test]
+    fn the_kept_events_give_the_reply_the_bytes_give() {
+        let fixtures = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../switchyard-wire/tests/fixtures"
+        );
+        let mut seen = 0;
+        for (folder, dialect) in [
+            ("chat", Dialect::Chat),
+            ("messages", Dialect::Messages),
+            ("gemini", Dialect::Gemini),
+        ] {
+            for entry in std::fs::read_dir(format!("{fixtures}/{folder}")).unwrap() {
+                let path = entry.unwrap().path();
+                if path.extension().is_none_or(|e| e != "sse") {
+                    continue;
+                }
+                let raw = std::fs::read(&path).unwrap();
+                for size in [1, 7, 64, raw.len()] {
+                    let mut watch = Watch::new(dialect);
+                    for chunk in raw.chunks(size) {
+                        // As the relay does: nothing is read after the end, or an error.
+                        if watch.ended() || watch.push(chunk).is_err() {
+                            break;
+                        }
+                    }
+                    let kept = watch.take_events().map(|e| assemble(&e));
+                    let decoded = decode_reply(dialect, &raw, true).map(|r| r.without_raw());
+                    assert_eq!(kept, decoded, "{} in chunks of {size}", path.display());
+                }
+                seen += 1;
+            }
+        }
+        assert!(
+            seen >= 10,
+            "only {seen} stream fixtures found under {fixtures}"
+        );
     }
 }

@@ -8,7 +8,7 @@ use bytes::{Bytes, BytesMut};
 use std::time::Duration;
 use switchyard::record::{self, AttemptRecord, CallRecord, ErrorRecord, RawBytes, Timings};
 use switchyard::Dialect;
-use switchyard_wire::{codec, ByteStreamDecoder, Reply, Request};
+use switchyard_wire::{codec, ByteStreamDecoder, Event, Reply, Request};
 
 fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
@@ -42,13 +42,18 @@ pub(crate) fn decode_reply(dialect: Dialect, raw: &[u8], stream: bool) -> Option
     if let Ok(rest) = decoder.finish() {
         events.extend(rest);
     }
+    Some(assemble(&events))
+}
+
+/// The reply a stream's events build, up to the first that does not fit.
+pub(crate) fn assemble(events: &[Event]) -> Reply {
     let mut assembler = switchyard_wire::Assembler::new();
-    for e in &events {
+    for e in events {
         if assembler.push(e).is_err() {
             break;
         }
     }
-    Some(assembler.into_reply())
+    assembler.into_reply()
 }
 
 /// The record of a finished call; runs on the store's thread.
@@ -77,6 +82,7 @@ pub(super) fn build_record(call: Finished) -> CallRecord {
     let mut reply = draft
         .reply
         .map(|r| r.without_raw())
+        .or_else(|| draft.events.take().map(|e| assemble(&e)))
         .or_else(|| decode_reply(upstream, &raw, s.stream).map(|r| r.without_raw()));
     if !succeeded && reply.as_ref().is_some_and(|r| r.content.is_empty()) {
         reply = None;

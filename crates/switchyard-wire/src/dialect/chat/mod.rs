@@ -79,6 +79,7 @@ use crate::event::StreamError;
 use crate::json::{obj_at, str_at, u64_at, Object};
 use crate::reply::{FinishReason, Usage};
 use crate::{Dialect, Reply, Request};
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 pub use stream_decode::ChatStreamDecoder;
@@ -183,6 +184,50 @@ fn usage_from_chat_object(usage: &Object) -> Usage {
         cache_write: 0,
         output: u64_at(usage, "completion_tokens").unwrap_or(0),
         reasoning,
+    }
+}
+
+/// A chat `usage` object, parsed as typed fields (for the plain replies and chunks of [`reply`] and [`stream_decode`]), read as [`usage_from_chat_object`] reads it.
+#[derive(Deserialize)]
+pub(super) struct PlainUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PlainDetails>,
+    #[serde(default)]
+    prompt_cache_hit_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens_details: Option<PlainDetails>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct PlainDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
+}
+
+impl PlainUsage {
+    pub(super) fn canonical(&self) -> Usage {
+        Usage {
+            input: self.prompt_tokens.unwrap_or(0),
+            cached_input: self
+                .prompt_tokens_details
+                .as_ref()
+                .and_then(|d| d.cached_tokens)
+                .or(self.prompt_cache_hit_tokens)
+                .unwrap_or(0),
+            cache_write: 0,
+            output: self.completion_tokens.unwrap_or(0),
+            reasoning: self
+                .completion_tokens_details
+                .as_ref()
+                .and_then(|d| d.reasoning_tokens)
+                .unwrap_or(0),
+        }
     }
 }
 

@@ -4,17 +4,112 @@
 use super::request::decode_tool_call;
 use super::request::encode_tool_call;
 use super::{
-    decoded_finish, error_from_chat, finish_to_chat, reasoning_text, usage_from_chat, usage_to_chat,
+    decoded_finish, error_from_chat, finish_to_chat, reasoning_text, usage_from_chat,
+    usage_to_chat, PlainUsage,
 };
 use crate::codec::{parse_object, DecodeError, ServerContext};
 use crate::json::{as_obj, require_arr, require_obj, str_at};
 use crate::part::{Part, Thinking};
 use crate::reply::{FinishReason, Reply};
 use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
+use std::borrow::Cow;
 
 /// A chat completion body as a canonical reply.
 pub(super) fn decode(body: &[u8]) -> Result<Reply, DecodeError> {
+    if let Ok(plain) = serde_json::from_slice::<PlainReply<'_>>(body) {
+        if let Some(reply) = plain.reply(body) {
+            return Ok(reply);
+        }
+    }
+    decode_lenient(body)
+}
+
+/// The fields of a completion [`decode_lenient`] reads, parsed as borrowed typed values:
+/// a reply of text (and reasoning) with its finish and usage, the common case, is read
+/// without building a map of all its fields. A body this parse refuses (a field of an
+/// unexpected type, a repeated key), or one with tool calls, an error, array content or
+/// no choice, is read by [`decode_lenient`], which gives the same reply for every plain
+/// body.
+#[derive(Deserialize)]
+struct PlainReply<'a> {
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    model: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    choices: Vec<PlainChoice<'a>>,
+    #[serde(default)]
+    usage: Option<PlainUsage>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct PlainChoice<'a> {
+    #[serde(borrow, default)]
+    message: Option<PlainMessage<'a>>,
+    #[serde(borrow, default)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct PlainMessage<'a> {
+    #[serde(borrow, default)]
+    content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    reasoning: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    tool_calls: Option<&'a RawValue>,
+}
+
+impl PlainReply<'_> {
+    /// The reply, unless the body is one only the lenient reader reads.
+    fn reply(self, body: &[u8]) -> Option<Reply> {
+        if self.error.is_some_and(|e| e.get() != "null") {
+            return None;
+        }
+        let choice = self.choices.into_iter().next()?;
+        let message = choice.message?;
+        if message.tool_calls.is_some_and(|t| t.get() != "null") {
+            return None;
+        }
+        let mut content = Vec::new();
+        let reasoning = [message.reasoning_content, message.reasoning]
+            .into_iter()
+            .flatten()
+            .find(|t| !t.is_empty());
+        if let Some(text) = reasoning {
+            content.push(Part::Thinking(Thinking {
+                text: text.into_owned(),
+                ..Thinking::default()
+            }));
+        }
+        if let Some(text) = message.content.filter(|t| !t.is_empty()) {
+            content.push(Part::text(text.into_owned()));
+        }
+        let finish_raw = choice.finish_reason.map(Cow::into_owned);
+        Some(Reply {
+            content,
+            finish: finish_raw
+                .as_deref()
+                .map_or(FinishReason::Stop, |raw| decoded_finish(raw, false)),
+            finish_raw,
+            usage: self.usage.as_ref().map(PlainUsage::canonical),
+            model: self.model.map(Cow::into_owned),
+            id: self.id.map(Cow::into_owned),
+            raw: Bytes::copy_from_slice(body),
+        })
+    }
+}
+
+/// A chat completion body as a canonical reply, read from a `Value`: any shape the
+/// dialect allows, and the error that names what is wrong with one it does not.
+fn decode_lenient(body: &[u8]) -> Result<Reply, DecodeError> {
     const WHERE: &str = "chat completion";
     let obj = parse_object(body, WHERE)?;
     if let Some(error) = obj.get("error").filter(|e| !e.is_null()) {
@@ -121,4 +216,62 @@ pub(super) fn encode(reply: &Reply, context: &ServerContext) -> Vec<u8> {
     }
     // Serialising a `Value` cannot fail.
     serde_json::to_vec(&body).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The typed reading gives the lenient reading's reply (or its error) for the
+    /// golden replies and for bodies made to sit at the edge between the two.
+    #[test]
+    fn the_typed_reading_agrees_with_the_lenient_one() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/chat");
+        let mut bodies: Vec<Vec<u8>> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().ends_with("reply.json"))
+            .map(|p| std::fs::read(p).unwrap())
+            .collect();
+        assert!(
+            bodies.len() >= 4,
+            "the golden replies were not found in {dir}"
+        );
+        for body in [
+            r#"{"id":"a","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hi \"you\" \u00e9","refusal":null},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}"#,
+            r#"{"choices":[{"message":{"content":null,"reasoning":"hmm"},"finish_reason":"length"}],"usage":null,"error":null}"#,
+            r#"{"choices":[{"message":{"content":"","reasoning_content":"","reasoning":"r"}}]}"#,
+            r#"{"choices":[{"message":{"content":"x","tool_calls":null}},{"message":{"content":"second"}}]}"#,
+            r#"{"choices":[{"message":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}}]}"#,
+            r#"{"choices":[{"message":{"content":"x","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"message":{"content":"x"},"finish_reason":7}]}"#,
+            r#"{"choices":[{"message":{"content":"x"}}],"usage":{"prompt_tokens":1,"prompt_cache_hit_tokens":1,"prompt_tokens_details":null}}"#,
+            r#"{"choices":[{"message":{"content":"x"}}],"choices":[]}"#,
+            r#"{"choices":[],"error":null}"#,
+            r#"{"choices":[{"message":null}]}"#,
+            r#"{"error":{"message":"no","type":"invalid_request_error"}}"#,
+            r#"{"choices":[{"message":{"content":"x"}}],"error":"rate limited"}"#,
+            r#"[1]"#,
+        ] {
+            bodies.push(body.as_bytes().to_vec());
+        }
+        // The first four made bodies are plain: the typed reading answers them itself.
+        let golden = bodies.len() - 14;
+        for body in &bodies[golden..golden + 4] {
+            let plain: PlainReply<'_> = serde_json::from_slice(body).unwrap();
+            assert!(
+                plain.reply(body).is_some(),
+                "{}",
+                String::from_utf8_lossy(body)
+            );
+        }
+        for body in &bodies {
+            let text = String::from_utf8_lossy(body);
+            match (decode(body), decode_lenient(body)) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "{text}"),
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{text}"),
+                (a, b) => panic!("{text}: typed {a:?}, lenient {b:?}"),
+            }
+        }
+    }
 }

@@ -1,13 +1,12 @@
 //! The client-side stream decoder: chat completion chunks to canonical events.
 
 use super::request::arguments_text;
-use super::{decoded_finish, error_from_chat, reasoning_text, usage_from_chat};
+use super::{decoded_finish, error_from_chat, reasoning_text, usage_from_chat, PlainUsage};
 use crate::codec::{json_type, preview, DecodeError, StreamDecoder};
 use crate::event::Event;
 use crate::json::{arr_at, as_obj, obj_at, str_at, u64_at, Object};
 use crate::part::ToolKind;
 use crate::reply::FinishReason;
-use crate::reply::Usage;
 use crate::sse::SseEvent;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -370,29 +369,6 @@ struct PlainDelta<'a> {
     tool_calls: Option<&'a RawValue>,
 }
 
-/// A chat `usage` object, read as [`super::usage_from_chat_object`] reads it.
-#[derive(Deserialize)]
-struct PlainUsage {
-    #[serde(default)]
-    prompt_tokens: Option<u64>,
-    #[serde(default)]
-    completion_tokens: Option<u64>,
-    #[serde(default)]
-    prompt_tokens_details: Option<PlainDetails>,
-    #[serde(default)]
-    prompt_cache_hit_tokens: Option<u64>,
-    #[serde(default)]
-    completion_tokens_details: Option<PlainDetails>,
-}
-
-#[derive(Deserialize)]
-struct PlainDetails {
-    #[serde(default)]
-    cached_tokens: Option<u64>,
-    #[serde(default)]
-    reasoning_tokens: Option<u64>,
-}
-
 impl PlainChunk<'_> {
     /// Neither an error nor tool calls, which only the lenient reader reads.
     fn is_plain(&self) -> bool {
@@ -402,27 +378,6 @@ impl PlainChunk<'_> {
                     .as_ref()
                     .is_none_or(|d| d.tool_calls.is_none_or(|t| t.get() == "null"))
             })
-    }
-}
-
-impl PlainUsage {
-    fn canonical(&self) -> Usage {
-        Usage {
-            input: self.prompt_tokens.unwrap_or(0),
-            cached_input: self
-                .prompt_tokens_details
-                .as_ref()
-                .and_then(|d| d.cached_tokens)
-                .or(self.prompt_cache_hit_tokens)
-                .unwrap_or(0),
-            cache_write: 0,
-            output: self.completion_tokens.unwrap_or(0),
-            reasoning: self
-                .completion_tokens_details
-                .as_ref()
-                .and_then(|d| d.reasoning_tokens)
-                .unwrap_or(0),
-        }
     }
 }
 

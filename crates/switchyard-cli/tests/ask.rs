@@ -212,3 +212,18 @@ fn a_tool_call_is_printed_with_its_arguments() {
         assert!(r.err.contains("finish tool_calls"), "{mode}: {}", r.err);
     }
 }
+
+#[test]
+fn a_proxy_named_in_the_environment_carries_the_call() {
+    // The backend's host does not resolve: only a call through the proxy reaches the mock
+    // (which answers the absolute-form request a proxy receives like any other).
+    let mock = mock();
+    let home = tempfile::tempdir().unwrap();
+    let r = run(switchyard(home.path())
+        .env("HTTP_PROXY", mock.url())
+        .args(["ask", "mock/echo", "through the proxy", "--no-stream"])
+        .arg("backends.mock.base_url=http://upstream.invalid/v1"));
+    assert!(r.ok, "{}", r.err);
+    assert_eq!(r.out, "through the proxy\n");
+    assert_eq!(sent(&mock)["model"], "echo");
+}

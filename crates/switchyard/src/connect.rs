@@ -2,7 +2,7 @@
 //! description of a backend becomes an HTTP client with its URL, key and settings.
 
 use crate::backend::auth::{Credential, Secret};
-use crate::backend::http::{new_client, Endpoint, HttpBackend, HttpConfig, Timeouts};
+use crate::backend::http::{new_client, Endpoint, HttpBackend, HttpClient, HttpConfig, Timeouts};
 use crate::backend::Backend;
 use crate::env::EnvSource;
 use crate::error::{Error, Result};
@@ -115,7 +115,7 @@ pub fn http_backend_pooled(
 /// would hand out connections whose runtime is gone.
 #[derive(Debug, Default, Clone)]
 pub struct ClientPool {
-    clients: Arc<Mutex<HashMap<PoolKey, reqwest::Client>>>,
+    clients: Arc<Mutex<HashMap<PoolKey, HttpClient>>>,
 }
 
 /// A backend's name and its connect timeout.
@@ -128,7 +128,7 @@ impl ClientPool {
     }
 
     /// The client for `backend`, made on first use.
-    pub fn client(&self, backend: &str, connect: Option<Duration>) -> Result<reqwest::Client> {
+    pub fn client(&self, backend: &str, connect: Option<Duration>) -> Result<HttpClient> {
         // A poisoned lock only means another thread panicked while inserting; the map is
         // still usable.
         let mut clients = self

@@ -2,10 +2,10 @@
 //! Default Credentials, or nothing. Keys are held in [`Secret`], whose `Debug` and
 //! `Display` never show the value.
 
-#[cfg(feature = "google-auth")]
 use crate::error::Error;
 use crate::error::Result;
 use async_trait::async_trait;
+use reqwest::header::{HeaderName, HeaderValue, AUTHORIZATION};
 use std::fmt;
 #[cfg(feature = "google-auth")]
 use std::path::Path;
@@ -73,14 +73,33 @@ impl fmt::Debug for Credential {
 }
 
 impl Credential {
-    /// Adds the credential to a request.
-    pub async fn apply(&self, request: reqwest::RequestBuilder) -> Result<reqwest::RequestBuilder> {
-        Ok(match self {
-            Credential::None => request,
-            Credential::Bearer(key) => request.bearer_auth(key.expose()),
-            Credential::Header(name, key) => request.header(*name, key.expose()),
-            Credential::Token(source) => request.bearer_auth(source.token().await?.expose()),
-        })
+    /// The header that carries the credential, if any (its value marked sensitive, so
+    /// no debug print shows it).
+    pub async fn header(&self) -> Result<Option<(HeaderName, HeaderValue)>> {
+        let (name, value) = match self {
+            Credential::None => return Ok(None),
+            Credential::Bearer(key) => (AUTHORIZATION, format!("Bearer {}", key.expose())),
+            Credential::Header(name, key) => (
+                HeaderName::try_from(*name).map_err(|_| {
+                    Error::Config(format!(
+                        "`{name}` is not a valid header name for a credential"
+                    ))
+                })?,
+                key.expose().to_string(),
+            ),
+            Credential::Token(source) => (
+                AUTHORIZATION,
+                format!("Bearer {}", source.token().await?.expose()),
+            ),
+        };
+        let mut value = HeaderValue::from_str(&value).map_err(|_| {
+            Error::Config(format!(
+                "the credential cannot be sent in the `{name}` header: it holds a character \
+                 a header cannot (a line break or a control character); check the key's variable"
+            ))
+        })?;
+        value.set_sensitive(true);
+        Ok(Some((name, value)))
     }
 }
 

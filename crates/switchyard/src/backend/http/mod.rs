@@ -2,10 +2,12 @@
 //! with the backend's auth over a pooled connection ([`send`]: the one send path, which
 //! the gateway's pass-through uses too), and decodes the reply or stream ([`stream`]).
 
+mod client;
 mod history;
 mod send;
 mod stream;
 
+pub use client::{new_client, HttpClient};
 pub use send::{error_chain, header_pairs, RawRequest, RawResponse};
 pub(crate) use stream::decode_stream;
 pub use stream::{decode_error, stream_error};
@@ -116,7 +118,7 @@ pub struct HttpConfig {
 /// An HTTP backend with its own connection pool.
 pub struct HttpBackend {
     config: HttpConfig,
-    client: reqwest::Client,
+    client: HttpClient,
 }
 
 /// The Anthropic API version sent with every Messages request.
@@ -131,7 +133,7 @@ impl HttpBackend {
 
     /// A backend sharing an existing connection pool (one per backend: every handle on
     /// the same backend reuses its connections).
-    pub fn with_client(config: HttpConfig, client: reqwest::Client) -> Self {
+    pub fn with_client(config: HttpConfig, client: HttpClient) -> Self {
         HttpBackend { config, client }
     }
 
@@ -270,24 +272,6 @@ pub fn answers_whole(headers: &reqwest::header::HeaderMap) -> bool {
         .trim()
         .to_ascii_lowercase();
     kind == "application/json" || kind.ends_with("+json")
-}
-
-/// An HTTP client (a connection pool) for a backend: rustls, `TCP_NODELAY`, the connect
-/// timeout. Redirects are not followed: an API answers where it is called, and a
-/// redirected POST would send the prompt (re-sent, or turned into a GET) somewhere the
-/// registry does not name; the 3xx comes back as the provider's error instead.
-pub fn new_client(backend: &str, connect_timeout: Option<Duration>) -> Result<reqwest::Client> {
-    let mut builder = reqwest::Client::builder()
-        .user_agent(concat!("switchyard/", env!("CARGO_PKG_VERSION")))
-        .redirect(reqwest::redirect::Policy::none())
-        .tcp_nodelay(true);
-    if let Some(connect) = connect_timeout {
-        builder = builder.connect_timeout(connect);
-    }
-    builder.build().map_err(|e| Error::Transport {
-        backend: backend.to_string(),
-        message: format!("could not build an HTTP client: {e}"),
-    })
 }
 
 /// Moves a chat body's `max_completion_tokens` to `max_tokens` (`max_tokens_field:

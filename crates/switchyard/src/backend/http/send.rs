@@ -4,16 +4,20 @@
 //! [`HttpBackend::send_raw`], so a timeout, a refusal or a broken connection reads the
 //! same on every path.
 
+use super::client::{Failed, TransportError};
 use super::{HttpBackend, ANTHROPIC_VERSION};
 use crate::error::{Error, Result, TimeoutPhase};
 use crate::internal::classify;
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::StreamExt;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE, USER_AGENT};
 use std::time::Duration;
 use switchyard_wire::Dialect;
 use tokio::time::Instant;
+
+/// The `User-Agent` of every request.
+const USER_AGENT_VALUE: &str = concat!("switchyard/", env!("CARGO_PKG_VERSION"));
 
 /// A request body to send exactly as it is, with headers of the caller's own (an
 /// `anthropic-version` or `anthropic-beta` a client sent); the backend adds its URL, its
@@ -92,7 +96,7 @@ impl RawResponse {
 /// A body read under an idle timeout (between two chunks) and a deadline (the call's
 /// total timeout, counted from sending).
 pub(crate) struct TimedBody {
-    inner: BoxStream<'static, reqwest::Result<Bytes>>,
+    inner: BoxStream<'static, std::result::Result<Bytes, TransportError>>,
     backend: String,
     idle: Option<Duration>,
     deadline: Option<(Instant, Duration)>,
@@ -105,7 +109,7 @@ impl TimedBody {
             return None;
         }
         let backend = &self.backend;
-        let broke = |e: reqwest::Error| transport(backend, "the reply broke off", &e);
+        let broke = |e: TransportError| transport(backend, "the reply broke off", e.as_ref());
         let item = match self.limit() {
             Some((limit, phase, after)) => {
                 match tokio::time::timeout(limit, self.inner.next()).await {
@@ -165,13 +169,11 @@ impl HttpBackend {
         let config = self.config();
         let started = Instant::now();
         let deadline = config.timeouts.total.map(|t| (started + t, t));
-        let mut builder = self
-            .client
-            .post(url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(request.body.clone());
+        let mut builder = http::Request::post(url.as_str())
+            .header(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE))
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         if request.stream {
-            builder = builder.header(reqwest::header::ACCEPT, "text/event-stream");
+            builder = builder.header(ACCEPT, HeaderValue::from_static("text/event-stream"));
         }
         if config.dialect == Dialect::Messages
             && !request
@@ -181,23 +183,32 @@ impl HttpBackend {
         {
             builder = builder.header("anthropic-version", ANTHROPIC_VERSION);
         }
-        for (name, value) in &request.headers {
+        if let Some((name, value)) = config.auth.header().await? {
             builder = builder.header(name, value);
         }
-        let builder = config.auth.apply(builder).await?;
+        let mut outgoing = builder.body(request.body.clone()).map_err(|e| {
+            Error::Config(format!(
+                "{}: the URL {url} cannot be sent to: {e}",
+                config.name
+            ))
+        })?;
+        // The caller's own headers replace a default of the same name.
+        for (name, value) in &request.headers {
+            outgoing.headers_mut().insert(name.clone(), value.clone());
+        }
         let head = self.head_limit(deadline);
-        let sending = builder.send();
-        let response = match head {
+        let sending = self.client.send(outgoing);
+        let answer = match head {
             Some((limit, phase, after)) => tokio::time::timeout(limit, sending)
                 .await
                 .map_err(|_| timeout(&config.name, phase, after))?,
             None => sending.await,
         }
-        .map_err(|e| self.transport_error(e))?;
-        let status = response.status().as_u16();
-        let headers = response.headers().clone();
+        .map_err(|failed| self.transport_error(failed))?;
+        let status = answer.status;
+        let headers = answer.headers;
         let body = TimedBody {
-            inner: response.bytes_stream().boxed(),
+            inner: answer.body,
             backend: config.name.clone(),
             idle: config.timeouts.idle,
             deadline,
@@ -257,16 +268,16 @@ impl HttpBackend {
         }
     }
 
-    pub(super) fn transport_error(&self, e: reqwest::Error) -> Error {
+    fn transport_error(&self, failed: Failed) -> Error {
         let config = self.config();
-        if e.is_timeout() && e.is_connect() {
+        if failed.connect_timeout {
             if let Some(after) = config.timeouts.connect {
                 return timeout(&config.name, TimeoutPhase::Connect, after);
             }
         }
         Error::Transport {
             backend: config.name.clone(),
-            message: error_chain(&e),
+            message: error_chain(failed.error.as_ref()),
         }
     }
 }
@@ -279,7 +290,7 @@ fn timeout(backend: &str, phase: TimeoutPhase, after: Duration) -> Error {
     }
 }
 
-fn transport(backend: &str, what: &str, e: &reqwest::Error) -> Error {
+fn transport(backend: &str, what: &str, e: &(dyn std::error::Error + Send + Sync)) -> Error {
     Error::Transport {
         backend: backend.to_string(),
         message: format!("{what}: {}", error_chain(e)),

@@ -1,0 +1,189 @@
+//! The connection pool a backend's calls go through: hyper-util's pooled client driven
+//! directly (rustls for TLS, with the same web PKI roots and ring provider reqwest was
+//! built with), or reqwest when a proxy is configured in the environment.
+//!
+//! Why not reqwest on every call: its layers around the same hyper-util client (a
+//! redirect policy that parses the URL again on every request even with redirects off,
+//! a retry layer, its own request and body types) cost about 30,000 instructions a call,
+//! a fifth of a passed-through call (docs/performance.md, "The upstream client"). What
+//! reqwest adds that a backend needs is its proxy support (`HTTPS_PROXY`, `NO_PROXY`…),
+//! so a process whose environment names a proxy keeps it.
+
+use crate::error::{Error, Result};
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use reqwest::header::HeaderMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// An error of the transport, with its causes.
+pub(crate) type TransportError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The variables that name a proxy, which reqwest reads (in either case).
+const PROXY_VARIABLES: [&str; 3] = ["HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"];
+
+/// A backend's connection pool (cheap to clone: clones share the connections).
+#[derive(Clone)]
+pub struct HttpClient {
+    inner: Inner,
+}
+
+#[derive(Clone)]
+enum Inner {
+    // Boxed: the pool's handle is large beside reqwest's, and clones share it anyway.
+    Direct(Box<DirectClient>),
+    Proxied(reqwest::Client),
+}
+
+type DirectClient =
+    hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+impl std::fmt::Debug for HttpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self.inner {
+            Inner::Direct(_) => "HttpClient(direct)",
+            Inner::Proxied(_) => "HttpClient(through the environment's proxy)",
+        })
+    }
+}
+
+/// An answer's head, and its body as it arrives.
+pub(crate) struct Answer {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: BoxStream<'static, std::result::Result<Bytes, TransportError>>,
+}
+
+/// Why a request got no answer.
+pub(crate) struct Failed {
+    /// The connection could not be opened within the connect timeout.
+    pub connect_timeout: bool,
+    pub error: TransportError,
+}
+
+/// An HTTP client (a connection pool) for a backend: `TCP_NODELAY`, the connect timeout,
+/// HTTP/2 where TLS negotiates it. Redirects are not followed: an API answers where it
+/// is called, and a redirected POST would send the prompt (re-sent, or turned into a
+/// GET) somewhere the registry does not name; the 3xx comes back as the provider's error
+/// instead.
+pub fn new_client(backend: &str, connect_timeout: Option<Duration>) -> Result<HttpClient> {
+    let failed = |e: &dyn std::fmt::Display| Error::Transport {
+        backend: backend.to_string(),
+        message: format!("could not build an HTTP client: {e}"),
+    };
+    if proxy_configured() {
+        let mut builder = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .tcp_nodelay(true);
+        if let Some(connect) = connect_timeout {
+            builder = builder.connect_timeout(connect);
+        }
+        let client = builder.build().map_err(|e| failed(&e))?;
+        return Ok(HttpClient {
+            inner: Inner::Proxied(client),
+        });
+    }
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    http.set_connect_timeout(connect_timeout);
+    let roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| failed(&e))?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .enable_http2()
+        .wrap_connector(http);
+    let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+        .pool_timer(TokioTimer::new())
+        .timer(TokioTimer::new())
+        .build(connector);
+    Ok(HttpClient {
+        inner: Inner::Direct(Box::new(client)),
+    })
+}
+
+/// Whether the environment names a proxy (then reqwest, which speaks through it, sends).
+fn proxy_configured() -> bool {
+    PROXY_VARIABLES.iter().any(|name| {
+        [name.to_string(), name.to_ascii_lowercase()]
+            .iter()
+            .any(|n| std::env::var_os(n).is_some_and(|v| !v.is_empty()))
+    })
+}
+
+impl HttpClient {
+    /// Sends a request; its answer's head comes back, the body to be read.
+    pub(crate) async fn send(
+        &self,
+        request: http::Request<Bytes>,
+    ) -> std::result::Result<Answer, Failed> {
+        match &self.inner {
+            Inner::Direct(client) => {
+                let response =
+                    client
+                        .request(request.map(Full::new))
+                        .await
+                        .map_err(|e| Failed {
+                            connect_timeout: e.is_connect() && timed_out(&e),
+                            error: Box::new(e),
+                        })?;
+                let (head, body) = response.into_parts();
+                Ok(Answer {
+                    status: head.status.as_u16(),
+                    headers: head.headers,
+                    body: body
+                        .into_data_stream()
+                        .map_err(|e| Box::new(e) as TransportError)
+                        .boxed(),
+                })
+            }
+            Inner::Proxied(client) => {
+                let request = reqwest::Request::try_from(request).map_err(|e| Failed {
+                    connect_timeout: false,
+                    error: Box::new(e),
+                })?;
+                let response = client.execute(request).await.map_err(|e| Failed {
+                    connect_timeout: e.is_connect() && e.is_timeout(),
+                    error: Box::new(e),
+                })?;
+                Ok(Answer {
+                    status: response.status().as_u16(),
+                    headers: response.headers().clone(),
+                    body: response
+                        .bytes_stream()
+                        .map_err(|e| Box::new(e) as TransportError)
+                        .boxed(),
+                })
+            }
+        }
+    }
+}
+
+/// Whether an error's causes include a wait that ran out (hyper-util's connect timeout
+/// is an I/O error of that kind).
+fn timed_out(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = Some(e);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::TimedOut {
+                return true;
+            }
+        }
+        source = cause.source();
+    }
+    false
+}

@@ -27,6 +27,7 @@ PG=${PG:-0}
 ONLY=${ONLY:-.*}
 NGINX_PORT=${NGINX_PORT:-4420}
 GW_PORT=${GW_PORT:-4421}
+PROXY_PORT=${PROXY_PORT:-4422}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/switchyard-nginx.XXXXXX")
 ulimit -n 65536 2>/dev/null || true
 
@@ -79,6 +80,32 @@ http {
 EOF
 nginx -c "$WORK/nginx/nginx.conf" &
 NGINX_PID=$!
+# The floor any proxy meets here: a second nginx (one worker) proxying to the first over
+# kept-alive connections, measured beside the gateway in every round of the new build.
+mkdir -p "$WORK/proxy/tmp"
+cat >"$WORK/proxy/nginx.conf" <<EOF
+worker_processes 1;
+daemon off;
+pid $WORK/proxy/nginx.pid;
+error_log $WORK/proxy/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $WORK/proxy/tmp;
+  proxy_temp_path $WORK/proxy/tmp;
+  fastcgi_temp_path $WORK/proxy/tmp;
+  uwsgi_temp_path $WORK/proxy/tmp;
+  scgi_temp_path $WORK/proxy/tmp;
+  keepalive_requests 1000000;
+  upstream static { server 127.0.0.1:$NGINX_PORT; keepalive 64; keepalive_requests 1000000; }
+  server {
+    listen 127.0.0.1:$PROXY_PORT;
+    location / { proxy_pass http://static; proxy_http_version 1.1; proxy_set_header Connection ""; }
+  }
+}
+EOF
+nginx -c "$WORK/proxy/nginx.conf" &
+PROXY_PID=$!
 cat >"$WORK/gateway.yaml" <<EOF
 backends:
   ngx: {base_url: "http://127.0.0.1:$NGINX_PORT/v1", apis: [chat], key_required: false, prices: {fixed: {input: 1, output: 2}}}
@@ -99,7 +126,7 @@ if [ "$PG" = 1 ]; then
 fi
 GW_PID=
 stop_gateway() { [ -n "$GW_PID" ] && kill "$GW_PID" 2>/dev/null && wait "$GW_PID" 2>/dev/null; GW_PID=; true; }
-trap 'stop_gateway; kill $NGINX_PID 2>/dev/null; wait 2>/dev/null; [ "$PG" = 1 ] && scripts/pg stop >/dev/null 2>&1; rm -rf "$WORK"' EXIT
+trap 'stop_gateway; kill $NGINX_PID $PROXY_PID 2>/dev/null; wait 2>/dev/null; [ "$PG" = 1 ] && scripts/pg stop >/dev/null 2>&1; rm -rf "$WORK"' EXIT
 start_gateway() { # binary data-dir (none: no store) [config]
   local store=()
   [ "$STORE" = 1 ] && [ "$2" != none ] && store=(--data-dir "$2")
@@ -180,14 +207,19 @@ for round in $(seq "$ROUNDS"); do
     case_ translated-32 32 "$BODY_TR" "$G/v1/chat/completions"
     case_ direct-sse-32 32 "$BODY_S_DIRECT" "$D/sse/v1/chat/completions"
     case_ gateway-sse-32 32 "$BODY_S_GW" "$G/v1/chat/completions"
+    if [ "$name" = new ]; then
+      case_ nginx-proxy-32 32 "$BODY_DIRECT" "http://127.0.0.1:$PROXY_PORT/v1/chat/completions"
+      case_ nginx-proxy-1 1 "$BODY_DIRECT" "http://127.0.0.1:$PROXY_PORT/v1/chat/completions"
+    fi
     [ "$STORE" = 1 ] && echo "round $round $name backlog          $(curl -s "$G/metrics" | awk '/^switchyard_gateway_store_backlog / {print $2}')"
     stop_gateway
     [ "$STORE" = 1 ] && echo "round $round $name recorded         $(cat "$data"/llm_log/segment-*.jsonl | wc -l)"
     rm -rf "$data"
     # The same build with no store: what recording costs.
-    if [ "$STORE" = 1 ] && [[ gateway-nostore-32 =~ ^($ONLY)$ ]]; then
+    if [ "$STORE" = 1 ] && [[ gateway-nostore-32 =~ ^($ONLY)$ || gateway-nostore-1 =~ ^($ONLY)$ ]]; then
       start_gateway "$bin" none
       case_ gateway-nostore-32 32 "$BODY_GW" "$G/v1/chat/completions"
+      case_ gateway-nostore-1 1 "$BODY_GW" "$G/v1/chat/completions"
       stop_gateway
     fi
     if [ "$PG" = 1 ] && [ "$name" = new ]; then
@@ -216,6 +248,10 @@ for build in ("new", "base"):
         ("stream chunks/s / direct (target >= 0.333)", ratios("gateway-sse-32", "direct-sse-32"), "{:.3f}"),
         ("added p50 at 1 conn, us (target <= 50)", ratios("gateway-1", "direct-1", 1, lambda g, d: g - d), "{:.0f}"),
         ("added p99 at 1 conn, us (target <= 300)", ratios("gateway-1", "direct-1", 2, lambda g, d: g - d), "{:.0f}"),
+        ("added p50 at 1 conn, store off, us", ratios("gateway-nostore-1", "direct-1", 1, lambda g, d: g - d), "{:.0f}"),
+        ("nginx as a proxy / direct, 32 conns (the floor)", ratios("nginx-proxy-32", "direct-32"), "{:.3f}"),
+        ("nginx as a proxy, added p50 at 1 conn, us", ratios("nginx-proxy-1", "direct-1", 1, lambda g, d: g - d), "{:.0f}"),
+        ("nginx as a proxy, added p99 at 1 conn, us", ratios("nginx-proxy-1", "direct-1", 2, lambda g, d: g - d), "{:.0f}"),
         ("postgres store / direct, 32 conns", ratios("gateway-pg-32", "direct-32"), "{:.3f}"),
         ("postgres store / embedded store, 32 conns", ratios("gateway-pg-32", "gateway-32"), "{:.3f}"),
         ("postgres added p50 at 1 conn, us", ratios("gateway-pg-1", "direct-1", 1, lambda g, d: g - d), "{:.0f}"),

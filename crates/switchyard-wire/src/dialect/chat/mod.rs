@@ -80,7 +80,9 @@ use crate::json::{obj_at, str_at, u64_at, Object};
 use crate::reply::{FinishReason, Usage};
 use crate::{Dialect, Reply, Request};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
+use std::borrow::Cow;
 
 pub use stream_decode::ChatStreamDecoder;
 pub use stream_encode::ChatStreamEncoder;
@@ -200,6 +202,36 @@ pub(super) struct PlainUsage {
     prompt_cache_hit_tokens: Option<u64>,
     #[serde(default)]
     completion_tokens_details: Option<PlainDetails>,
+}
+
+/// The texts of a chat message or stream delta, parsed as borrowed typed fields (for the
+/// plain replies of [`reply`] and chunks of [`stream_decode`]); `tool_calls` is only
+/// looked at, to send a message that has them to the lenient reader.
+#[derive(Deserialize)]
+pub(super) struct PlainTexts<'a> {
+    #[serde(borrow, default)]
+    pub(super) content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    reasoning: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    tool_calls: Option<&'a RawValue>,
+}
+
+impl PlainTexts<'_> {
+    /// The reasoning text, as the lenient reader takes it: the first non-empty of
+    /// `reasoning_content` (DeepSeek) and `reasoning` (OpenRouter, vLLM).
+    pub(super) fn reasoning(&self) -> Option<&str> {
+        [&self.reasoning_content, &self.reasoning]
+            .into_iter()
+            .find_map(|t| t.as_deref().filter(|t| !t.is_empty()))
+    }
+
+    /// Whether it carries tool calls (a `null` is none).
+    pub(super) fn has_tool_calls(&self) -> bool {
+        self.tool_calls.is_some_and(|t| t.get() != "null")
+    }
 }
 
 #[derive(Deserialize)]

@@ -5,7 +5,7 @@ use super::request::decode_tool_call;
 use super::request::encode_tool_call;
 use super::{
     decoded_finish, error_from_chat, finish_to_chat, reasoning_text, usage_from_chat,
-    usage_to_chat, PlainUsage,
+    usage_to_chat, PlainTexts, PlainUsage,
 };
 use crate::codec::{parse_object, DecodeError, ServerContext};
 use crate::json::{as_obj, require_arr, require_obj, str_at};
@@ -50,21 +50,9 @@ struct PlainReply<'a> {
 #[derive(Deserialize)]
 struct PlainChoice<'a> {
     #[serde(borrow, default)]
-    message: Option<PlainMessage<'a>>,
+    message: Option<PlainTexts<'a>>,
     #[serde(borrow, default)]
     finish_reason: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct PlainMessage<'a> {
-    #[serde(borrow, default)]
-    content: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    reasoning_content: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    reasoning: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    tool_calls: Option<&'a RawValue>,
 }
 
 impl PlainReply<'_> {
@@ -75,17 +63,13 @@ impl PlainReply<'_> {
         }
         let choice = self.choices.into_iter().next()?;
         let message = choice.message?;
-        if message.tool_calls.is_some_and(|t| t.get() != "null") {
+        if message.has_tool_calls() {
             return None;
         }
         let mut content = Vec::new();
-        let reasoning = [message.reasoning_content, message.reasoning]
-            .into_iter()
-            .flatten()
-            .find(|t| !t.is_empty());
-        if let Some(text) = reasoning {
+        if let Some(text) = message.reasoning() {
             content.push(Part::Thinking(Thinking {
-                text: text.into_owned(),
+                text: text.to_owned(),
                 ..Thinking::default()
             }));
         }

@@ -1,7 +1,9 @@
 //! The client-side stream decoder: chat completion chunks to canonical events.
 
 use super::request::arguments_text;
-use super::{decoded_finish, error_from_chat, reasoning_text, usage_from_chat, PlainUsage};
+use super::{
+    decoded_finish, error_from_chat, reasoning_text, usage_from_chat, PlainTexts, PlainUsage,
+};
 use crate::codec::{json_type, preview, DecodeError, StreamDecoder};
 use crate::event::Event;
 use crate::json::{arr_at, as_obj, obj_at, str_at, u64_at, Object};
@@ -93,10 +95,7 @@ impl ChatStreamDecoder {
                 continue;
             }
             if let Some(delta) = &choice.delta {
-                let reasoning = [&delta.reasoning_content, &delta.reasoning]
-                    .into_iter()
-                    .find_map(|t| t.as_deref().filter(|t| !t.is_empty()));
-                self.texts(reasoning, delta.content.as_deref(), &mut out);
+                self.texts(delta.reasoning(), delta.content.as_deref(), &mut out);
             }
             if let Some(raw) = &choice.finish_reason {
                 self.finish_reason(raw, &mut out);
@@ -352,32 +351,20 @@ struct PlainChoice<'a> {
     #[serde(default)]
     index: Option<u64>,
     #[serde(borrow, default)]
-    delta: Option<PlainDelta<'a>>,
+    delta: Option<PlainTexts<'a>>,
     #[serde(borrow, default)]
     finish_reason: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct PlainDelta<'a> {
-    #[serde(borrow, default)]
-    content: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    reasoning_content: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    reasoning: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    tool_calls: Option<&'a RawValue>,
 }
 
 impl PlainChunk<'_> {
     /// Neither an error nor tool calls, which only the lenient reader reads.
     fn is_plain(&self) -> bool {
         self.error.is_none_or(|e| e.get() == "null")
-            && self.choices.iter().flatten().all(|c| {
-                c.delta
-                    .as_ref()
-                    .is_none_or(|d| d.tool_calls.is_none_or(|t| t.get() == "null"))
-            })
+            && self
+                .choices
+                .iter()
+                .flatten()
+                .all(|c| c.delta.as_ref().is_none_or(|d| !d.has_tool_calls()))
     }
 }
 

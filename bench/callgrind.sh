@@ -36,27 +36,9 @@ def chunk(delta, finish=None, usage=None):
 out = chunk({"role": "assistant", "content": ""}) + "".join(chunk({"content": f"word{i} "}) for i in range(20))
 out += chunk({}, "stop") + chunk(None, usage={"prompt_tokens": 12, "completion_tokens": 20, "total_tokens": 32})
 print(out + "data: [DONE]\\n\\n", end="")')
-mkdir -p "$WORK/nginx/tmp"
-cat >"$WORK/nginx/nginx.conf" <<EOF
-worker_processes 1;
-daemon off;
-pid $WORK/nginx/nginx.pid;
-error_log $WORK/nginx/error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path $WORK/nginx/tmp;
-  keepalive_requests 1000000;
-  server {
-    listen 127.0.0.1:$NGINX_PORT;
-    location = /v1/chat/completions { default_type application/json; return 200 '$CHAT'; }
-    location = /v1/messages { default_type application/json; return 200 '$MESSAGES'; }
-    location = /sse/v1/chat/completions { default_type text/event-stream; return 200 '$SSE'; }
-  }
-}
-EOF
-nginx -c "$WORK/nginx/nginx.conf" &
-NGINX_PID=$!
+. bench/nginx-lib.sh
+nginx_start "$WORK/nginx" "$(nginx_static "$NGINX_PORT")"
+NGINX_PID=$NGINX_STARTED
 trap 'kill $NGINX_PID 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
 cat >"$WORK/gateway.yaml" <<EOF
 backends:

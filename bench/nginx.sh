@@ -55,57 +55,18 @@ EOF
 # chunk is hidden from a client that did not ask for it).
 EVENTS=$((CHUNKS + 3))
 
-mkdir -p "$WORK/nginx/tmp"
-cat >"$WORK/nginx/nginx.conf" <<EOF
-worker_processes 1;
-daemon off;
-pid $WORK/nginx/nginx.pid;
-error_log $WORK/nginx/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $WORK/nginx/tmp;
-  proxy_temp_path $WORK/nginx/tmp;
-  fastcgi_temp_path $WORK/nginx/tmp;
-  uwsgi_temp_path $WORK/nginx/tmp;
-  scgi_temp_path $WORK/nginx/tmp;
-  keepalive_requests 1000000;
-  server {
-    listen 127.0.0.1:$NGINX_PORT;
-    location = /v1/chat/completions { default_type application/json; return 200 '$CHAT'; }
-    location = /v1/messages { default_type application/json; return 200 '$MESSAGES'; }
-    location = /sse/v1/chat/completions { default_type text/event-stream; return 200 '$SSE'; }
-  }
-}
-EOF
-nginx -c "$WORK/nginx/nginx.conf" &
-NGINX_PID=$!
+. bench/nginx-lib.sh
+nginx_start "$WORK/nginx" "$(nginx_static "$NGINX_PORT")"
+NGINX_PID=$NGINX_STARTED
 # The floor any proxy meets here: a second nginx (one worker) proxying to the first over
 # kept-alive connections, measured beside the gateway in every round of the new build.
-mkdir -p "$WORK/proxy/tmp"
-cat >"$WORK/proxy/nginx.conf" <<EOF
-worker_processes 1;
-daemon off;
-pid $WORK/proxy/nginx.pid;
-error_log $WORK/proxy/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $WORK/proxy/tmp;
-  proxy_temp_path $WORK/proxy/tmp;
-  fastcgi_temp_path $WORK/proxy/tmp;
-  uwsgi_temp_path $WORK/proxy/tmp;
-  scgi_temp_path $WORK/proxy/tmp;
-  keepalive_requests 1000000;
+nginx_start "$WORK/proxy" "
   upstream static { server 127.0.0.1:$NGINX_PORT; keepalive 64; keepalive_requests 1000000; }
   server {
     listen 127.0.0.1:$PROXY_PORT;
-    location / { proxy_pass http://static; proxy_http_version 1.1; proxy_set_header Connection ""; }
-  }
-}
-EOF
-nginx -c "$WORK/proxy/nginx.conf" &
-PROXY_PID=$!
+    location / { proxy_pass http://static; proxy_http_version 1.1; proxy_set_header Connection \"\"; }
+  }"
+PROXY_PID=$NGINX_STARTED
 cat >"$WORK/gateway.yaml" <<EOF
 backends:
   ngx: {base_url: "http://127.0.0.1:$NGINX_PORT/v1", apis: [chat], key_required: false, prices: {fixed: {input: 1, output: 2}}}

@@ -256,22 +256,7 @@ impl Relay {
         }
         let bytes = match &mut self.hide_usage {
             None => bytes,
-            // Whole events with no usage in them (every chunk but the last, usually) go
-            // out as they came, unparsed.
-            Some(parser)
-                if parser.is_idle() && memchr::memmem::find(&bytes, b"\"usage\"").is_none() =>
-            {
-                bytes
-            }
-            Some(parser) => {
-                let mut out = Vec::with_capacity(bytes.len());
-                for event in parser.push(&bytes) {
-                    if !is_usage_only_chunk(&event.data) {
-                        write_event(&mut out, event.event.as_deref(), &event.data);
-                    }
-                }
-                Bytes::from(out)
-            }
+            Some(parser) => without_usage_chunks(parser, bytes),
         };
         if !bytes.is_empty() {
             self.out.push_back(bytes);
@@ -345,6 +330,50 @@ fn last_boundary(bytes: &[u8]) -> Option<usize> {
     None
 }
 
+/// `bytes` with the usage-only chunks left out, for a client that did not ask for usage.
+/// Events with no usage in them (every event but the last, usually) go out as they came,
+/// neither parsed nor written again; an event that names usage is parsed, and written
+/// again unless it is a usage-only chunk. `parser` holds an event cut across two calls
+/// after it named usage; the relay hands over whole events (`align`) but for a stream's
+/// last bytes, so an event is not cut before it does.
+fn without_usage_chunks(parser: &mut SseParser, bytes: Bytes) -> Bytes {
+    let names_usage = |b: &[u8]| memchr::memmem::find(b, b"\"usage\"").is_some();
+    if parser.is_idle() && !names_usage(&bytes) {
+        return bytes;
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut rest = &bytes[..];
+    while !rest.is_empty() {
+        let end = first_boundary(rest).unwrap_or(rest.len());
+        let (event, after) = rest.split_at(end);
+        if parser.is_idle() && !names_usage(event) {
+            out.extend_from_slice(event);
+        } else {
+            for event in parser.push(event) {
+                if !is_usage_only_chunk(&event.data) {
+                    write_event(&mut out, event.event.as_deref(), &event.data);
+                }
+            }
+        }
+        rest = after;
+    }
+    Bytes::from(out)
+}
+
+/// Where the first complete SSE event of `bytes` ends: after its blank line (the
+/// counterpart of [`last_boundary`]).
+fn first_boundary(bytes: &[u8]) -> Option<usize> {
+    let mut from = 0;
+    while let Some(i) = memchr::memchr(b'\n', &bytes[from..]).map(|i| from + i) {
+        let before = &bytes[..i];
+        if before.ends_with(b"\n") || before.ends_with(b"\n\r") {
+            return Some(i + 1);
+        }
+        from = i + 1;
+    }
+    None
+}
+
 /// Complete events with the last one (the end marker) left out.
 fn without_last_event(bytes: &[u8]) -> Bytes {
     let mut parser = SseParser::new();
@@ -380,6 +409,75 @@ mod tests {
         assert_eq!(last_boundary(b"data: a\n\ndata: b\n"), Some(9));
         assert_eq!(last_boundary(b"data: a\r\n\r\ndata: b\r\n"), Some(11));
         assert_eq!(last_boundary(b"data: a\n\n"), Some(9));
+    }
+
+    #[test]
+    fn events_are_found_from_the_start() {
+        assert_eq!(first_boundary(b"data: a\n\ndata: b\n\n"), Some(9));
+        assert_eq!(first_boundary(b"data: a\r\n\r\ndata: b"), Some(11));
+        assert_eq!(first_boundary(b"data: a\ndata: b\n"), None);
+        assert_eq!(first_boundary(b""), None);
+    }
+
+    const ROLE: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}";
+    const TEXT: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}";
+    const USAGE_ONLY: &str = "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1}}";
+    const WITH_USAGE: &str =
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":1}}";
+
+    /// A stream of `events` with `end` after each line, as one string.
+    fn stream(events: &[&str], end: &str) -> String {
+        events.iter().map(|e| format!("{e}{end}{end}")).collect()
+    }
+
+    #[test]
+    fn only_usage_only_chunks_are_hidden_and_the_rest_goes_out_as_it_came() {
+        let events = [ROLE, TEXT, WITH_USAGE, USAGE_ONLY, "data: [DONE]"];
+        for end in ["\n", "\r\n"] {
+            // Events that name no usage go out byte for byte; the chunk with a finish
+            // and usage is parsed and written again (with LF line ends); the usage-only
+            // chunk is left out.
+            let expected = format!(
+                "{}{}{}",
+                stream(&[ROLE, TEXT], end),
+                stream(&[WITH_USAGE], "\n"),
+                stream(&["data: [DONE]"], end)
+            );
+            // The relay hands over whole events: in one piece, and split at every
+            // event boundary.
+            let input = stream(&events, end);
+            let mut parser = SseParser::new();
+            assert_eq!(
+                without_usage_chunks(&mut parser, Bytes::from(input)),
+                expected
+            );
+            let mut parser = SseParser::new();
+            let mut out = Vec::new();
+            for event in events {
+                out.extend_from_slice(&without_usage_chunks(
+                    &mut parser,
+                    Bytes::from(stream(&[event], end)),
+                ));
+            }
+            assert_eq!(String::from_utf8(out).unwrap(), expected);
+        }
+    }
+
+    #[test]
+    fn an_event_cut_after_it_names_usage_is_completed_by_the_next_bytes() {
+        let input = stream(&[TEXT, USAGE_ONLY, "data: [DONE]"], "\n");
+        let cut = input.find("prompt_tokens").unwrap();
+        let mut parser = SseParser::new();
+        let mut out =
+            without_usage_chunks(&mut parser, Bytes::from(input[..cut].to_string())).to_vec();
+        out.extend_from_slice(&without_usage_chunks(
+            &mut parser,
+            Bytes::from(input[cut..].to_string()),
+        ));
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            stream(&[TEXT, "data: [DONE]"], "\n")
+        );
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! a retry layer, its own request and body types) cost about 30,000 instructions a call,
 //! a fifth of a passed-through call (docs/performance.md, "The upstream client"). What
 //! reqwest adds that a backend needs is its proxy support (`HTTPS_PROXY`, `NO_PROXY`…),
-//! so a process whose environment names a proxy keeps it.
+//! so a process whose environment names a proxy keeps it. Either way the certificates
+//! are checked against the bundled web roots and those of `SSL_CERT_FILE`.
 
 use crate::error::{Error, Result};
 use bytes::Bytes;
@@ -17,11 +18,17 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use reqwest::header::HeaderMap;
-use std::sync::Arc;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// An error of the transport, with its causes.
 pub(crate) type TransportError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The variable naming a PEM file of more certificate authorities to trust (as curl,
+/// OpenSSL and Python's `requests` read it).
+const CERT_FILE_VARIABLE: &str = "SSL_CERT_FILE";
 
 /// The variables that name a proxy, which reqwest reads (in either case).
 const PROXY_VARIABLES: [&str; 3] = ["HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"];
@@ -75,12 +82,17 @@ pub fn new_client(backend: &str, connect_timeout: Option<Duration>) -> Result<Ht
         backend: backend.to_string(),
         message: format!("could not build an HTTP client: {e}"),
     };
+    let tls = tls().map_err(|e| Error::Config(e.clone()))?;
     if proxy_configured() {
         let mut builder = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .tcp_nodelay(true);
         if let Some(connect) = connect_timeout {
             builder = builder.connect_timeout(connect);
+        }
+        for root in &tls.extra_roots {
+            let root = reqwest::Certificate::from_der(root).map_err(|e| failed(&e))?;
+            builder = builder.add_root_certificate(root);
         }
         let client = builder.build().map_err(|e| failed(&e))?;
         return Ok(HttpClient {
@@ -91,18 +103,8 @@ pub fn new_client(backend: &str, connect_timeout: Option<Duration>) -> Result<Ht
     http.enforce_http(false);
     http.set_nodelay(true);
     http.set_connect_timeout(connect_timeout);
-    let roots = rustls::RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    };
-    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .map_err(|e| failed(&e))?
-    .with_root_certificates(roots)
-    .with_no_client_auth();
     let connector = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
+        .with_tls_config(tls.config.clone())
         .https_or_http()
         .enable_http1()
         .enable_http2()
@@ -114,6 +116,68 @@ pub fn new_client(backend: &str, connect_timeout: Option<Duration>) -> Result<Ht
     Ok(HttpClient {
         inner: Inner::Direct(Box::new(client)),
     })
+}
+
+/// What every client's TLS is built from, read once per process: the certificates of
+/// `SSL_CERT_FILE`, and the rustls configuration trusting them beside the web roots
+/// (shared: the roots are parsed once, not once per backend).
+struct Tls {
+    extra_roots: Vec<CertificateDer<'static>>,
+    config: rustls::ClientConfig,
+}
+
+fn tls() -> std::result::Result<&'static Tls, &'static String> {
+    static TLS: OnceLock<std::result::Result<Tls, String>> = OnceLock::new();
+    TLS.get_or_init(|| {
+        let extra_roots = extra_roots()?;
+        let mut roots = rustls::RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+        };
+        let extra = extra_roots.len();
+        let (_, unusable) = roots.add_parsable_certificates(extra_roots.iter().cloned());
+        if extra > 0 && unusable == extra {
+            return Err(format!(
+                "{CERT_FILE_VARIABLE}: none of its {extra} certificate(s) can be trusted as an \
+                 authority (each failed to parse as an X.509 certificate)"
+            ));
+        }
+        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS cannot be set up: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        Ok(Tls {
+            extra_roots,
+            config,
+        })
+    })
+    .as_ref()
+}
+
+/// The certificates of `SSL_CERT_FILE` (a PEM bundle: a company's own authority, or a
+/// local server's), trusted beside the bundled web roots; none when it is not set.
+fn extra_roots() -> std::result::Result<Vec<CertificateDer<'static>>, String> {
+    let Some(path) = std::env::var_os(CERT_FILE_VARIABLE).filter(|p| !p.is_empty()) else {
+        return Ok(Vec::new());
+    };
+    let shown = std::path::Path::new(&path).display().to_string();
+    let unreadable = |e: &dyn std::fmt::Display| {
+        format!(
+            "{CERT_FILE_VARIABLE}={shown}: the certificates cannot be read: {e} \
+             (a PEM file of CA certificates is accepted; unset the variable to trust the \
+             bundled web roots alone)"
+        )
+    };
+    let certificates = CertificateDer::pem_file_iter(&path)
+        .map_err(|e| unreadable(&e))?
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| unreadable(&e))?;
+    if certificates.is_empty() {
+        return Err(unreadable(&"it holds no `BEGIN CERTIFICATE` block"));
+    }
+    Ok(certificates)
 }
 
 /// Whether the environment names a proxy (then reqwest, which speaks through it, sends).

@@ -204,6 +204,31 @@ pub(super) struct PlainUsage {
     completion_tokens_details: Option<PlainDetails>,
 }
 
+/// The top level of a chat completion (`C`: its choices) or of a stream chunk (`C`: a
+/// chunk's choices), parsed as borrowed typed fields for the plain replies of [`reply`]
+/// and chunks of [`stream_decode`]; `error` is only looked at, to send a body that has
+/// one to the lenient reader.
+#[derive(Deserialize)]
+pub(super) struct PlainTop<'a, C> {
+    #[serde(borrow, default)]
+    pub(super) id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub(super) model: Option<Cow<'a, str>>,
+    #[serde(default = "Option::default")]
+    pub(super) choices: Option<Vec<C>>,
+    #[serde(default)]
+    pub(super) usage: Option<PlainUsage>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+}
+
+impl<C> PlainTop<'_, C> {
+    /// Whether it carries an error (a `null` is none).
+    pub(super) fn has_error(&self) -> bool {
+        self.error.is_some_and(|e| e.get() != "null")
+    }
+}
+
 /// The texts of a chat message or stream delta, parsed as borrowed typed fields (for the
 /// plain replies of [`reply`] and chunks of [`stream_decode`]); `tool_calls` is only
 /// looked at, to send a message that has them to the lenient reader.

@@ -5,7 +5,7 @@ use super::request::decode_tool_call;
 use super::request::encode_tool_call;
 use super::{
     decoded_finish, error_from_chat, finish_to_chat, reasoning_text, usage_from_chat,
-    usage_to_chat, PlainTexts, PlainUsage,
+    usage_to_chat, PlainTexts, PlainTop, PlainUsage,
 };
 use crate::codec::{parse_object, DecodeError, ServerContext};
 use crate::json::{as_obj, require_arr, require_obj, str_at};
@@ -13,7 +13,6 @@ use crate::part::{Part, Thinking};
 use crate::reply::{FinishReason, Reply};
 use bytes::Bytes;
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
 
@@ -33,19 +32,8 @@ pub(super) fn decode(body: &[u8]) -> Result<Reply, DecodeError> {
 /// unexpected type, a repeated key), or one with tool calls, an error, array content or
 /// no choice, is read by [`decode_lenient`], which gives the same reply for every plain
 /// body.
-#[derive(Deserialize)]
-struct PlainReply<'a> {
-    #[serde(borrow, default)]
-    id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    model: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    choices: Vec<PlainChoice<'a>>,
-    #[serde(default)]
-    usage: Option<PlainUsage>,
-    #[serde(borrow, default)]
-    error: Option<&'a RawValue>,
-}
+/// A whole completion's top level, typed.
+type PlainReply<'a> = PlainTop<'a, PlainChoice<'a>>;
 
 #[derive(Deserialize)]
 struct PlainChoice<'a> {
@@ -58,10 +46,10 @@ struct PlainChoice<'a> {
 impl PlainReply<'_> {
     /// The reply, unless the body is one only the lenient reader reads.
     fn reply(self, body: &[u8]) -> Option<Reply> {
-        if self.error.is_some_and(|e| e.get() != "null") {
+        if self.has_error() {
             return None;
         }
-        let choice = self.choices.into_iter().next()?;
+        let choice = self.choices?.into_iter().next()?;
         let message = choice.message?;
         if message.has_tool_calls() {
             return None;

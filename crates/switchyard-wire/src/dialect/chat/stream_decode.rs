@@ -2,7 +2,7 @@
 
 use super::request::arguments_text;
 use super::{
-    decoded_finish, error_from_chat, reasoning_text, usage_from_chat, PlainTexts, PlainUsage,
+    decoded_finish, error_from_chat, reasoning_text, usage_from_chat, PlainTexts, PlainTop,
 };
 use crate::codec::{json_type, preview, DecodeError, StreamDecoder};
 use crate::event::Event;
@@ -11,7 +11,6 @@ use crate::part::ToolKind;
 use crate::reply::FinishReason;
 use crate::sse::SseEvent;
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -332,19 +331,7 @@ impl ChatStreamDecoder {
 /// refuses (a field of an unexpected type, a repeated key) or one carrying tool calls or
 /// an error is read from a `Value` by [`ChatStreamDecoder::chunk`], the lenient reader
 /// that gives the same events for every plain chunk.
-#[derive(Deserialize)]
-struct PlainChunk<'a> {
-    #[serde(borrow, default)]
-    id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    model: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    choices: Option<Vec<PlainChoice<'a>>>,
-    #[serde(default)]
-    usage: Option<PlainUsage>,
-    #[serde(borrow, default)]
-    error: Option<&'a RawValue>,
-}
+type PlainChunk<'a> = PlainTop<'a, PlainChoice<'a>>;
 
 #[derive(Deserialize)]
 struct PlainChoice<'a> {

@@ -7,6 +7,7 @@ mod common;
 use common::*;
 use futures::StreamExt;
 use serde_json::json;
+use switchyard::backend::http::RawRequest;
 use switchyard::env::MapEnv;
 use switchyard::{connect, Dialect, ErrorKind, Llm, Message, Request, Role};
 use switchyard_mock::{MockServer, RecordedRequest};
@@ -58,6 +59,41 @@ async fn x_api_key_is_sent_with_anthropic_version() {
     let sent = last(&mock);
     assert_eq!(credentials(&sent), (None, Some(KEY), None));
     assert_eq!(sent.header("anthropic-version"), Some("2023-06-01"));
+}
+
+#[tokio::test]
+async fn a_callers_headers_replace_the_defaults_and_keep_every_value() {
+    let mock = MockServer::start().await;
+    let env = MapEnv::new([("MOCK_API_KEY", KEY)]);
+    let registry = registry(&mock, &["backends.mock.auth=x-api-key"], &env);
+    let backend = registry
+        .backend("mock")
+        .expect("the mock backend is built in");
+    let http = connect::http_backend(backend, "echo", Some(Dialect::Messages), &env).unwrap();
+    let body =
+        json!({"model": "echo", "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]});
+    let mut request = RawRequest::new(body.to_string().into(), false);
+    request.headers = vec![
+        (
+            "anthropic-version".parse().unwrap(),
+            "2024-01-01".parse().unwrap(),
+        ),
+        ("anthropic-beta".parse().unwrap(), "flag-a".parse().unwrap()),
+        ("anthropic-beta".parse().unwrap(), "flag-b".parse().unwrap()),
+    ];
+    http.send_raw(&request).await.unwrap();
+    let sent = last(&mock);
+    let values = |name: &str| -> Vec<&str> {
+        sent.headers
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    };
+    assert_eq!(values("anthropic-version"), ["2024-01-01"]);
+    assert_eq!(values("anthropic-beta"), ["flag-a", "flag-b"]);
+    assert_eq!(values("x-api-key"), [KEY]);
+    assert_eq!(values("content-type"), ["application/json"]);
 }
 
 #[tokio::test]

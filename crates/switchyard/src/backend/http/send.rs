@@ -28,7 +28,8 @@ pub struct RawRequest {
     pub body: Bytes,
     /// Whether a stream is asked for (Gemini streams at another URL).
     pub stream: bool,
-    /// Extra headers; one named like a default (`anthropic-version`) replaces it.
+    /// Extra headers; one named like a default (`anthropic-version`) replaces it, and a
+    /// name given twice is sent with both values.
     pub headers: Vec<(HeaderName, HeaderValue)>,
 }
 
@@ -175,12 +176,7 @@ impl HttpBackend {
         if request.stream {
             builder = builder.header(ACCEPT, HeaderValue::from_static("text/event-stream"));
         }
-        if config.dialect == Dialect::Messages
-            && !request
-                .headers
-                .iter()
-                .any(|(k, _)| k.as_str() == "anthropic-version")
-        {
+        if config.dialect == Dialect::Messages {
             builder = builder.header("anthropic-version", ANTHROPIC_VERSION);
         }
         if let Some((name, value)) = config.auth.header().await? {
@@ -192,9 +188,14 @@ impl HttpBackend {
                 config.name
             ))
         })?;
-        // The caller's own headers replace a default of the same name.
+        // The caller's own headers replace a default of the same name; a name the caller
+        // gives twice keeps both values.
+        let headers = outgoing.headers_mut();
+        for (name, _) in &request.headers {
+            headers.remove(name);
+        }
         for (name, value) in &request.headers {
-            outgoing.headers_mut().insert(name.clone(), value.clone());
+            headers.append(name.clone(), value.clone());
         }
         let head = self.head_limit(deadline);
         let sending = self.client.send(outgoing);

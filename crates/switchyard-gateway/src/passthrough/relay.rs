@@ -320,14 +320,19 @@ fn last_boundary(bytes: &[u8]) -> Option<usize> {
     }
     let mut end = bytes.len();
     while let Some(i) = memchr::memrchr(b'\n', &bytes[..end]) {
-        // A blank line ends at `i` when the line before it ended right before it.
-        let before = &bytes[..i];
-        if before.ends_with(b"\n") || before.ends_with(b"\n\r") {
+        if ends_blank_line(bytes, i) {
             return Some(i + 1);
         }
         end = i;
     }
     None
+}
+
+/// Whether the line end at `bytes[i]` (a `\n`) closes a blank line: the line before it
+/// ended right before it.
+fn ends_blank_line(bytes: &[u8], i: usize) -> bool {
+    let before = &bytes[..i];
+    before.ends_with(b"\n") || before.ends_with(b"\n\r")
 }
 
 /// `bytes` with the usage-only chunks left out, for a client that did not ask for usage.
@@ -365,8 +370,7 @@ fn without_usage_chunks(parser: &mut SseParser, bytes: Bytes) -> Bytes {
 fn first_boundary(bytes: &[u8]) -> Option<usize> {
     let mut from = 0;
     while let Some(i) = memchr::memchr(b'\n', &bytes[from..]).map(|i| from + i) {
-        let before = &bytes[..i];
-        if before.ends_with(b"\n") || before.ends_with(b"\n\r") {
+        if ends_blank_line(bytes, i) {
             return Some(i + 1);
         }
         from = i + 1;

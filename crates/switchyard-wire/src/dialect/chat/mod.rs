@@ -214,6 +214,7 @@ pub(super) struct PlainTop<'a, C> {
     pub(super) id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     pub(super) model: Option<Cow<'a, str>>,
+    // Named, not bare `default`: serde would then ask `C: Default` of every choice type.
     #[serde(default = "Option::default")]
     pub(super) choices: Option<Vec<C>>,
     #[serde(default)]

@@ -32,7 +32,6 @@ pub(super) fn decode(body: &[u8]) -> Result<Reply, DecodeError> {
 /// unexpected type, a repeated key), or one with tool calls, an error, array content or
 /// no choice, is read by [`decode_lenient`], which gives the same reply for every plain
 /// body.
-/// A whole completion's top level, typed.
 type PlainReply<'a> = PlainTop<'a, PlainChoice<'a>>;
 
 #[derive(Deserialize)]

@@ -346,7 +346,7 @@ struct PlainChoice<'a> {
 impl PlainChunk<'_> {
     /// Neither an error nor tool calls, which only the lenient reader reads.
     fn is_plain(&self) -> bool {
-        self.error.is_none_or(|e| e.get() == "null")
+        !self.has_error()
             && self
                 .choices
                 .iter()

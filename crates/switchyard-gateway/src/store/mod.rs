@@ -373,7 +373,7 @@ impl Store {
     /// Finished calls handed to the store and not yet written: the backlog, which grows
     /// when calls end faster than the writer writes them.
     pub fn backlog(&self) -> usize {
-        self.pending.load(Ordering::Relaxed)
+        self.pending.load(Ordering::Acquire)
     }
 
     /// Whether a call ending now must hold its last byte until its record is written:
@@ -582,7 +582,6 @@ impl Pace {
 
     /// Counts a written (or lost) batch off the backlog and answers its waiting calls.
     fn answer(&self, batch: Batch, written: Option<u64>) {
-        self.pending.fetch_sub(batch.calls, Ordering::Relaxed);
         let ok = written.is_some();
         self.outcome.failing.store(!ok, Ordering::Relaxed);
         if !ok {
@@ -590,6 +589,9 @@ impl Pace {
                 .lost
                 .fetch_add(batch.calls as u64, Ordering::Relaxed);
         }
+        // Counted off last, so that a backlog seen at zero comes with the outcome of
+        // every write before it.
+        self.pending.fetch_sub(batch.calls, Ordering::Release);
         match (&self.shipping, written) {
             (Some(shipping), Some(last)) => {
                 shipping.written.notify_one();

@@ -90,8 +90,23 @@ pub struct Recorder {
     dir: PathBuf,
     tx: Mutex<Option<mpsc::Sender<Job>>>,
     thread: Mutex<Option<JoinHandle<Option<String>>>>,
-    failure: Arc<Mutex<Option<String>>>,
+    failure: Mutex<Failures>,
 }
+
+/// The recording failures of a run: the first one, kept for [`Recorder::failure`], and
+/// how often they are logged. Every call of a failing batch fails the same way, and a full
+/// disk fails every batch after it: one line per call would flood the log (often on the
+/// very disk that is full), so a failure is logged at most once per [`FAILURE_LOG_EVERY`],
+/// with the count of those not logged since.
+#[derive(Default)]
+struct Failures {
+    first: Option<String>,
+    logged_at: Option<std::time::Instant>,
+    unlogged: u64,
+}
+
+/// How often a recording failure goes on being logged while recording fails.
+const FAILURE_LOG_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl std::fmt::Debug for Recorder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -138,7 +153,7 @@ impl Recorder {
         let courtesy = options.courtesy;
         let cache = options.cache;
         let (tx, rx) = mpsc::channel::<Job>();
-        let failure = Arc::new(Mutex::new(None));
+        let failure = Mutex::new(Failures::default());
         let thread = std::thread::Builder::new()
             .name("switchyard-recorder".into())
             .spawn(move || writer_loop(rx, segments, next, index, &courtesy, cache))
@@ -165,9 +180,23 @@ impl Recorder {
     }
 
     fn note_failure(&self, message: String) {
-        tracing::error!("{message}");
         let mut f = self.failure.lock().unwrap_or_else(|p| p.into_inner());
-        f.get_or_insert(message);
+        let now = std::time::Instant::now();
+        let due = f
+            .logged_at
+            .is_none_or(|at| now.duration_since(at) >= FAILURE_LOG_EVERY);
+        if due {
+            match std::mem::take(&mut f.unlogged) {
+                0 => tracing::error!("{message}"),
+                n => tracing::error!(
+                    "{message} ({n} more recording failures since the last one logged)"
+                ),
+            }
+            f.logged_at = Some(now);
+        } else {
+            f.unlogged += 1;
+        }
+        f.first.get_or_insert(message);
     }
 
     /// Records a finished call and waits until its record is in place; gives its number.
@@ -253,6 +282,7 @@ impl Recorder {
         self.failure
             .lock()
             .unwrap_or_else(|p| p.into_inner())
+            .first
             .clone()
     }
 
@@ -269,12 +299,7 @@ impl Recorder {
                 Err(_) => self.note_failure("recording: the writer thread panicked".into()),
             }
         }
-        match self
-            .failure
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-        {
+        match self.failure() {
             Some(m) => Err(Error::Config(m)),
             None => Ok(()),
         }

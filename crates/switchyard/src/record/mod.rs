@@ -4,6 +4,7 @@
 
 mod digest;
 mod error_record;
+mod escape;
 // The calls index: SQLite (the `sqlite` feature, on by default), or read from the records.
 #[cfg(feature = "sqlite")]
 mod index;
@@ -76,7 +77,9 @@ pub struct CallRecord {
     /// The reply in canonical form (`null` when the call failed before one).
     pub reply: Option<Reply>,
     /// The reply's bytes exactly as received (the whole stream for a streamed call; the
-    /// error body for a provider error).
+    /// error body for a provider error); absent when the call got none. The recorder
+    /// writes it last in the line (see `escape.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<RawBytes>,
     /// The usage in canonical form.
     pub usage: Option<Usage>,
@@ -268,25 +271,27 @@ pub fn body_json(record: &CallRecord) -> Option<Value> {
         .and_then(|b| serde_json::from_str(b.get()).ok())
 }
 
+/// The usage object of a parsed reply or stream event: `usage` or `usageMetadata`, or one
+/// level down (Responses stream events and Anthropic's `message_start` nest it).
+fn usage_in(value: &Value) -> Option<Value> {
+    let obj = value.as_object()?;
+    for key in ["usage", "usageMetadata"] {
+        if let Some(u) = obj.get(key).filter(|u| u.is_object()) {
+            return Some(u.clone());
+        }
+    }
+    for key in ["response", "message"] {
+        if let Some(u) = obj.get(key).and_then(usage_in) {
+            return Some(u);
+        }
+    }
+    None
+}
+
 /// The usage object as the provider wrote it, found in the raw bytes of a reply or a
 /// stream (the last one in a stream: providers repeat it cumulatively) in `dialect`
 /// (when unknown, both usage keys are tried).
 pub fn reported_usage(raw: &[u8], stream: bool, dialect: Option<Dialect>) -> Option<Value> {
-    fn find(value: &Value) -> Option<Value> {
-        let obj = value.as_object()?;
-        for key in ["usage", "usageMetadata"] {
-            if let Some(u) = obj.get(key).filter(|u| u.is_object()) {
-                return Some(u.clone());
-            }
-        }
-        // Responses stream events and Anthropic's message_start nest it one level down.
-        for key in ["response", "message"] {
-            if let Some(u) = obj.get(key).and_then(find) {
-                return Some(u);
-            }
-        }
-        None
-    }
     if !stream {
         // Only the usage object is parsed, found from the end (it closes the body), so a
         // large reply is not parsed a second time.
@@ -300,9 +305,20 @@ pub fn reported_usage(raw: &[u8], stream: bool, dialect: Option<Dialect>) -> Opt
         return serde_json::from_slice::<Value>(raw)
             .ok()
             .as_ref()
-            .and_then(find);
+            .and_then(usage_in);
     }
-    let text = std::str::from_utf8(raw).ok()?;
+    reported_usage_in_text(std::str::from_utf8(raw).ok()?, stream, dialect)
+}
+
+/// [`reported_usage`] of bytes known to be UTF-8.
+pub(crate) fn reported_usage_in_text(
+    text: &str,
+    stream: bool,
+    dialect: Option<Dialect>,
+) -> Option<Value> {
+    if !stream {
+        return reported_usage(text.as_bytes(), stream, dialect);
+    }
     text.lines()
         .rev()
         .filter_map(|line| line.strip_prefix("data:"))
@@ -311,6 +327,6 @@ pub fn reported_usage(raw: &[u8], stream: bool, dialect: Option<Dialect>) -> Opt
             serde_json::from_str::<Value>(data.trim())
                 .ok()
                 .as_ref()
-                .and_then(find)
+                .and_then(usage_in)
         })
 }

@@ -78,10 +78,19 @@ fn finish_record(record: &mut CallRecord, raw: Option<bytes::Bytes>) {
         record.parameters = super::parameters(&record.request);
     }
     if let Some(raw) = raw {
+        let encoded = super::RawBytes::new(&raw);
         if record.reply.is_some() || record.embedding.is_some() {
-            record.usage_reported = super::reported_usage(&raw, record.stream, record.dialect);
+            // The bytes' UTF-8 check is done once, for both.
+            record.usage_reported = match &encoded {
+                super::RawBytes::Utf8(text) => {
+                    super::reported_usage_in_text(text, record.stream, record.dialect)
+                }
+                super::RawBytes::Base64(_) => {
+                    super::reported_usage(&raw, record.stream, record.dialect)
+                }
+            };
         }
-        record.raw = Some(super::RawBytes::new(&raw));
+        record.raw = Some(encoded);
     }
 }
 
@@ -425,6 +434,23 @@ impl JobState {
 /// Records taken in one batch at most (one `write`).
 const BATCH_RECORDS: usize = 256;
 
+/// Appends `record` as JSON (without its newline). The raw bytes, most of a record and
+/// dense with quotes, are escaped by [`super::escape`] and written as the last field.
+fn write_line(buf: &mut Vec<u8>, record: &mut CallRecord) -> serde_json::Result<()> {
+    let raw = record.raw.take();
+    let written = serde_json::to_writer(&mut *buf, &*record);
+    if let (Ok(()), Some(raw)) = (&written, &raw) {
+        // A record serialises as an object: its closing brace is the last byte.
+        debug_assert_eq!(buf.last(), Some(&b'}'));
+        buf.pop();
+        buf.extend_from_slice(b",\"raw\":");
+        super::escape::push_raw(buf, raw);
+        buf.push(b'}');
+    }
+    record.raw = raw;
+    written
+}
+
 fn writer_loop(
     rx: mpsc::Receiver<Job>,
     mut segments: SegmentWriter,
@@ -468,7 +494,7 @@ fn writer_loop(
                 let number = next + pending.len() as u64;
                 record.number = number;
                 let start = buf.len();
-                match serde_json::to_writer(&mut buf, &record) {
+                match write_line(&mut buf, &mut record) {
                     Ok(()) => {
                         let len = buf.len() - start;
                         buf.push(b'\n');

@@ -17,6 +17,7 @@ mod raw;
 mod read;
 mod run_dir;
 mod segment;
+mod timestamp;
 mod writer;
 
 pub(crate) use digest::lower_hex;
@@ -37,6 +38,7 @@ pub use read::{
 };
 pub use run_dir::{read_run_file, run_dir_of, RunInfo, LOG_DIR, RUN_FILE};
 pub use segment::{segment_ids, segment_name, segment_path, Location, SEGMENT_BYTES};
+pub use timestamp::timestamp;
 pub use writer::{Durability, Recorder, RecorderOptions};
 
 use serde::{Deserialize, Serialize};
@@ -230,11 +232,6 @@ impl CallRecord {
             None => Ok(bytes::Bytes::new()),
         }
     }
-}
-
-/// A time for records: RFC 3339, UTC, microseconds.
-pub fn timestamp(t: std::time::SystemTime) -> String {
-    chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
 /// The parameters of a request: its canonical form without messages and tools.

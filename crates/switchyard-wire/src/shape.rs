@@ -42,6 +42,12 @@ pub fn reply_problem(reply: &Reply) -> Option<&'static str> {
 /// codec's reason or [`reply_problem`]'s).
 pub fn check_reply(dialect: Dialect, body: &[u8]) -> Result<Usage, DecodeError> {
     if let Some(usage) = plainly_a_reply(dialect, body) {
+        // The usual case, without building a map of the usage object.
+        if dialect == Dialect::Chat {
+            if let Some(usage) = crate::dialect::chat::typed_usage(usage.get()) {
+                return Ok(usage);
+            }
+        }
         if let Ok(map) = serde_json::from_str::<Map<String, Value>>(usage.get()) {
             return Ok(codec(dialect).decode_usage(&map));
         }

@@ -268,6 +268,15 @@ pub(super) struct PlainDetails {
     reasoning_tokens: Option<u64>,
 }
 
+/// The canonical usage of a chat `usage` object given as raw JSON, read as typed fields
+/// (as [`usage_from_chat_object`] reads them); `None` when it does not fit them, for the
+/// caller to read it as a map.
+pub(crate) fn typed_usage(raw: &str) -> Option<Usage> {
+    serde_json::from_str::<PlainUsage>(raw)
+        .ok()
+        .map(|u| u.canonical())
+}
+
 impl PlainUsage {
     pub(super) fn canonical(&self) -> Usage {
         Usage {
@@ -361,6 +370,28 @@ fn reasoning_text(obj: &Object) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_typed_usage_reads_as_the_map_reads_or_not_at_all() {
+        for raw in [
+            r#"{"prompt_tokens":12,"completion_tokens":13,"total_tokens":25}"#,
+            r#"{"prompt_tokens":12,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":2}}"#,
+            r#"{"prompt_tokens":12,"prompt_tokens_details":{"cached_tokens":null},"prompt_cache_hit_tokens":5}"#,
+            r#"{"prompt_tokens":12,"prompt_tokens_details":null,"completion_tokens_details":{}}"#,
+            r#"{"prompt_tokens":null,"completion_tokens":1}"#,
+            r#"{"prompt_tokens":"12","completion_tokens":1}"#,
+            r#"{"prompt_tokens":12.5,"completion_tokens":-1}"#,
+            r#"{"prompt_tokens":1,"prompt_tokens":2}"#,
+            r#"{"prompt_tokens_details":"none","completion_tokens":4}"#,
+            r#"{}"#,
+        ] {
+            let map: Object = serde_json::from_str(raw).unwrap();
+            if let Some(typed) = typed_usage(raw) {
+                assert_eq!(typed, usage_from_chat_object(&map), "{raw}");
+            }
+        }
+        assert!(typed_usage(r#"{"prompt_tokens":"12"}"#).is_none());
+    }
 
     #[test]
     fn finish_strings_round_trip() {

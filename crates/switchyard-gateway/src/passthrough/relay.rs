@@ -16,6 +16,7 @@ use super::watch::Watch;
 use crate::errors::ApiError;
 use crate::meter::Meter;
 use bytes::{Bytes, BytesMut};
+use serde_json::value::RawValue;
 use std::collections::VecDeque;
 use std::time::Duration;
 use switchyard::backend::http::{decode_error, stream_error, RawResponse};
@@ -342,7 +343,11 @@ fn ends_blank_line(bytes: &[u8], i: usize) -> bool {
 /// after it named usage; the relay hands over whole events (`align`) but for a stream's
 /// last bytes, so an event is not cut before it does.
 fn without_usage_chunks(parser: &mut SseParser, bytes: Bytes) -> Bytes {
-    let names_usage = |b: &[u8]| memchr::memmem::find(b, b"\"usage\"").is_some();
+    // Built once: `memmem::find` builds its searcher on every call, which cost more than
+    // the search over an event.
+    static USAGE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"usage\""));
+    let names_usage = |b: &[u8]| USAGE.find(b).is_some();
     if parser.is_idle() && !names_usage(&bytes) {
         return bytes;
     }
@@ -391,19 +396,64 @@ fn without_last_event(bytes: &[u8]) -> Bytes {
     Bytes::from(out)
 }
 
+/// A chunk of no choices and a usage object: `{"choices": [], "usage": {…}, …}`.
 fn is_usage_only_chunk(data: &str) -> bool {
-    data.contains("\"usage\"")
-        && serde_json::from_str::<serde_json::Value>(data).is_ok_and(|v| {
+    /// The two fields looked at, borrowed as raw JSON (the rest skipped, not built).
+    #[derive(serde::Deserialize)]
+    struct Chunk<'a> {
+        #[serde(borrow, default)]
+        choices: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        usage: Option<&'a RawValue>,
+    }
+    if !data.contains("\"usage\"") {
+        return false;
+    }
+    match serde_json::from_str::<Chunk>(data) {
+        Ok(chunk) => {
+            let no_choices = chunk.choices.is_some_and(|c| {
+                let c = c.get();
+                c.starts_with('[') && c[1..].trim_start() == "]"
+            });
+            no_choices && chunk.usage.is_some_and(|u| u.get() != "null")
+        }
+        // Not an object, or a field named twice (the lenient reader takes the last).
+        Err(_) => serde_json::from_str::<serde_json::Value>(data).is_ok_and(|v| {
             v.get("choices")
                 .and_then(serde_json::Value::as_array)
                 .is_some_and(|c| c.is_empty())
                 && v.get("usage").is_some_and(|u| !u.is_null())
-        })
+        }),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_usage_only_chunk_is_one_with_no_choices_and_a_usage() {
+        for (data, expected) in [
+            (
+                r#"{"id":"c","choices":[],"usage":{"prompt_tokens":1}}"#,
+                true,
+            ),
+            (r#"{"usage":{"prompt_tokens":1},"choices":[ ]}"#, true),
+            (
+                r#"{"choices":[{"index":0,"delta":{}}],"usage":{"prompt_tokens":1}}"#,
+                false,
+            ),
+            (r#"{"choices":[],"usage":null}"#, false),
+            (r#"{"choices":null,"usage":{}}"#, false),
+            (r#"{"usage":{}}"#, false),
+            (r#"{"choices":[],"usage":{},"usage":null}"#, false),
+            (r#"{"choices":[],"usage":null,"usage":{}}"#, true),
+            (r#"{"choices":[],"usage":{}"#, false),
+            (r#"["usage"]"#, false),
+        ] {
+            assert_eq!(is_usage_only_chunk(data), expected, "{data}");
+        }
+    }
 
     #[test]
     fn events_are_cut_at_their_blank_lines() {

@@ -2,10 +2,17 @@
 //! of the wrong type, so a malformed body gets a message that says where.
 
 use crate::codec::{json_type, DecodeError};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// A JSON object.
 pub type Object = Map<String, Value>;
+
+/// Whether a value borrowed as raw JSON is an array, and an empty one (`[]`, `[ ]`).
+pub fn is_empty_raw_array(value: &RawValue) -> bool {
+    let text = value.get();
+    text.starts_with('[') && text[1..].trim_start() == "]"
+}
 
 /// The string at `key`, if present and a string.
 pub fn str_at<'a>(obj: &'a Object, key: &str) -> Option<&'a str> {

@@ -128,10 +128,7 @@ fn non_empty_text(value: Option<&RawValue>) -> bool {
 
 /// A JSON array with at least one element.
 fn non_empty_list(value: Option<&RawValue>) -> bool {
-    value.is_some_and(|v| {
-        let t = v.get();
-        t.starts_with('[') && t[1..].trim_start() != "]"
-    })
+    value.is_some_and(|v| v.get().starts_with('[') && !crate::json::is_empty_raw_array(v))
 }
 
 // Borrowed shapes: every field is optional, unknown fields are skipped (validated, not

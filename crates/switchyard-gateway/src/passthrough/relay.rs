@@ -23,6 +23,7 @@ use switchyard::backend::http::{decode_error, stream_error, RawResponse};
 use switchyard::record::ErrorRecord;
 use switchyard::{Dialect, Error};
 use switchyard_wire::codec;
+use switchyard_wire::json::is_empty_raw_array;
 use switchyard_wire::sse::{write_event, SseParser};
 
 /// How long the upstream may take to close after its end marker before the gateway ends
@@ -411,11 +412,8 @@ fn is_usage_only_chunk(data: &str) -> bool {
     }
     match serde_json::from_str::<Chunk>(data) {
         Ok(chunk) => {
-            let no_choices = chunk.choices.is_some_and(|c| {
-                let c = c.get();
-                c.starts_with('[') && c[1..].trim_start() == "]"
-            });
-            no_choices && chunk.usage.is_some_and(|u| u.get() != "null")
+            chunk.choices.is_some_and(is_empty_raw_array)
+                && chunk.usage.is_some_and(|u| u.get() != "null")
         }
         // Not an object, or a field named twice (the lenient reader takes the last).
         Err(_) => serde_json::from_str::<serde_json::Value>(data).is_ok_and(|v| {

@@ -304,18 +304,11 @@ pub fn reported_usage(raw: &[u8], stream: bool, dialect: Option<Dialect>) -> Opt
             .as_ref()
             .and_then(usage_in);
     }
-    reported_usage_in_text(std::str::from_utf8(raw).ok()?, stream, dialect)
+    usage_in_stream(std::str::from_utf8(raw).ok()?)
 }
 
-/// [`reported_usage`] of bytes known to be UTF-8.
-pub(crate) fn reported_usage_in_text(
-    text: &str,
-    stream: bool,
-    dialect: Option<Dialect>,
-) -> Option<Value> {
-    if !stream {
-        return reported_usage(text.as_bytes(), stream, dialect);
-    }
+/// [`reported_usage`] of a stream's text: the last event that carries a usage object.
+pub(crate) fn usage_in_stream(text: &str) -> Option<Value> {
     text.lines()
         .rev()
         .filter_map(|line| line.strip_prefix("data:"))

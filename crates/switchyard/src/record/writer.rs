@@ -80,14 +80,10 @@ fn finish_record(record: &mut CallRecord, raw: Option<bytes::Bytes>) {
     if let Some(raw) = raw {
         let encoded = super::RawBytes::new(&raw);
         if record.reply.is_some() || record.embedding.is_some() {
-            // The bytes' UTF-8 check is done once, for both.
-            record.usage_reported = match &encoded {
-                super::RawBytes::Utf8(text) => {
-                    super::reported_usage_in_text(text, record.stream, record.dialect)
-                }
-                super::RawBytes::Base64(_) => {
-                    super::reported_usage(&raw, record.stream, record.dialect)
-                }
+            // A stream is read from the text the encoding already checked as UTF-8.
+            record.usage_reported = match (&encoded, record.stream) {
+                (super::RawBytes::Utf8(text), true) => super::usage_in_stream(text),
+                _ => super::reported_usage(&raw, record.stream, record.dialect),
             };
         }
         record.raw = Some(encoded);

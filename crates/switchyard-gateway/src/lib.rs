@@ -39,6 +39,7 @@ mod host;
 pub mod ids;
 mod json_depth;
 pub mod keys;
+mod lanes;
 pub mod limits;
 mod listener;
 mod listener_refusals;

@@ -1,6 +1,8 @@
 //! The gateway's accept loop, in place of `axum::serve`: `TCP_NODELAY` on every socket, a
-//! cap on connections, each connection served with its deadlines (`connection.rs`), and a
-//! graceful drain whose deadline aborts what is left and records it as cancelled.
+//! cap on connections, each connection served with its deadlines (`connection.rs`) on
+//! the runtime that accepted it or on a lane of its own (`lanes.rs`, as `switchyard
+//! serve` runs), and a graceful drain whose deadline aborts what is left and records it
+//! as cancelled.
 //!
 //! At the cap (`listen.max_connections`) a new connection is still accepted, so that its
 //! client learns why instead of waiting in the kernel's queue: up to [`OVERFLOW`] such
@@ -11,6 +13,7 @@
 use crate::config::GatewayConfig;
 use crate::connection::{self, Mode, Shared};
 use crate::guard::Guard;
+use crate::lanes::Lanes;
 use crate::listener_refusals::Reason;
 use crate::open_files::ConnectionCap;
 use crate::state::State;
@@ -23,7 +26,7 @@ use std::pin::pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 
 /// Connections over the cap that are answered 503 at once (more are closed unanswered).
@@ -49,6 +52,8 @@ pub(crate) struct Options {
     pub allowed_hosts: Vec<String>,
     /// `cors_origins`.
     pub cors_origins: Vec<String>,
+    /// Lanes to serve connections on (`lanes.rs`); 0: on the runtime that serves.
+    pub lanes: usize,
 }
 
 impl Options {
@@ -61,6 +66,7 @@ impl Options {
             cap: ConnectionCap::for_process(config.max_connections),
             allowed_hosts: config.allowed_hosts.clone(),
             cors_origins: config.cors_origins.clone(),
+            lanes: 0,
         }
     }
 }
@@ -97,6 +103,12 @@ pub(crate) async fn serve(
     });
     let served = Arc::new(Semaphore::new(options.cap.effective));
     let overflow = Arc::new(Semaphore::new(OVERFLOW));
+    let lanes = match options.lanes {
+        0 => None,
+        n => Some(Lanes::start(n).map_err(|e| {
+            io::Error::other(format!("cannot start the gateway's {n} lane threads: {e}"))
+        })?),
+    };
     let (stop, stopped) = watch::channel(false);
     let mut shutdown = pin!(shutdown);
     loop {
@@ -131,10 +143,25 @@ pub(crate) async fn serve(
             },
         };
         let (shared, stopped) = (shared.clone(), stopped.clone());
-        tasks.spawn(async move {
-            connection::serve(shared, tcp, mode, stopped).await;
-            drop(permit);
-        });
+        match &lanes {
+            Some(lanes) => {
+                // Registered again from the lane: a socket's readiness is reported to the
+                // runtime it was registered with, which would otherwise wake the lane
+                // for every request on it.
+                let Ok(tcp) = tcp.into_std() else { continue };
+                let (lane, place) = lanes.choose();
+                tasks.spawn_on(lane, async move {
+                    if let Ok(tcp) = TcpStream::from_std(tcp) {
+                        connection::serve(shared, tcp, mode, stopped).await;
+                    }
+                    drop((permit, place));
+                });
+            }
+            None => tasks.spawn(async move {
+                connection::serve(shared, tcp, mode, stopped).await;
+                drop(permit);
+            }),
+        }
     }
     // Stop accepting at once: new connections are refused by the kernel from here on.
     drop(listener);
@@ -152,6 +179,10 @@ pub(crate) async fn serve(
         state.drain_expired.store(true, Ordering::SeqCst);
         tasks.abort();
         tasks.all_done().await;
+    }
+    if let Some(lanes) = lanes {
+        // Joins the lanes' threads, which may take a moment: off the runtime's threads.
+        let _ = tokio::task::spawn_blocking(move || drop(lanes)).await;
     }
     Ok(())
 }

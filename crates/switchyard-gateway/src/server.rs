@@ -148,6 +148,13 @@ impl Gateway {
         })
     }
 
+    /// Serves connections on `lanes` threads of their own (one single-threaded runtime
+    /// each, `lanes.rs`) instead of the runtime that runs [`Gateway::serve`]; 0 turns
+    /// lanes off. `switchyard serve` runs one per core.
+    pub fn set_lanes(&mut self, lanes: usize) {
+        self.listen.lanes = lanes;
+    }
+
     /// Plugs in the call recorder (see [`CallRecorder`]).
     pub fn set_recorder(&self, recorder: Arc<dyn CallRecorder>) {
         self.state.metrics.set_recorder(recorder);

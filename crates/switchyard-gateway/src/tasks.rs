@@ -7,6 +7,7 @@
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use tokio::runtime::Handle;
 use tokio::sync::{watch, Notify};
 
 /// Every task the listener started and has not seen end.
@@ -26,15 +27,23 @@ impl Tasks {
         })
     }
 
-    /// Runs `task` until it ends or [`Tasks::abort`] is called.
+    /// Runs `task` until it ends or [`Tasks::abort`] is called, on the current runtime.
     pub(crate) fn spawn<F>(self: &Arc<Self>, task: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        self.spawn_on(&Handle::current(), task);
+    }
+
+    /// [`Tasks::spawn`] on the runtime of `runtime`.
+    pub(crate) fn spawn_on<F>(self: &Arc<Self>, runtime: &Handle, task: F)
     where
         F: Future<Output = ()> + Send + 'static,
     {
         self.live.fetch_add(1, Ordering::AcqRel);
         let live = Live(self.clone());
         let mut abort = self.abort.subscribe();
-        tokio::spawn(async move {
+        runtime.spawn(async move {
             // Dropped last, after the task's future: whatever it held is gone by then.
             let _live = live;
             tokio::select! {

@@ -16,7 +16,10 @@ use crate::cli::ServeArgs;
 pub(super) fn run(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), String> {
     // Kept to the end: dropping it flushes the log.
     let _log = super::serve_log::init();
+    // Calls are served on the gateway's lanes (a thread per core, each a runtime of its
+    // own); this runtime accepts connections, watches signals and closes the store.
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
         .enable_all()
         .build()
         .map_err(|e| format!("error: cannot start the async runtime: {e}"))?;
@@ -65,8 +68,8 @@ async fn serve(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), Stri
         pg.url = super::log_source::command_line_url(store)?;
         gateway_config.postgres = Some(pg);
     }
-    let gateway =
-        Gateway::new(&gateway_config, config.registry, Arc::new(ProcessEnv)).map_err(|errors| {
+    let mut gateway = Gateway::new(&gateway_config, config.registry, Arc::new(ProcessEnv))
+        .map_err(|errors| {
             format!(
                 "error: the gateway cannot start; {} problem{}:\n  {}",
                 errors.len(),
@@ -74,6 +77,7 @@ async fn serve(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), Stri
                 errors.join("\n  ")
             )
         })?;
+    gateway.set_lanes(switchyard::internal::lanes::count());
     check_exposure(addr, gateway.has_keys(), args.allow_public_without_keys)
         .map_err(|e| format!("error: {e}"))?;
     if let Some(warning) = gateway.connection_cap_warning() {

@@ -141,8 +141,11 @@ pub(crate) fn gateway_waiting(
     opts.user_file = false;
     opts.overrides = overrides;
     let loaded = Config::load(&opts).unwrap_or_else(|e| panic!("{e:?}"));
-    Gateway::with_sleeper(&config, loaded.registry, Arc::new(env), sleeper)
-        .unwrap_or_else(|e| panic!("{e:?}"))
+    let mut gateway = Gateway::with_sleeper(&config, loaded.registry, Arc::new(env), sleeper)
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    // As `switchyard serve` runs it: connections on lanes of their own.
+    gateway.set_lanes(2);
+    gateway
 }
 
 pub(crate) fn client_body(

@@ -6,5 +6,6 @@
 pub mod background;
 pub mod classify;
 pub mod cost;
+pub mod lanes;
 pub mod probe;
 pub mod suggest;

@@ -41,8 +41,9 @@ pub struct HttpClient {
 
 #[derive(Clone)]
 enum Inner {
-    // Boxed: the pool's handle is large beside reqwest's, and clones share it anyway.
-    Direct(Box<DirectClient>),
+    // One pool per lane and one for every other thread (`internal::lanes::slot`), so a
+    // connection's task runs on the thread of the calls that use it.
+    Direct(Arc<[DirectClient]>),
     Proxied(reqwest::Client),
 }
 
@@ -109,12 +110,16 @@ pub fn new_client(backend: &str, connect_timeout: Option<Duration>) -> Result<Ht
         .enable_http1()
         .enable_http2()
         .wrap_connector(http);
-    let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
-        .pool_timer(TokioTimer::new())
-        .timer(TokioTimer::new())
-        .build(connector);
+    let pools = (0..=crate::internal::lanes::count())
+        .map(|_| {
+            hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+                .pool_timer(TokioTimer::new())
+                .timer(TokioTimer::new())
+                .build(connector.clone())
+        })
+        .collect();
     Ok(HttpClient {
-        inner: Inner::Direct(Box::new(client)),
+        inner: Inner::Direct(pools),
     })
 }
 
@@ -196,7 +201,8 @@ impl HttpClient {
         request: http::Request<Bytes>,
     ) -> std::result::Result<Answer, Failed> {
         match &self.inner {
-            Inner::Direct(client) => {
+            Inner::Direct(pools) => {
+                let client = &pools[crate::internal::lanes::slot()];
                 let response =
                     client
                         .request(request.map(Full::new))

@@ -1,5 +1,5 @@
-//! `switchyard serve` as a user runs it: the banner, a call through it, a refusal to
-//! listen publicly without keys, and SIGTERM and SIGHUP draining a stream in flight.
+//! `switchyard serve` as a user runs it: the banner, a call through it (on any number of
+//! lanes), a refusal to listen publicly without keys, and SIGTERM and SIGHUP draining a stream in flight.
 
 mod common;
 
@@ -53,6 +53,57 @@ fn serve_answers_with_the_built_in_mock_and_no_configuration() {
     let _ = child.wait();
     // Generous: the machine is shared; docs/performance.md has the measured figure.
     assert!(startup < Duration::from_secs(5), "{startup:?}");
+}
+
+/// How many of the process's threads are the gateway's lanes (named `switchyard-lane-N`).
+#[cfg(target_os = "linux")]
+fn lane_threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|name| name.starts_with("switchyard-lane"))
+        .count()
+}
+
+#[test]
+fn serve_answers_on_any_number_of_lanes_and_refuses_too_many() {
+    let home = tempfile::tempdir().unwrap();
+    // 0: no lanes, the calls on the shared runtime; 1 and 3: that many lane threads.
+    for lanes in ["0", "1", "3"] {
+        let (mut child, addr) = serve(home.path(), &["--lanes", lanes]);
+        for _ in 0..4 {
+            let mut s = request(
+                &addr,
+                "/v1/chat/completions",
+                r#"{"model":"mock/echo","messages":[{"role":"user","content":"lane"}]}"#,
+            );
+            let mut reply = String::new();
+            s.read_to_string(&mut reply).unwrap();
+            assert!(
+                reply.starts_with("HTTP/1.1 200"),
+                "--lanes {lanes}: {reply}"
+            );
+            assert!(
+                reply.contains("\"content\":\"lane\""),
+                "--lanes {lanes}: {reply}"
+            );
+        }
+        #[cfg(target_os = "linux")]
+        assert_eq!(
+            lane_threads(child.id()),
+            lanes.parse::<usize>().unwrap(),
+            "--lanes {lanes}"
+        );
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let r = run(switchyard(home.path()).args(["serve", "--lanes", "5000", "--no-mock"]));
+    assert!(!r.ok);
+    assert!(
+        r.err.contains("invalid value '5000' for '--lanes <N>'") && r.err.contains("0..=1024"),
+        "{}",
+        r.err
+    );
 }
 
 #[test]

@@ -17,16 +17,25 @@ pub(super) fn run(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), S
     // Kept to the end: dropping it flushes the log.
     let _log = super::serve_log::init();
     // Calls are served on the gateway's lanes (a thread per core, each a runtime of its
-    // own); this runtime accepts connections, watches signals and closes the store.
+    // own); this runtime accepts connections, watches signals and closes the store. With
+    // no lanes it serves the calls too, on a worker per core.
+    let lanes = args
+        .lanes
+        .map_or_else(switchyard::internal::lanes::count, usize::from);
+    let workers = if lanes == 0 {
+        switchyard::internal::lanes::count()
+    } else {
+        1
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
+        .worker_threads(workers)
         .enable_all()
         .build()
         .map_err(|e| format!("error: cannot start the async runtime: {e}"))?;
-    runtime.block_on(serve(run_config, args))
+    runtime.block_on(serve(run_config, args, lanes))
 }
 
-async fn serve(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), String> {
+async fn serve(run_config: Option<PathBuf>, args: &ServeArgs, lanes: usize) -> Result<(), String> {
     let mut overrides = args.overrides.clone();
     let mut config = super::load(run_config.clone(), overrides.clone())?;
     let mut gateway_config = GatewayConfig::from_sections(&config.sections).map_err(|errors| {
@@ -77,7 +86,7 @@ async fn serve(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), Stri
                 errors.join("\n  ")
             )
         })?;
-    gateway.set_lanes(switchyard::internal::lanes::count());
+    gateway.set_lanes(lanes);
     check_exposure(addr, gateway.has_keys(), args.allow_public_without_keys)
         .map_err(|e| format!("error: {e}"))?;
     if let Some(warning) = gateway.connection_cap_warning() {

@@ -34,21 +34,28 @@ fn request(addr: &str, path: &str, body: &str) -> TcpStream {
     s
 }
 
+/// A chat call to the built-in mock's `echo` through the gateway at `addr`: answered 200
+/// with `text` echoed.
+fn echo_through(addr: &str, text: &str) {
+    let body =
+        format!(r#"{{"model":"mock/echo","messages":[{{"role":"user","content":"{text}"}}]}}"#);
+    let mut s = request(addr, "/v1/chat/completions", &body);
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "{text}: {reply}");
+    assert!(
+        reply.contains(&format!("\"content\":\"{text}\"")),
+        "{text}: {reply}"
+    );
+}
+
 #[test]
 fn serve_answers_with_the_built_in_mock_and_no_configuration() {
     let home = tempfile::tempdir().unwrap();
     let started = Instant::now();
     let (mut child, addr) = serve(home.path(), &[]);
     let startup = started.elapsed();
-    let mut s = request(
-        &addr,
-        "/v1/chat/completions",
-        r#"{"model":"mock/echo","messages":[{"role":"user","content":"hello"}]}"#,
-    );
-    let mut reply = String::new();
-    s.read_to_string(&mut reply).unwrap();
-    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
-    assert!(reply.contains("\"content\":\"hello\""), "{reply}");
+    echo_through(&addr, "hello");
     let _ = child.kill();
     let _ = child.wait();
     // Generous: the machine is shared; docs/performance.md has the measured figure.
@@ -71,22 +78,8 @@ fn serve_answers_on_any_number_of_lanes_and_refuses_too_many() {
     // 0: no lanes, the calls on the shared runtime; 1 and 3: that many lane threads.
     for lanes in ["0", "1", "3"] {
         let (mut child, addr) = serve(home.path(), &["--lanes", lanes]);
-        for _ in 0..4 {
-            let mut s = request(
-                &addr,
-                "/v1/chat/completions",
-                r#"{"model":"mock/echo","messages":[{"role":"user","content":"lane"}]}"#,
-            );
-            let mut reply = String::new();
-            s.read_to_string(&mut reply).unwrap();
-            assert!(
-                reply.starts_with("HTTP/1.1 200"),
-                "--lanes {lanes}: {reply}"
-            );
-            assert!(
-                reply.contains("\"content\":\"lane\""),
-                "--lanes {lanes}: {reply}"
-            );
+        for call in 0..4 {
+            echo_through(&addr, &format!("lane {lanes}, call {call}"));
         }
         #[cfg(target_os = "linux")]
         assert_eq!(

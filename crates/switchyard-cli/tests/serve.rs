@@ -73,7 +73,7 @@ fn lane_threads(pid: u32) -> usize {
 }
 
 #[test]
-fn serve_answers_on_any_number_of_lanes_and_refuses_too_many() {
+fn serve_answers_on_any_number_of_lanes_from_the_flag_or_the_config_and_refuses_too_many() {
     let home = tempfile::tempdir().unwrap();
     // 0: no lanes, the calls on the shared runtime; 1 and 3: that many lane threads.
     for lanes in ["0", "1", "3"] {
@@ -87,6 +87,18 @@ fn serve_answers_on_any_number_of_lanes_and_refuses_too_many() {
             lanes.parse::<usize>().unwrap(),
             "--lanes {lanes}"
         );
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    // The config's `listen.lanes`, and `--lanes` above it.
+    let config = home.path().join("lanes.yaml");
+    std::fs::write(&config, "listen: {lanes: 1}\n").unwrap();
+    let config = config.to_str().unwrap();
+    for (flags, expected) in [(&[][..], 1), (&["--lanes", "2"][..], 2)] {
+        let (mut child, addr) = serve(home.path(), &[&["--config", config], flags].concat());
+        echo_through(&addr, "configured lanes");
+        #[cfg(target_os = "linux")]
+        assert_eq!(lane_threads(child.id()), expected, "{flags:?}");
         let _ = child.kill();
         let _ = child.wait();
     }

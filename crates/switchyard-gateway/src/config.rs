@@ -5,7 +5,8 @@
 //! ```yaml
 //! listen: 127.0.0.1:8080            # or {address: …, max_body_bytes: …, drain_timeout_secs: …,
 //!                                   #     header_timeout_secs, body_timeout_secs, idle_timeout_secs,
-//!                                   #     max_connections, max_json_depth, allowed_hosts, cors_origins}
+//!                                   #     max_connections, max_json_depth, allowed_hosts, cors_origins,
+//!                                   #     lanes}
 //! models:                           # client-visible name → reference
 //!   claude-sonnet-4-5: vllm/qwen3
 //!   gpt-5.4: mock/echo
@@ -61,7 +62,11 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 pub const DEFAULT_MAX_JSON_DEPTH: usize = 128;
 
 const LISTEN_FIELDS: &str = "address, max_body_bytes, drain_timeout_secs, header_timeout_secs, \
-     body_timeout_secs, idle_timeout_secs, max_connections, max_json_depth, allowed_hosts, cors_origins";
+     body_timeout_secs, idle_timeout_secs, max_connections, max_json_depth, allowed_hosts, cors_origins, \
+     lanes";
+
+/// The most lanes `listen.lanes` (and `serve --lanes`) may ask for.
+pub const MAX_LANES: usize = 1024;
 
 /// Everything the gateway reads from its config.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,6 +101,9 @@ pub struct GatewayConfig {
     pub allowed_hosts: Vec<String>,
     /// Browser origins whose CORS preflights are answered (`listen.cors_origins`).
     pub cors_origins: Vec<String>,
+    /// Threads serving connections (`listen.lanes`; `serve --lanes` wins); `None`: one per
+    /// core. 0: every connection on the runtime that serves (docs/gateway.md, *Threads*).
+    pub lanes: Option<usize>,
     /// Retries of upstream calls (the run config's `retry:`, as everywhere): whole calls,
     /// and streams before their first byte.
     pub retry: RetryPolicy,
@@ -132,6 +140,7 @@ impl Default for GatewayConfig {
             max_json_depth: DEFAULT_MAX_JSON_DEPTH,
             allowed_hosts: Vec::new(),
             cors_origins: Vec::new(),
+            lanes: None,
             retry: RetryPolicy::default(),
             timeouts: GATEWAY_TIMEOUTS,
             store_options: StoreOptions::default(),
@@ -362,6 +371,12 @@ fn read_listen(value: &Value, config: &mut GatewayConfig, errors: &mut Vec<Strin
                     ("cors_origins", v) => {
                         config.cors_origins = read_names(v, "cors_origins", origin_problem, errors)
                     }
+                    ("lanes", v) => match v.as_u64() {
+                        Some(n) if n <= MAX_LANES as u64 => config.lanes = Some(n as usize),
+                        _ => errors.push(format!(
+                            "listen.lanes: expected a whole number of threads from 0 to {MAX_LANES} (0: no lanes), found {v}"
+                        )),
+                    },
                     (other, _) => errors.push(format!(
                         "listen.{other}: unknown field; accepted: {LISTEN_FIELDS}"
                     )),
@@ -518,12 +533,30 @@ mod tests {
     }
 
     #[test]
+    fn listen_lanes_is_read_and_left_unset_by_default() {
+        assert_eq!(GatewayConfig::default().lanes, None);
+        for (given, read) in [(json!(0), 0), (json!(3), 3), (json!(1024), 1024)] {
+            let c = GatewayConfig::from_sections(&sections(json!({"listen": {"lanes": given}})))
+                .unwrap();
+            assert_eq!(c.lanes, Some(read));
+        }
+        for wrong in [json!(-1), json!(2.5), json!("four")] {
+            let e = GatewayConfig::from_sections(&sections(json!({"listen": {"lanes": wrong}})))
+                .unwrap_err();
+            assert_eq!(
+                e,
+                [format!("listen.lanes: expected a whole number of threads from 0 to 1024 (0: no lanes), found {wrong}")]
+            );
+        }
+    }
+
+    #[test]
     fn every_listener_problem_is_named() {
         let e = GatewayConfig::from_sections(&sections(json!({
             "listen": {"header_timeout_secs": 0, "body_timeout_secs": "soon", "idle_timeout_secs": -1,
                        "max_connections": 0, "max_json_depth": 1.5,
                        "allowed_hosts": ["http://gw.internal", 3], "cors_origins": "https://a.example",
-                       "backlog": 5}
+                       "lanes": 1025, "backlog": 5}
         })))
         .unwrap_err();
         let all = e.join("\n");
@@ -536,6 +569,7 @@ mod tests {
             "listen.allowed_hosts[0]: `http://gw.internal` is not a host name",
             "listen.allowed_hosts[1]: expected a string, found 3",
             "listen.cors_origins: expected a list of strings",
+            "listen.lanes: expected a whole number of threads from 0 to 1024 (0: no lanes), found 1025",
             "listen.backlog: unknown field; accepted: address, max_body_bytes",
         ] {
             assert!(all.contains(expected), "missing `{expected}` in:\n{all}");

@@ -65,7 +65,9 @@ mod tasks;
 mod translate;
 mod upstream;
 
-pub use config::{BudgetPeriod, GatewayConfig, KeySecret, KeySpec, StoreDurability, StoreOptions};
+pub use config::{
+    BudgetPeriod, GatewayConfig, KeySecret, KeySpec, StoreDurability, StoreOptions, MAX_LANES,
+};
 pub use metrics::{CallRecorder, CallSummary};
 pub use routes::health::SERVICE;
 pub use server::{check_exposure, probe, start, Gateway, RunningGateway};

@@ -66,7 +66,9 @@ impl Options {
             cap: ConnectionCap::for_process(config.max_connections),
             allowed_hosts: config.allowed_hosts.clone(),
             cors_origins: config.cors_origins.clone(),
-            lanes: 0,
+            // A gateway inside a program serves on that program's runtime unless its
+            // config asks for lanes; `switchyard serve` sets its own (`set_lanes`).
+            lanes: config.lanes.unwrap_or(0),
         }
     }
 }

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use switchyard::env::ProcessEnv;
+use switchyard::registry::Config;
 use switchyard_gateway::{check_exposure, Gateway, GatewayConfig};
 
 use crate::cli::ServeArgs;
@@ -16,12 +17,24 @@ use crate::cli::ServeArgs;
 pub(super) fn run(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), String> {
     // Kept to the end: dropping it flushes the log.
     let _log = super::serve_log::init();
+    // Read before the runtime is built: `listen.lanes` decides its shape.
+    let config = super::load(run_config.clone(), args.overrides.clone())?;
+    let gateway_config = GatewayConfig::from_sections(&config.sections).map_err(|errors| {
+        format!(
+            "error: the gateway configuration has {} problem{}:\n  {}",
+            errors.len(),
+            if errors.len() == 1 { "" } else { "s" },
+            errors.join("\n  ")
+        )
+    })?;
     // Calls are served on the gateway's lanes (a thread per core, each a runtime of its
     // own); this runtime accepts connections, watches signals and closes the store. With
     // no lanes it serves the calls too, on a worker per core.
     let lanes = args
         .lanes
-        .map_or_else(switchyard::internal::lanes::count, usize::from);
+        .map(usize::from)
+        .or(gateway_config.lanes)
+        .unwrap_or_else(switchyard::internal::lanes::count);
     let workers = if lanes == 0 {
         switchyard::internal::lanes::count()
     } else {
@@ -32,20 +45,17 @@ pub(super) fn run(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), S
         .enable_all()
         .build()
         .map_err(|e| format!("error: cannot start the async runtime: {e}"))?;
-    runtime.block_on(serve(run_config, args, lanes))
+    runtime.block_on(serve(run_config, args, config, gateway_config, lanes))
 }
 
-async fn serve(run_config: Option<PathBuf>, args: &ServeArgs, lanes: usize) -> Result<(), String> {
+async fn serve(
+    run_config: Option<PathBuf>,
+    args: &ServeArgs,
+    mut config: Config,
+    mut gateway_config: GatewayConfig,
+    lanes: usize,
+) -> Result<(), String> {
     let mut overrides = args.overrides.clone();
-    let mut config = super::load(run_config.clone(), overrides.clone())?;
-    let mut gateway_config = GatewayConfig::from_sections(&config.sections).map_err(|errors| {
-        format!(
-            "error: the gateway configuration has {} problem{}:\n  {}",
-            errors.len(),
-            if errors.len() == 1 { "" } else { "s" },
-            errors.join("\n  ")
-        )
-    })?;
     if let Some(n) = args.max_body_bytes {
         gateway_config.max_body_bytes = n;
     }

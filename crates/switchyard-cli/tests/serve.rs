@@ -1,5 +1,6 @@
 //! `switchyard serve` as a user runs it: the banner, a call through it (on any number of
-//! lanes), a refusal to listen publicly without keys, and SIGTERM and SIGHUP draining a stream in flight.
+//! lanes), a refusal to listen publicly without keys, and SIGTERM and SIGHUP draining a
+//! stream in flight.
 
 mod common;
 

@@ -67,7 +67,7 @@ impl Options {
             allowed_hosts: config.allowed_hosts.clone(),
             cors_origins: config.cors_origins.clone(),
             // A gateway inside a program serves on that program's runtime unless its
-            // config asks for lanes; `switchyard serve` sets its own (`set_lanes`).
+            // config asks for lanes; `switchyard serve` asks for one per core by default.
             lanes: config.lanes.unwrap_or(0),
         }
     }

@@ -150,7 +150,8 @@ impl Gateway {
 
     /// Serves connections on `lanes` threads of their own (one single-threaded runtime
     /// each, `lanes.rs`) instead of the runtime that runs [`Gateway::serve`]; 0 turns
-    /// lanes off. `switchyard serve` runs one per core.
+    /// lanes off (what `listen.lanes` sets; `switchyard serve` runs one per core unless
+    /// told otherwise).
     pub fn set_lanes(&mut self, lanes: usize) {
         self.listen.lanes = lanes;
     }

@@ -189,20 +189,12 @@ async fn forward_signals(pid: u32) {
 /// The gateway `bind` serves itself: the run config's gateway sections and the registry,
 /// without client keys (it listens on loopback, for this CLI only, which has no client key).
 fn in_process_gateway(config: &Config) -> Result<Gateway, String> {
-    let problems = |what: &str, errors: Vec<String>| {
-        format!(
-            "error: {what} has {} problem{}:\n  {}",
-            errors.len(),
-            if errors.len() == 1 { "" } else { "s" },
-            errors.join("\n  ")
-        )
-    };
     let mut gateway_config = GatewayConfig::from_sections(&config.sections)
-        .map_err(|e| problems("the gateway configuration", e))?;
+        .map_err(|e| super::problems("the gateway configuration", e))?;
     gateway_config.keys.clear();
     gateway_config.drain_timeout = gateway_config.drain_timeout.min(IN_PROCESS_DRAIN);
     Gateway::new(&gateway_config, config.registry.clone(), Arc::new(CliEnv))
-        .map_err(|e| problems("the gateway for this session", e))
+        .map_err(|e| super::problems("the gateway for this session", e))
 }
 
 /// The exit code to pass on: the CLI's, or 128 + the signal that ended it (as shells do).

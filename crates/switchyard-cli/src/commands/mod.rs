@@ -155,6 +155,16 @@ fn load(run_config: Option<PathBuf>, overrides: Vec<String>) -> Result<Config, S
     })
 }
 
+/// `errors` found in `what`, one a line, for a terminal.
+fn problems(what: &str, errors: Vec<String>) -> String {
+    format!(
+        "error: {what} has {} problem{}:\n  {}",
+        errors.len(),
+        if errors.len() == 1 { "" } else { "s" },
+        errors.join("\n  ")
+    )
+}
+
 /// Serialises to pretty JSON.
 fn to_json(value: &serde_json::Value) -> Result<String, String> {
     serde_json::to_string_pretty(value).map_err(|e| format!("error: cannot write JSON: {e}"))

@@ -19,14 +19,8 @@ pub(super) fn run(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), S
     let _log = super::serve_log::init();
     // Read before the runtime is built: `listen.lanes` decides its shape.
     let config = super::load(run_config.clone(), args.overrides.clone())?;
-    let gateway_config = GatewayConfig::from_sections(&config.sections).map_err(|errors| {
-        format!(
-            "error: the gateway configuration has {} problem{}:\n  {}",
-            errors.len(),
-            if errors.len() == 1 { "" } else { "s" },
-            errors.join("\n  ")
-        )
-    })?;
+    let mut gateway_config = GatewayConfig::from_sections(&config.sections)
+        .map_err(|e| super::problems("the gateway configuration", e))?;
     // Calls are served on the gateway's lanes (a thread per core, each a runtime of its
     // own); this runtime accepts connections, watches signals and closes the store. With
     // no lanes it serves the calls too, on a worker per core.
@@ -35,6 +29,7 @@ pub(super) fn run(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), S
         .map(usize::from)
         .or(gateway_config.lanes)
         .unwrap_or_else(switchyard::internal::lanes::count);
+    gateway_config.lanes = Some(lanes);
     let workers = if lanes == 0 {
         switchyard::internal::lanes::count()
     } else {
@@ -45,7 +40,7 @@ pub(super) fn run(run_config: Option<PathBuf>, args: &ServeArgs) -> Result<(), S
         .enable_all()
         .build()
         .map_err(|e| format!("error: cannot start the async runtime: {e}"))?;
-    runtime.block_on(serve(run_config, args, config, gateway_config, lanes))
+    runtime.block_on(serve(run_config, args, config, gateway_config))
 }
 
 async fn serve(
@@ -53,7 +48,6 @@ async fn serve(
     args: &ServeArgs,
     mut config: Config,
     mut gateway_config: GatewayConfig,
-    lanes: usize,
 ) -> Result<(), String> {
     let mut overrides = args.overrides.clone();
     if let Some(n) = args.max_body_bytes {
@@ -87,8 +81,8 @@ async fn serve(
         pg.url = super::log_source::command_line_url(store)?;
         gateway_config.postgres = Some(pg);
     }
-    let mut gateway = Gateway::new(&gateway_config, config.registry, Arc::new(ProcessEnv))
-        .map_err(|errors| {
+    let gateway =
+        Gateway::new(&gateway_config, config.registry, Arc::new(ProcessEnv)).map_err(|errors| {
             format!(
                 "error: the gateway cannot start; {} problem{}:\n  {}",
                 errors.len(),
@@ -96,7 +90,6 @@ async fn serve(
                 errors.join("\n  ")
             )
         })?;
-    gateway.set_lanes(lanes);
     check_exposure(addr, gateway.has_keys(), args.allow_public_without_keys)
         .map_err(|e| format!("error: {e}"))?;
     if let Some(warning) = gateway.connection_cap_warning() {

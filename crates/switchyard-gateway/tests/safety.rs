@@ -243,19 +243,38 @@ async fn oversized_and_malformed_bodies_are_refused_in_the_dialects_shape() {
     let (s, _, b) = post(&h, "/v1/chat/completions", &[], big).await;
     assert_eq!(s, 413);
     assert_eq!(b["error"]["code"], "request_too_large");
-    // Chunked (no Content-Length): refused as the count passes the limit.
-    let chunks = futures::stream::iter(
-        (0..40).map(|_| Ok::<_, std::io::Error>(bytes::Bytes::from(vec![b' '; 100]))),
-    );
-    let r = h
-        .http
-        .post(format!("{}/v1/responses", h.url))
-        .header("content-type", "application/json")
-        .body(reqwest::Body::wrap_stream(chunks))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 413);
+    // Chunked (no Content-Length): refused as the count passes the limit. The client is
+    // still sending when the 413 is written; it reads the 413 (not a reset) because the
+    // gateway reads and throws away the rest before closing. Repeated: that was a race.
+    for chunk in [100, 4096, 65536] {
+        for _ in 0..5 {
+            let chunks = futures::stream::iter(
+                (0..40)
+                    .map(move |_| Ok::<_, std::io::Error>(bytes::Bytes::from(vec![b' '; chunk]))),
+            );
+            let r = h
+                .http
+                .post(format!("{}/v1/responses", h.url))
+                .header("content-type", "application/json")
+                .body(reqwest::Body::wrap_stream(chunks))
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("{chunk}-byte chunks: {e:?}"));
+            assert_eq!(r.status(), 413);
+        }
+    }
+    // A declared length over the limit is refused before reading, and drained the same way.
+    for _ in 0..5 {
+        let r = h
+            .http
+            .post(format!("{}/v1/chat/completions", h.url))
+            .header("content-type", "application/json")
+            .body(vec![b' '; 1 << 20])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 413);
+    }
 
     for (path, shape) in [
         ("/v1/chat/completions", "openai"),

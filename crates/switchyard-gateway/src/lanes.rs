@@ -37,19 +37,25 @@ impl Drop for Place {
 }
 
 impl Lanes {
-    /// Starts `count` lanes (at least one), each a thread named `switchyard-lane-N`.
+    /// Starts `count` lanes (at least one), each a thread named `switchyard-lane-N`, and
+    /// returns once every one of them runs (so a lane never shows up late, unnamed, to
+    /// whoever counts the process's threads).
     pub(crate) fn start(count: usize) -> io::Result<Lanes> {
         let mut started = Vec::with_capacity(count.max(1));
+        let (running, all_running) = std::sync::mpsc::channel::<()>();
         for lane in 0..count.max(1) {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
             let handle = runtime.handle().clone();
             let (stop, stopped) = oneshot::channel::<()>();
+            let running = running.clone();
             let thread = std::thread::Builder::new()
                 .name(format!("switchyard-lane-{lane}"))
                 .spawn(move || {
                     lanes::enter(lane);
+                    let _ = running.send(());
+                    drop(running);
                     runtime.block_on(async {
                         let _ = stopped.await;
                     });
@@ -60,6 +66,14 @@ impl Lanes {
                 stop: Some(stop),
                 thread: Some(thread),
             });
+        }
+        drop(running);
+        // Each lane's thread sends once; a thread that died before sending has dropped
+        // its sender, which ends the wait rather than hanging it.
+        for _ in 0..started.len() {
+            if all_running.recv().is_err() {
+                break;
+            }
         }
         Ok(Lanes { lanes: started })
     }

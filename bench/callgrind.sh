@@ -23,20 +23,8 @@ NGINX_PORT=${NGINX_PORT:-4460}
 GW_PORT=${GW_PORT:-4461}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/switchyard-callgrind.XXXXXX")
 
-CHAT='{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"fixed","choices":[{"index":0,"message":{"role":"assistant","content":"Hello there! I am doing well, thank you for asking."},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":13,"total_tokens":25}}'
-MESSAGES='{"id":"msg_1","type":"message","role":"assistant","model":"fixed","content":[{"type":"text","text":"Hello there! I am doing well, thank you for asking."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":13}}'
-SSE=$(python3 -c '
-import json
-def chunk(delta, finish=None, usage=None):
-    c = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1700000000, "model": "fixed",
-         "choices": [] if usage else [{"index": 0, "delta": delta, "finish_reason": finish}]}
-    if usage:
-        c["usage"] = usage
-    return "data: " + json.dumps(c, separators=(",", ":")) + "\\n\\n"
-out = chunk({"role": "assistant", "content": ""}) + "".join(chunk({"content": f"word{i} "}) for i in range(20))
-out += chunk({}, "stop") + chunk(None, usage={"prompt_tokens": 12, "completion_tokens": 20, "total_tokens": 32})
-print(out + "data: [DONE]\\n\\n", end="")')
 . bench/nginx-lib.sh
+fixed_bodies 20
 nginx_start "$WORK/nginx" "$(nginx_static "$NGINX_PORT")"
 NGINX_PID=$NGINX_STARTED
 trap 'kill $NGINX_PID 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT

@@ -27,6 +27,31 @@ CONF
   NGINX_STARTED=$!
 }
 
+# fixed_bodies [CHUNKS]: sets CHAT (a chat completion), MESSAGES (a Messages reply) and SSE
+# (a chat stream: the role, CHUNKS word deltas (20 unless given), a finish, a usage chunk
+# and [DONE]), the answers every bench's static nginx serves.
+fixed_bodies() {
+  CHAT='{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"fixed","choices":[{"index":0,"message":{"role":"assistant","content":"Hello there! I am doing well, thank you for asking."},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":13,"total_tokens":25}}'
+  MESSAGES='{"id":"msg_1","type":"message","role":"assistant","model":"fixed","content":[{"type":"text","text":"Hello there! I am doing well, thank you for asking."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":13}}'
+  SSE=$(python3 - "${1:-20}" <<'EOF'
+import json, sys
+n = int(sys.argv[1])
+def chunk(delta, finish=None, usage=None):
+    c = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1700000000, "model": "fixed",
+         "choices": [] if usage else [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    if usage:
+        c["usage"] = usage
+    return "data: " + json.dumps(c, separators=(",", ":")) + "\\n\\n"
+out = chunk({"role": "assistant", "content": ""})
+out += "".join(chunk({"content": f"word{i} "}) for i in range(n))
+out += chunk({}, "stop")
+out += chunk(None, usage={"prompt_tokens": 12, "completion_tokens": n, "total_tokens": 12 + n})
+out += "data: [DONE]\\n\\n"
+print(out, end="")
+EOF
+)
+}
+
 # nginx_static PORT: the server block answering the fixed chat completion ($CHAT), the
 # fixed Messages reply ($MESSAGES) and the fixed chat SSE stream ($SSE, under /sse).
 nginx_static() {

@@ -31,31 +31,13 @@ PROXY_PORT=${PROXY_PORT:-4422}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/switchyard-nginx.XXXXXX")
 ulimit -n 65536 2>/dev/null || true
 
-CHAT='{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"fixed","choices":[{"index":0,"message":{"role":"assistant","content":"Hello there! I am doing well, thank you for asking."},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":13,"total_tokens":25}}'
-MESSAGES='{"id":"msg_1","type":"message","role":"assistant","model":"fixed","content":[{"type":"text","text":"Hello there! I am doing well, thank you for asking."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":13}}'
 CHUNKS=${CHUNKS:-20}
-SSE=$(python3 - "$CHUNKS" <<'EOF'
-import json, sys
-n = int(sys.argv[1])
-def chunk(delta, finish=None, usage=None):
-    c = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1700000000, "model": "fixed",
-         "choices": [] if usage else [{"index": 0, "delta": delta, "finish_reason": finish}]}
-    if usage:
-        c["usage"] = usage
-    return "data: " + json.dumps(c, separators=(",", ":")) + "\\n\\n"
-out = chunk({"role": "assistant", "content": ""})
-out += "".join(chunk({"content": f"word{i} "}) for i in range(n))
-out += chunk({}, "stop")
-out += chunk(None, usage={"prompt_tokens": 12, "completion_tokens": n, "total_tokens": 12 + n})
-out += "data: [DONE]\\n\\n"
-print(out, end="")
-EOF
-)
+. bench/nginx-lib.sh
+fixed_bodies "$CHUNKS"
 # Events a client reads per stream: the role, the words, the finish, [DONE] (the usage
 # chunk is hidden from a client that did not ask for it).
 EVENTS=$((CHUNKS + 3))
 
-. bench/nginx-lib.sh
 nginx_start "$WORK/nginx" "$(nginx_static "$NGINX_PORT")"
 NGINX_PID=$NGINX_STARTED
 # The floor any proxy meets here: a second nginx (one worker) proxying to the first over

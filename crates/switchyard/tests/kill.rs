@@ -139,3 +139,69 @@ fn a_killed_run_leaves_whole_records_numbered_without_gaps() {
         .unwrap();
     assert_eq!(rows as u64, last);
 }
+
+/// A power cut can keep the index's last commit and lose the segment's tail (neither is
+/// synced in the default durability): the index then names calls the log no longer
+/// holds. Resuming drops those rows, so the calls numbered anew get rows of their own
+/// that point at their own lines.
+#[test]
+fn rows_of_records_a_power_cut_lost_are_dropped_when_the_run_resumes() {
+    let mock =
+        MockServer::start_in_thread("127.0.0.1:0".parse().unwrap(), MockConfig::default()).unwrap();
+    let env = MapEnv::default();
+    let mut opts = LoadOptions::new(&env);
+    opts.user_file = false;
+    opts.overrides = vec![format!("backends.mock.base_url={}", mock.base_url())];
+    let config = Config::load(&opts).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let record_calls = |prompts: &[&str], resume: bool| {
+        runtime.block_on(async {
+            let options = RecorderOptions {
+                resume,
+                ..RecorderOptions::default()
+            };
+            let recorder = Recorder::create(&dir, &RunInfo::new(), options).unwrap();
+            let llm = Llm::resolve(&config.registry, "mock/echo", &env)
+                .unwrap()
+                .with_recorder(recorder.clone());
+            for prompt in prompts {
+                llm.complete(Request::user(*prompt)).await.unwrap();
+            }
+            recorder.close().unwrap();
+        })
+    };
+    record_calls(&["first", "second", "third"], false);
+
+    // The cut: the log keeps its first line only; the index keeps its three rows.
+    let log = record::log_dir(&dir);
+    let segment = record::segment_path(&log, *record::segment_ids(&log).unwrap().last().unwrap());
+    let first_line_end = record::record_location(&dir, 1).unwrap().end();
+    let bytes = std::fs::read(&segment).unwrap();
+    std::fs::write(&segment, &bytes[..first_line_end as usize + 1]).unwrap();
+
+    record_calls(&["fourth"], true);
+    let db = rusqlite::Connection::open(dir.join(record::INDEX_FILE)).unwrap();
+    let numbers: Vec<i64> = db
+        .prepare("SELECT number FROM llm_calls ORDER BY number")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        numbers,
+        [1, 2],
+        "the rows of the lost records 2 and 3 stayed"
+    );
+    // Record 2 is the call made after the cut, found through the index's row.
+    let second = record::read_record(&dir, 2).unwrap();
+    assert_eq!(second.number, 2);
+    assert!(
+        serde_json::to_string(&second.request)
+            .unwrap()
+            .contains("fourth"),
+        "row 2 points at a line that is not the fourth call's"
+    );
+}

@@ -223,11 +223,28 @@ pub fn run_spend_in(
     Ok(spend)
 }
 
+/// Drops the rows of calls after the log's last record. Their lines were lost (a power
+/// cut can keep the index's last commit and lose the segment's tail, which was not yet
+/// synced), and the writer numbers new calls from the last record on: without this, a
+/// new call's row would meet a stale row of the same number.
+fn drop_rows_after(conn: &Connection, last: u64) -> rusqlite::Result<()> {
+    let stale = conn.execute("DELETE FROM llm_calls WHERE number > ?1", [last as i64])?;
+    if stale > 0 {
+        tracing::warn!("calls index: {stale} rows named calls the log no longer holds (after number {last}); dropped");
+    }
+    Ok(())
+}
+
+/// Inserts rows of calls the index does not hold yet (new calls, or the catch-up's rows
+/// after the last one it holds). `OR IGNORE`, not `OR REPLACE`: a row of an existing
+/// number cannot come (the stale ones are dropped at open), and a statement that may
+/// replace or abort needs SQLite's statement journal, a sixth of the insert's cost
+/// (docs/performance.md, sixth round).
 fn insert(conn: &Connection, rows: &[IndexRow], courtesy: &Courtesy) -> rusqlite::Result<()> {
     let tx = conn.unchecked_transaction()?;
     {
         let mut stmt = tx.prepare_cached(
-            "INSERT OR REPLACE INTO llm_calls (number, time, role, reference, backend, model, dialect, stream,
+            "INSERT OR IGNORE INTO llm_calls (number, time, role, reference, backend, model, dialect, stream,
                  status, error_kind, input_tokens, cached_input_tokens, cache_write_tokens,
                  output_tokens, reasoning_tokens, cost_usd, provider_cost_usd, latency_ms,
                  ttfb_ms, attempts, prompt_digest, segment, line_offset, line_length, client_key,
@@ -362,11 +379,12 @@ pub(crate) struct IndexWriter {
 }
 
 impl IndexWriter {
-    /// Opens (creating) the index of `dir`, catches it up with the records on disk and
-    /// starts its thread.
-    pub(crate) fn open(dir: &Path, courtesy: Courtesy) -> Result<IndexWriter> {
+    /// Opens (creating) the index of `dir`, whose log's last record is `last` (0: none),
+    /// catches it up with the records on disk and starts its thread.
+    pub(crate) fn open(dir: &Path, last: u64, courtesy: Courtesy) -> Result<IndexWriter> {
         let path = dir.join(INDEX_FILE);
         let conn = open(&path)?;
+        drop_rows_after(&conn, last).map_err(|e| db_error(&path, e))?;
         catch_up(&conn, dir)?;
         let (tx, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()

@@ -64,7 +64,7 @@ pub fn rebuild(_dir: &Path) -> Result<usize> {
 pub(crate) struct IndexWriter;
 
 impl IndexWriter {
-    pub(crate) fn open(_dir: &Path, _courtesy: Courtesy) -> Result<IndexWriter> {
+    pub(crate) fn open(_dir: &Path, _last: u64, _courtesy: Courtesy) -> Result<IndexWriter> {
         Ok(IndexWriter)
     }
 

@@ -154,7 +154,7 @@ impl Recorder {
         }
         let next = last.map_or(0, |(n, _)| n) + 1;
         let segments = SegmentWriter::open(&log, options.durability)?;
-        let index = IndexWriter::open(dir, options.courtesy.clone())?;
+        let index = IndexWriter::open(dir, next - 1, options.courtesy.clone())?;
         let courtesy = options.courtesy;
         let cache = options.cache;
         let (tx, rx) = mpsc::channel::<Job>();

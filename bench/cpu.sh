@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# CPU per call, by process and by gateway thread, against the static nginx of
+# bench/nginx.sh: what each call costs wrk, the static nginx and the proxy in front of it
+# (nginx itself as a proxy, the gateway with the store off, the gateway with the store
+# on), in microseconds of user and kernel time, read from /proc before and after a wrk
+# run. Calls per second swing with the machine from minute to minute; the CPU a call
+# costs swings far less, and on cores the load keeps busy it is what bounds the ratios the
+# performance targets name. The script prints, for each target ratio, the most CPU a call
+# may cost the proxy for that ratio to be reachable, beside what it costs.
+#   cargo build --release -p switchyard-cli && bench/cpu.sh
+#   ROUNDS=5 DUR=4s CONNS=32 bench/cpu.sh
+# Needs nginx, wrk and GNU time (installed with apt-get when missing).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v nginx >/dev/null && command -v wrk >/dev/null && [ -x /usr/bin/time ] ||
+  apt-get install -y nginx wrk time >/dev/null || {
+  echo "bench/cpu.sh needs nginx, wrk and GNU time: apt-get install -y nginx wrk time" >&2
+  exit 1
+}
+BIN=${SWITCHYARD_BIN:-${CARGO_TARGET_DIR:-target}/release/switchyard}
+DUR=${DUR:-4s}
+ROUNDS=${ROUNDS:-3}
+CONNS=${CONNS:-32}
+NGINX_PORT=${NGINX_PORT:-4430}
+GW_PORT=${GW_PORT:-4431}
+PROXY_PORT=${PROXY_PORT:-4432}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/switchyard-cpu.XXXXXX")
+ulimit -n 65536 2>/dev/null || true
+
+. bench/nginx-lib.sh
+fixed_bodies 20
+nginx_start "$WORK/nginx" "$(nginx_static "$NGINX_PORT")"
+NGINX_PID=$NGINX_STARTED
+nginx_start "$WORK/proxy" "
+  upstream static { server 127.0.0.1:$NGINX_PORT; keepalive 64; keepalive_requests 1000000; }
+  server {
+    listen 127.0.0.1:$PROXY_PORT;
+    location / { proxy_pass http://static; proxy_http_version 1.1; proxy_set_header Connection \"\"; }
+  }"
+PROXY_PID=$NGINX_STARTED
+cat >"$WORK/gateway.yaml" <<EOF
+backends:
+  ngx: {base_url: "http://127.0.0.1:$NGINX_PORT/v1", apis: [chat], key_required: false, prices: {fixed: {input: 1, output: 2}}}
+  ngxm: {base_url: "http://127.0.0.1:$NGINX_PORT/v1", apis: [messages], key_required: false, auth: none, prices: {fixed: {input: 1, output: 2}}}
+  ngxs: {base_url: "http://127.0.0.1:$NGINX_PORT/sse/v1", apis: [chat], key_required: false, prices: {fixed: {input: 1, output: 2}}}
+EOF
+GW_PID=
+stop_gateway() { [ -n "$GW_PID" ] && kill "$GW_PID" 2>/dev/null && wait "$GW_PID" 2>/dev/null; GW_PID=; true; }
+trap 'stop_gateway; kill $NGINX_PID $PROXY_PID 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
+start_gateway() { # extra serve arguments
+  RUST_LOG=warn "$BIN" serve --listen "127.0.0.1:$GW_PORT" --no-mock --config "$WORK/gateway.yaml" "$@" >/dev/null &
+  GW_PID=$!
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$GW_PORT/healthz" >/dev/null && return; sleep 0.05; done
+  echo "the gateway did not start" >&2
+  exit 1
+}
+sleep 0.3
+# nginx's worker, not its master, serves the calls.
+worker() { pgrep -P "$1" nginx | head -1; }
+STATIC=$(worker "$NGINX_PID")
+PROXY=$(worker "$PROXY_PID")
+
+# "pid:tid:name utime stime" (clock ticks) of every thread of each pid given (the kernel
+# keeps a thread's first 15 bytes of name: switchyard-lane, switchyard-reco, ...).
+ticks() {
+  for pid in "$@"; do
+    for task in /proc/"$pid"/task/*; do
+      printf '%s:%s:%s %s\n' "$pid" "${task##*/}" "$(tr ' ' _ <"$task/comm")" "$(awk '{print $14, $15}' "$task/stat")"
+    done
+  done
+}
+
+measure() { # name proxy-pid url body
+  local name=$1 proxy=$2 url=$3
+  ticks "$STATIC" ${proxy:+"$proxy"} >"$WORK/before"
+  BODY="$4" /usr/bin/time -f '%U %S' -o "$WORK/wrk.time" \
+    wrk -t1 -c"$CONNS" -d"$DUR" -s bench/post.lua "$url" >"$WORK/wrk.out"
+  ticks "$STATIC" ${proxy:+"$proxy"} >"$WORK/after"
+  python3 - "$name" "$round" "$STATIC" "${proxy:-0}" "$WORK/before" "$WORK/after" "$WORK/wrk.out" "$WORK/wrk.time" "$(getconf CLK_TCK)" <<'EOF'
+import re, sys
+name, rnd, static, proxy, before, after, out, wrk_time, hz = sys.argv[1:]
+def read(path):
+    return {k: (int(u), int(s)) for k, u, s in (l.split() for l in open(path))}
+b, a = read(before), read(after)
+text = open(out).read()
+calls = int(re.search(r"(\d+) requests in", text).group(1))
+if re.search(r"Non-2xx", text):
+    sys.exit(f"{name}: some answers were not 2xx:\n{text}")
+us = lambda ticks: ticks / int(hz) / calls * 1e6
+wu, ws = map(float, open(wrk_time).read().split()[-2:])
+parts = [("wrk", wu / calls * 1e6, ws / calls * 1e6)]
+for label, pid in (("static", static), ("proxy", proxy)):
+    threads = {k: (a[k][0] - b.get(k, (0, 0))[0], a[k][1] - b.get(k, (0, 0))[1]) for k in a if k.startswith(pid + ":")}
+    if pid == "0":
+        continue
+    parts.append((label, us(sum(t[0] for t in threads.values())), us(sum(t[1] for t in threads.values()))))
+    if label == "proxy":
+        by = {}
+        for k, (u, s) in threads.items():
+            thread = k.split(":", 2)[2]  # the lanes (switchyard-lane-N, cut to 15 bytes) together
+            by.setdefault(thread, [0, 0])
+            by[thread][0] += u
+            by[thread][1] += s
+        busy = [(t, us(u), us(s)) for t, (u, s) in sorted(by.items()) if u + s > 0]
+seconds = float(re.search(r"in ([\d.]+)s", text).group(1))
+print(f"round {rnd} {name:18} calls/s {calls / seconds:.0f}  "
+      + "  ".join(f"{l} {u:.1f}+{s:.1f}" for l, u, s in parts))
+if proxy != "0":
+    print(f"round {rnd} {name:18} threads " + "  ".join(f"{t} {u:.1f}+{s:.1f}" for t, u, s in busy))
+EOF
+}
+
+ASK='"messages":[{"role":"user","content":"hello there, how are you today?"}]}'
+D="http://127.0.0.1:$NGINX_PORT"
+G="http://127.0.0.1:$GW_PORT/v1/chat/completions"
+for round in $(seq "$ROUNDS"); do
+  measure direct "" "$D/v1/chat/completions" "{\"model\":\"fixed\",$ASK"
+  measure nginx-proxy "$PROXY" "http://127.0.0.1:$PROXY_PORT/v1/chat/completions" "{\"model\":\"fixed\",$ASK"
+  start_gateway
+  measure gateway-nostore "$GW_PID" "$G" "{\"model\":\"ngx/fixed\",$ASK"
+  stop_gateway
+  measure direct-msg "" "$D/v1/messages" "{\"model\":\"fixed\",$ASK"
+  measure direct-sse "" "$D/sse/v1/chat/completions" "{\"model\":\"fixed\",\"stream\":true,$ASK"
+  measure nginx-proxy-sse "$PROXY" "http://127.0.0.1:$PROXY_PORT/sse/v1/chat/completions" "{\"model\":\"fixed\",\"stream\":true,$ASK"
+  # The gateway as `serve --data-dir` runs it: metering and the store on.
+  start_gateway --data-dir "$WORK/data-$round"
+  measure gateway "$GW_PID" "$G" "{\"model\":\"ngx/fixed\",$ASK"
+  measure translated "$GW_PID" "$G" "{\"model\":\"ngxm/fixed\",$ASK"
+  measure gateway-sse "$GW_PID" "$G" "{\"model\":\"ngxs/fixed\",\"stream\":true,$ASK"
+  stop_gateway
+  rm -rf "$WORK/data-$round"
+done | tee "$WORK/rounds.txt"
+
+# CPU per call in µs (user+kernel), each round's and the median; then the budget. Two
+# cores kept busy by the load serve calls/s = cores / (CPU per call of every process), so a
+# proxy reaches a ratio R of direct only if wrk + static + proxy <= (wrk + static of
+# direct) / R: the proxy's budget per call is that bound less what wrk and the static
+# nginx spend on a proxied call.
+python3 - "$WORK/rounds.txt" <<'EOF'
+import re, statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"round \d+ (\S+)\s+calls/s (\d+)\s+(.*)", line)
+    if m:
+        cpu = {l: float(u) + float(s) for l, u, s in re.findall(r"(\w+) ([\d.]+)\+([\d.]+)", m[3])}
+        rows.setdefault(m[1], []).append((int(m[2]), cpu))
+med = lambda xs: statistics.median(xs)
+print()
+for name, rs in rows.items():
+    total = med([sum(c.values()) for _, c in rs])
+    print(f"{name:18} median calls/s {med([r for r, _ in rs]):8.0f}   CPU per call, µs: "
+          + "  ".join(f"{l} {med([c[l] for _, c in rs]):.1f}" for l in rs[0][1]) + f"   all {total:.1f}")
+def cpu(name, part):
+    return med([sum(c.values()) if part == "all" else c[part] for _, c in rows[name]])
+# (proxied case, its direct case, the target ratio): the proxy's budget per call.
+for name, direct, target in (
+    ("nginx-proxy", "direct", 1 / 3),
+    ("gateway-nostore", "direct", 1 / 3),
+    ("gateway", "direct", 1 / 3),
+    ("translated", "direct-msg", 0.2),
+    ("nginx-proxy-sse", "direct-sse", 1 / 3),
+    ("gateway-sse", "direct-sse", 1 / 3),
+):
+    base = cpu(direct, "wrk") + cpu(direct, "static")
+    around = cpu(name, "wrk") + cpu(name, "static")
+    proxy = cpu(name, "proxy")
+    print(f"{name:18} for {target:.3f} of {direct} the proxy may use {base / target - around:5.1f} µs per call;"
+          f" it uses {proxy:5.1f} (so at most {base / (around + proxy):.3f} of {direct})")
+# Store on / store off >= 0.9: the store may add a ninth of the store-off call's CPU.
+off, on = cpu("gateway-nostore", "all"), cpu("gateway", "all")
+print(f"{'store on / off':18} for 0.9 the store may add {off / 0.9 - off:5.1f} µs per call; it adds {on - off:5.1f}"
+      f" (so at most {off / on:.3f})")
+EOF

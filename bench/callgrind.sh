@@ -28,12 +28,7 @@ fixed_bodies 20
 nginx_start "$WORK/nginx" "$(nginx_static "$NGINX_PORT")"
 NGINX_PID=$NGINX_STARTED
 trap 'kill $NGINX_PID 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
-cat >"$WORK/gateway.yaml" <<EOF
-backends:
-  ngx: {base_url: "http://127.0.0.1:$NGINX_PORT/v1", apis: [chat], key_required: false, prices: {fixed: {input: 1, output: 2}}}
-  ngxm: {base_url: "http://127.0.0.1:$NGINX_PORT/v1", apis: [messages], key_required: false, auth: none, prices: {fixed: {input: 1, output: 2}}}
-  ngxs: {base_url: "http://127.0.0.1:$NGINX_PORT/sse/v1", apis: [chat], key_required: false, prices: {fixed: {input: 1, output: 2}}}
-EOF
+gateway_backends "$NGINX_PORT" >"$WORK/gateway.yaml"
 # `route1`: a route of one member (docs/routing.md), which must cost what its reference
 # does. Written only when asked: a binary older than routes refuses the section.
 case " $CASES " in *" route1 "*)

@@ -6,7 +6,8 @@
 # run. Calls per second swing with the machine from minute to minute; the CPU a call
 # costs swings far less, and on cores the load keeps busy it is what bounds the ratios the
 # performance targets name. The script prints, for each target ratio, the most CPU a call
-# may cost the proxy for that ratio to be reachable, beside what it costs.
+# may cost the proxy for that ratio to be reachable, beside what it costs. Run it with
+# nothing else busy: the budgets assume wrk, nginx and the proxy share the cores alone.
 #   cargo build --release -p switchyard-cli && bench/cpu.sh
 #   ROUNDS=5 DUR=4s CONNS=32 bench/cpu.sh
 # Needs nginx, wrk and GNU time (installed with apt-get when missing).
@@ -31,19 +32,9 @@ ulimit -n 65536 2>/dev/null || true
 fixed_bodies 20
 nginx_start "$WORK/nginx" "$(nginx_static "$NGINX_PORT")"
 NGINX_PID=$NGINX_STARTED
-nginx_start "$WORK/proxy" "
-  upstream static { server 127.0.0.1:$NGINX_PORT; keepalive 64; keepalive_requests 1000000; }
-  server {
-    listen 127.0.0.1:$PROXY_PORT;
-    location / { proxy_pass http://static; proxy_http_version 1.1; proxy_set_header Connection \"\"; }
-  }"
+nginx_proxy "$WORK/proxy" "$PROXY_PORT" "$NGINX_PORT"
 PROXY_PID=$NGINX_STARTED
-cat >"$WORK/gateway.yaml" <<EOF
-backends:
-  ngx: {base_url: "http://127.0.0.1:$NGINX_PORT/v1", apis: [chat], key_required: false, prices: {fixed: {input: 1, output: 2}}}
-  ngxm: {base_url: "http://127.0.0.1:$NGINX_PORT/v1", apis: [messages], key_required: false, auth: none, prices: {fixed: {input: 1, output: 2}}}
-  ngxs: {base_url: "http://127.0.0.1:$NGINX_PORT/sse/v1", apis: [chat], key_required: false, prices: {fixed: {input: 1, output: 2}}}
-EOF
+gateway_backends "$NGINX_PORT" >"$WORK/gateway.yaml"
 GW_PID=
 stop_gateway() { [ -n "$GW_PID" ] && kill "$GW_PID" 2>/dev/null && wait "$GW_PID" 2>/dev/null; GW_PID=; true; }
 trap 'stop_gateway; kill $NGINX_PID $PROXY_PID 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT

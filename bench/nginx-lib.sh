@@ -64,3 +64,26 @@ nginx_static() {
   }
 CONF
 }
+
+# nginx_proxy DIR PORT UPSTREAM_PORT: a second nginx (one worker) on PORT proxying to the
+# static one over kept-alive connections, the floor any proxy meets on these cores; its
+# pid is left in NGINX_STARTED.
+nginx_proxy() {
+  nginx_start "$1" "
+  upstream static { server 127.0.0.1:$3; keepalive 64; keepalive_requests 1000000; }
+  server {
+    listen 127.0.0.1:$2;
+    location / { proxy_pass http://static; proxy_http_version 1.1; proxy_set_header Connection \"\"; }
+  }"
+}
+
+# gateway_backends PORT: the gateway's backends on the static nginx at PORT, each priced:
+# ngx (chat), ngxm (Messages, the translated case) and ngxs (the chat stream).
+gateway_backends() {
+  cat <<YAML
+backends:
+  ngx: {base_url: "http://127.0.0.1:$1/v1", apis: [chat], key_required: false, prices: {fixed: {input: 1, output: 2}}}
+  ngxm: {base_url: "http://127.0.0.1:$1/v1", apis: [messages], key_required: false, auth: none, prices: {fixed: {input: 1, output: 2}}}
+  ngxs: {base_url: "http://127.0.0.1:$1/sse/v1", apis: [chat], key_required: false, prices: {fixed: {input: 1, output: 2}}}
+YAML
+}

@@ -42,19 +42,9 @@ nginx_start "$WORK/nginx" "$(nginx_static "$NGINX_PORT")"
 NGINX_PID=$NGINX_STARTED
 # The floor any proxy meets here: a second nginx (one worker) proxying to the first over
 # kept-alive connections, measured beside the gateway in every round of the new build.
-nginx_start "$WORK/proxy" "
-  upstream static { server 127.0.0.1:$NGINX_PORT; keepalive 64; keepalive_requests 1000000; }
-  server {
-    listen 127.0.0.1:$PROXY_PORT;
-    location / { proxy_pass http://static; proxy_http_version 1.1; proxy_set_header Connection \"\"; }
-  }"
+nginx_proxy "$WORK/proxy" "$PROXY_PORT" "$NGINX_PORT"
 PROXY_PID=$NGINX_STARTED
-cat >"$WORK/gateway.yaml" <<EOF
-backends:
-  ngx: {base_url: "http://127.0.0.1:$NGINX_PORT/v1", apis: [chat], key_required: false, prices: {fixed: {input: 1, output: 2}}}
-  ngxm: {base_url: "http://127.0.0.1:$NGINX_PORT/v1", apis: [messages], key_required: false, auth: none, prices: {fixed: {input: 1, output: 2}}}
-  ngxs: {base_url: "http://127.0.0.1:$NGINX_PORT/sse/v1", apis: [chat], key_required: false, prices: {fixed: {input: 1, output: 2}}}
-EOF
+gateway_backends "$NGINX_PORT" >"$WORK/gateway.yaml"
 # The PostgreSQL cases: the same gateway with `store: postgres`, and both stores with a
 # key that has a budget (a reservation and a settlement per call) and rpm/tpm (a window
 # counter per call), the limits far above what the load reaches.

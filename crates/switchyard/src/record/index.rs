@@ -227,10 +227,15 @@ pub fn run_spend_in(
 /// cut can keep the index's last commit and lose the segment's tail, which was not yet
 /// synced), and the writer numbers new calls from the last record on: without this, a
 /// new call's row would meet a stale row of the same number.
-fn drop_rows_after(conn: &Connection, last: u64) -> rusqlite::Result<()> {
-    let stale = conn.execute("DELETE FROM llm_calls WHERE number > ?1", [last as i64])?;
+fn drop_rows_after(conn: &Connection, last: u64, path: &Path) -> Result<()> {
+    let stale = conn
+        .execute("DELETE FROM llm_calls WHERE number > ?1", [last as i64])
+        .map_err(|e| db_error(path, e))?;
     if stale > 0 {
-        tracing::warn!("calls index: {stale} rows named calls the log no longer holds (after number {last}); dropped");
+        tracing::warn!(
+            "calls index {}: dropped {stale} rows of calls after number {last}, the log's last record (their lines were lost, as a power cut can lose a log's unsynced tail)",
+            path.display()
+        );
     }
     Ok(())
 }
@@ -384,7 +389,7 @@ impl IndexWriter {
     pub(crate) fn open(dir: &Path, last: u64, courtesy: Courtesy) -> Result<IndexWriter> {
         let path = dir.join(INDEX_FILE);
         let conn = open(&path)?;
-        drop_rows_after(&conn, last).map_err(|e| db_error(&path, e))?;
+        drop_rows_after(&conn, last, &path)?;
         catch_up(&conn, dir)?;
         let (tx, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()

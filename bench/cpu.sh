@@ -81,9 +81,9 @@ us = lambda ticks: ticks / int(hz) / calls * 1e6
 wu, ws = map(float, open(wrk_time).read().split()[-2:])
 parts = [("wrk", wu / calls * 1e6, ws / calls * 1e6)]
 for label, pid in (("static", static), ("proxy", proxy)):
-    threads = {k: (a[k][0] - b.get(k, (0, 0))[0], a[k][1] - b.get(k, (0, 0))[1]) for k in a if k.startswith(pid + ":")}
-    if pid == "0":
+    if pid == "0":  # a direct case: no proxy
         continue
+    threads = {k: (a[k][0] - b.get(k, (0, 0))[0], a[k][1] - b.get(k, (0, 0))[1]) for k in a if k.startswith(pid + ":")}
     parts.append((label, us(sum(t[0] for t in threads.values())), us(sum(t[1] for t in threads.values()))))
     if label == "proxy":
         by = {}

@@ -5,8 +5,9 @@
 //! ```yaml
 //! listen: 127.0.0.1:8080            # or {address: …, max_body_bytes: …, drain_timeout_secs: …,
 //!                                   #     header_timeout_secs, body_timeout_secs, idle_timeout_secs,
-//!                                   #     max_connections, max_json_depth, allowed_hosts, cors_origins,
-//!                                   #     lanes}
+//!                                   #     max_connections, max_calls_in_flight, max_streams_per_connection,
+//!                                   #     max_header_bytes, max_uri_bytes, max_headers, max_json_depth,
+//!                                   #     allowed_hosts, cors_origins, lanes}
 //! models:                           # client-visible name → reference
 //!   claude-sonnet-4-5: vllm/qwen3
 //!   gpt-5.4: mock/echo
@@ -15,7 +16,7 @@
 //!   - {name: ci, key_sha256: 9f86d08…, budget_usd: 5, budget_period: day}
 //! store: ./gateway-data             # or {path: DIR, durability: fast|answered|synced, max_backlog: N}
 //! timeouts: {first_byte_timeout_seconds: 600, idle_timeout_seconds: 300}
-//! limits: {max_targets: 1024, max_metric_series: 1000}
+//! limits: {max_targets: 1024, max_metric_series: 1000, max_metrics_bytes: 4194304}
 //! cache: {mode: read-write, ttl: 1h, temperature_above_zero: false}   # or off | read | read-write
 //! ```
 
@@ -61,9 +62,40 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 /// How deep a request body may nest arrays and objects (serde_json's own limit).
 pub const DEFAULT_MAX_JSON_DEPTH: usize = 128;
 
+/// Requests in flight at once, over every connection and HTTP/2 stream: as many as
+/// connections, so that an h2c client's streams get no more than HTTP/1 clients'
+/// connections would (see docs/gateway.md, *Calls in flight*).
+pub const DEFAULT_MAX_CALLS_IN_FLIGHT: usize = DEFAULT_MAX_CONNECTIONS;
+
+/// Streams one HTTP/2 connection may have open at once (its `SETTINGS_MAX_CONCURRENT_STREAMS`):
+/// the floor RFC 9113 recommends and what nginx and most servers advertise, enough for
+/// an agent's parallel tool calls on one connection; hyper's own default is 200.
+pub const DEFAULT_MAX_STREAMS_PER_CONNECTION: u32 = 100;
+
+/// The most bytes of one request head (request line and headers): far above any SDK's
+/// (a few hundred bytes) or a browser's with cookies (a few KiB).
+pub const DEFAULT_MAX_HEADER_BYTES: usize = 64 * 1024;
+
+/// The most bytes of a request target (path and query), as nginx's default header line.
+pub const DEFAULT_MAX_URI_BYTES: usize = 8 * 1024;
+
+/// The most header fields of one request (hyper's default).
+pub const DEFAULT_MAX_HEADERS: usize = 100;
+
+/// The largest `listen.max_uri_bytes`: hyper refuses targets of 65,534 bytes and more on
+/// its own (with an empty body), so the gateway's bound must stay under it.
+pub const MAX_URI_BYTES_CEILING: usize = 65_000;
+
+/// The largest `listen.max_header_bytes`.
+pub const MAX_HEADER_BYTES_CEILING: usize = 1024 * 1024;
+
+/// The largest `listen.max_headers`.
+pub const MAX_HEADERS_CEILING: usize = 1000;
+
 const LISTEN_FIELDS: &str = "address, max_body_bytes, drain_timeout_secs, header_timeout_secs, \
-     body_timeout_secs, idle_timeout_secs, max_connections, max_json_depth, allowed_hosts, cors_origins, \
-     lanes";
+     body_timeout_secs, idle_timeout_secs, max_connections, max_calls_in_flight, \
+     max_streams_per_connection, max_header_bytes, max_uri_bytes, max_headers, max_json_depth, \
+     allowed_hosts, cors_origins, lanes";
 
 /// The most lanes `listen.lanes` (and `serve --lanes`) may ask for.
 pub const MAX_LANES: usize = 1024;
@@ -94,6 +126,17 @@ pub struct GatewayConfig {
     pub idle_timeout: Duration,
     /// Connections served at once (`listen.max_connections`).
     pub max_connections: usize,
+    /// Requests in flight at once, over every connection and stream
+    /// (`listen.max_calls_in_flight`).
+    pub max_calls_in_flight: usize,
+    /// Streams one HTTP/2 connection may have open (`listen.max_streams_per_connection`).
+    pub max_streams_per_connection: u32,
+    /// The most bytes of one request head (`listen.max_header_bytes`).
+    pub max_header_bytes: usize,
+    /// The most bytes of one request target (`listen.max_uri_bytes`).
+    pub max_uri_bytes: usize,
+    /// The most header fields of one request (`listen.max_headers`).
+    pub max_headers: usize,
     /// How deep a body may nest arrays and objects (`listen.max_json_depth`).
     pub max_json_depth: usize,
     /// Host names a gateway without client keys answers besides loopback ones
@@ -119,6 +162,9 @@ pub struct GatewayConfig {
     /// The most metric series (`limits.max_metric_series`): calls past it are counted
     /// under `model="(other)"`.
     pub max_metric_series: usize,
+    /// The most bytes of the `/metrics` text (`limits.max_metrics_bytes`): series past it
+    /// are shown summed under `(other)`.
+    pub max_metrics_bytes: usize,
     /// The response cache (`cache:`; off by default, and only with a store).
     pub cache: crate::cache::CacheConfig,
 }
@@ -137,6 +183,11 @@ impl Default for GatewayConfig {
             body_timeout: DEFAULT_BODY_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_calls_in_flight: DEFAULT_MAX_CALLS_IN_FLIGHT,
+            max_streams_per_connection: DEFAULT_MAX_STREAMS_PER_CONNECTION,
+            max_header_bytes: DEFAULT_MAX_HEADER_BYTES,
+            max_uri_bytes: DEFAULT_MAX_URI_BYTES,
+            max_headers: DEFAULT_MAX_HEADERS,
             max_json_depth: DEFAULT_MAX_JSON_DEPTH,
             allowed_hosts: Vec::new(),
             cors_origins: Vec::new(),
@@ -147,6 +198,7 @@ impl Default for GatewayConfig {
             postgres: None,
             max_targets: crate::upstream::DEFAULT_MAX_TARGETS,
             max_metric_series: crate::metrics::DEFAULT_MAX_SERIES,
+            max_metrics_bytes: crate::metrics::DEFAULT_MAX_BYTES,
             cache: crate::cache::CacheConfig::default(),
         }
     }
@@ -359,6 +411,31 @@ fn read_listen(value: &Value, config: &mut GatewayConfig, errors: &mut Vec<Strin
                             "listen.max_connections: expected a whole number of connections > 0, found {v}"
                         )),
                     },
+                    ("max_calls_in_flight", v) => {
+                        if let Some(n) = read_count(v, "max_calls_in_flight", "calls", None, errors) {
+                            config.max_calls_in_flight = n;
+                        }
+                    }
+                    ("max_streams_per_connection", v) => {
+                        if let Some(n) = read_count(v, "max_streams_per_connection", "streams", Some(u32::MAX as usize), errors) {
+                            config.max_streams_per_connection = n as u32;
+                        }
+                    }
+                    ("max_header_bytes", v) => {
+                        if let Some(n) = read_count(v, "max_header_bytes", "bytes", Some(MAX_HEADER_BYTES_CEILING), errors) {
+                            config.max_header_bytes = n;
+                        }
+                    }
+                    ("max_uri_bytes", v) => {
+                        if let Some(n) = read_count(v, "max_uri_bytes", "bytes", Some(MAX_URI_BYTES_CEILING), errors) {
+                            config.max_uri_bytes = n;
+                        }
+                    }
+                    ("max_headers", v) => {
+                        if let Some(n) = read_count(v, "max_headers", "header fields", Some(MAX_HEADERS_CEILING), errors) {
+                            config.max_headers = n;
+                        }
+                    }
                     ("max_json_depth", v) => match v.as_u64() {
                         Some(n) if n > 0 => config.max_json_depth = n as usize,
                         _ => errors.push(format!(
@@ -386,6 +463,29 @@ fn read_listen(value: &Value, config: &mut GatewayConfig, errors: &mut Vec<Strin
         other => errors.push(format!(
             "listen: expected an address such as {DEFAULT_LISTEN}, found {other}"
         )),
+    }
+}
+
+/// A whole number of `what` for `listen.{field}`, from 1 to `ceiling` when there is one.
+fn read_count(
+    v: &Value,
+    field: &str,
+    what: &str,
+    ceiling: Option<usize>,
+    errors: &mut Vec<String>,
+) -> Option<usize> {
+    let top = ceiling.unwrap_or(usize::MAX) as u64;
+    match v.as_u64() {
+        Some(n) if n > 0 && n <= top => Some(n as usize),
+        _ => {
+            errors.push(match ceiling {
+                Some(c) => format!(
+                    "listen.{field}: expected a whole number of {what} from 1 to {c}, found {v}"
+                ),
+                None => format!("listen.{field}: expected a whole number of {what} > 0, found {v}"),
+            });
+            None
+        }
     }
 }
 
@@ -497,6 +597,7 @@ mod tests {
         assert_eq!(c.allowed_hosts, ["gw.internal", "10.0.0.5", "[fd00::1]"]);
         assert_eq!(c.cors_origins[1], "http://localhost:5173");
         let d = GatewayConfig::default();
+        assert_eq!(d.max_calls_in_flight, d.max_connections);
         assert_eq!(
             (d.header_timeout, d.body_timeout, d.idle_timeout),
             (
@@ -504,6 +605,33 @@ mod tests {
                 DEFAULT_BODY_TIMEOUT,
                 DEFAULT_IDLE_TIMEOUT
             )
+        );
+    }
+
+    #[test]
+    fn the_listeners_bounds_are_read_and_their_problems_named() {
+        let c = GatewayConfig::from_sections(&sections(json!({
+            "listen": {"max_calls_in_flight": 8, "max_streams_per_connection": 4,
+                       "max_header_bytes": 2048, "max_uri_bytes": 512, "max_headers": 20},
+            "limits": {"max_metrics_bytes": 200000}
+        })))
+        .unwrap();
+        assert_eq!(
+            (c.max_calls_in_flight, c.max_streams_per_connection, c.max_header_bytes),
+            (8, 4, 2048)
+        );
+        assert_eq!((c.max_uri_bytes, c.max_headers, c.max_metrics_bytes), (512, 20, 200000));
+        let e = GatewayConfig::from_sections(&sections(json!({
+            "listen": {"max_calls_in_flight": 0, "max_uri_bytes": 70000, "max_headers": "many"}
+        })))
+        .unwrap_err();
+        assert_eq!(
+            e,
+            [
+                "listen.max_calls_in_flight: expected a whole number of calls > 0, found 0",
+                "listen.max_headers: expected a whole number of header fields from 1 to 1000, found \"many\"",
+                "listen.max_uri_bytes: expected a whole number of bytes from 1 to 65000, found 70000",
+            ]
         );
     }
 

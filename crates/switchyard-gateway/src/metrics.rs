@@ -62,6 +62,30 @@ type Counter = (&'static str, &'static str, fn(&Series) -> String);
 /// The most `/metrics` series (backend × model × key) by default.
 pub const DEFAULT_MAX_SERIES: usize = 1000;
 
+/// The most bytes of the `/metrics` text by default: a Prometheus scrape of this size takes
+/// milliseconds, and it holds ~1,000 series with names of everyday length.
+pub const DEFAULT_MAX_BYTES: usize = 4 * 1024 * 1024;
+
+/// The least `limits.max_metrics_bytes` accepted: room for [`RESERVED_BYTES`] and some series.
+pub const MIN_MAX_BYTES: usize = 2 * RESERVED_BYTES;
+
+/// Bytes of the `/metrics` text kept for what is not a series of the call metrics (the
+/// unlabelled metrics, the refusal counters, the store's gauges, the help lines): under
+/// 10 KiB today, so the budget leaves room to grow.
+const RESERVED_BYTES: usize = 64 * 1024;
+
+/// The most characters of a label value: longer ones (a model name of a few KB) are cut
+/// and end in `…`, so one series' lines stay a few KB however long its names.
+pub const MAX_LABEL_CHARS: usize = 100;
+
+/// Lines of one series over every family: 7 counters and 2 histograms of
+/// `LATENCY_BUCKETS.len() + 3` lines.
+const LINES_PER_SERIES: usize = 7 + 2 * (LATENCY_BUCKETS.len() + 3);
+
+/// Bytes of one series' line besides its labels, at most: the longest metric name with
+/// its `_bucket` suffix and `le` label (~70) and a value (≤ 24).
+const LINE_BYTES_BESIDES_LABELS: usize = 100;
+
 /// The model label of calls whose model never answered (a name the upstream refuses, a
 /// refusal before any upstream call): one label, however many names clients send.
 const UNKNOWN_MODEL: &str = "(unknown)";
@@ -95,6 +119,18 @@ impl Histogram {
         self.count += 1;
     }
 
+    /// Adds `other`'s observations (for series shown summed).
+    fn merge(&mut self, other: &Histogram) {
+        if self.counts.is_empty() {
+            self.counts = vec![0; LATENCY_BUCKETS.len()];
+        }
+        for (mine, theirs) in self.counts.iter_mut().zip(&other.counts) {
+            *mine += theirs;
+        }
+        self.sum += other.sum;
+        self.count += other.count;
+    }
+
     fn render(&self, out: &mut String, name: &str, labels: &str) {
         let sep = if labels.is_empty() { "" } else { "," };
         for (i, b) in LATENCY_BUCKETS.iter().enumerate() {
@@ -126,10 +162,28 @@ struct Series {
     ttfb: Histogram,
 }
 
+impl Series {
+    /// Adds `other` (for series shown summed under `(other)`).
+    fn merge(&mut self, other: &Series) {
+        self.requests += other.requests;
+        self.errors += other.errors;
+        self.input_tokens += other.input_tokens;
+        self.cached_input_tokens += other.cached_input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cost_usd += other.cost_usd;
+        self.unpriced += other.unpriced;
+        self.latency.merge(&other.latency);
+        self.ttfb.merge(&other.ttfb);
+    }
+}
+
+/// A series' labels: backend, model, key.
+type Labels = (String, String, String);
+
 #[derive(Default)]
 struct Inner {
     /// (backend, model, key) → series.
-    series: BTreeMap<(String, String, String), Series>,
+    series: BTreeMap<Labels, Series>,
     overhead: Histogram,
     in_flight: i64,
 }
@@ -139,6 +193,7 @@ pub struct Metrics {
     inner: Mutex<Inner>,
     recorder: Mutex<Option<Arc<dyn CallRecorder>>>,
     max_series: usize,
+    max_bytes: usize,
     refusals: crate::listener_refusals::Refusals,
     cache_hits: std::sync::atomic::AtomicU64,
     cache_misses: std::sync::atomic::AtomicU64,
@@ -157,10 +212,18 @@ impl Metrics {
             inner: Mutex::default(),
             recorder: Mutex::default(),
             max_series: max_series.max(1),
+            max_bytes: DEFAULT_MAX_BYTES,
             refusals: Default::default(),
             cache_hits: Default::default(),
             cache_misses: Default::default(),
         }
+    }
+
+    /// The same counters, their text kept under `max_bytes` (`limits.max_metrics_bytes`;
+    /// at least [`MIN_MAX_BYTES`]): series past it are shown summed under `(other)`.
+    pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = max_bytes.max(MIN_MAX_BYTES);
+        self
     }
 
     /// The series counted so far.
@@ -207,13 +270,13 @@ impl Metrics {
             inner.in_flight -= 1;
             inner.overhead.observe(call.overhead.as_secs_f64());
             let mut labels = (
-                call.backend.clone(),
+                label_value(&call.backend),
                 if call.model_known {
-                    call.model.clone()
+                    label_value(&call.model)
                 } else {
                     UNKNOWN_MODEL.to_string()
                 },
-                call.key.clone(),
+                label_value(&call.key),
             );
             if inner.series.len() >= self.max_series && !inner.series.contains_key(&labels) {
                 labels = (OTHER.into(), OTHER.into(), OTHER.into());
@@ -251,6 +314,7 @@ impl Metrics {
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
         let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let (shown, folded) = fit(&inner.series, self.max_bytes - RESERVED_BYTES);
         let mut out = String::with_capacity(4096);
         let counters: [Counter; 7] = [
             (
@@ -291,7 +355,7 @@ impl Metrics {
         ];
         for (name, help, value) in counters {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
-            for ((backend, model, key), s) in &inner.series {
+            for ((backend, model, key), s) in &shown {
                 let _ = writeln!(
                     out,
                     "{name}{{{}}} {}",
@@ -313,7 +377,7 @@ impl Metrics {
             ),
         ] {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
-            for ((backend, model, key), s) in &inner.series {
+            for ((backend, model, key), s) in &shown {
                 pick(s).render(&mut out, name, &labels(backend, model, key));
             }
         }
@@ -346,9 +410,57 @@ impl Metrics {
                 counter.load(std::sync::atomic::Ordering::Relaxed)
             );
         }
+        let name = "switchyard_gateway_metrics_series_folded";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Series of the call metrics shown summed under (other) in this text, to keep it under limits.max_metrics_bytes.\n# TYPE {name} gauge\n{name} {folded}"
+        );
         self.refusals.render(&mut out);
         render_otel(&mut out);
         out
+    }
+}
+
+/// The series to show within `budget` bytes, the busiest first: those that do not fit are
+/// summed into the `(other)` series, so every total stays whole. Returns the series to
+/// render and how many were summed.
+fn fit(series: &BTreeMap<Labels, Series>, budget: usize) -> (BTreeMap<Labels, Series>, usize) {
+    let cost = |(backend, model, key): &Labels| {
+        LINES_PER_SERIES * (LINE_BYTES_BESIDES_LABELS + labels(backend, model, key).len())
+    };
+    let other: Labels = (OTHER.into(), OTHER.into(), OTHER.into());
+    let mut busiest: Vec<(&Labels, &Series)> = series.iter().collect();
+    busiest.sort_by(|a, b| b.1.requests.cmp(&a.1.requests));
+    // The (other) series is always shown: what does not fit goes into it.
+    let mut spent = cost(&other);
+    let mut shown: BTreeMap<Labels, Series> = BTreeMap::new();
+    let mut summed = Series::default();
+    let mut folded = 0;
+    for (labels, s) in busiest {
+        if *labels == other {
+            summed.merge(s);
+            continue;
+        }
+        let c = cost(labels);
+        if spent + c <= budget {
+            spent += c;
+            shown.insert(labels.clone(), s.clone());
+        } else {
+            summed.merge(s);
+            folded += 1;
+        }
+    }
+    if folded > 0 || series.contains_key(&other) {
+        shown.insert(other, summed);
+    }
+    (shown, folded)
+}
+
+/// A label value of at most [`MAX_LABEL_CHARS`] characters (cut ones end in `…`).
+fn label_value(s: &str) -> String {
+    match s.char_indices().nth(MAX_LABEL_CHARS) {
+        None => s.to_string(),
+        Some((cut, _)) => format!("{}…", &s[..cut]),
     }
 }
 

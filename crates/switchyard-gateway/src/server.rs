@@ -132,7 +132,8 @@ impl Gateway {
             state: Arc::new(State {
                 upstreams,
                 keys,
-                metrics: Metrics::new(config.max_metric_series),
+                metrics: Metrics::new(config.max_metric_series)
+                    .with_max_bytes(config.max_metrics_bytes),
                 max_body_bytes: config.max_body_bytes,
                 started: Instant::now(),
                 refusals: crate::refusals::Refusals::new(store.as_ref().map(Store::dir)),

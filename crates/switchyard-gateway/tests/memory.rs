@@ -1,7 +1,8 @@
 //! Bounded memory against a stream of distinct model names: 10,000 names the upstream
 //! refuses leave no cached target and one metrics series; names that work are cached and
 //! labelled up to their bounds (`limits.max_targets`, `limits.max_metric_series`), then
-//! the least used target leaves and new series count under `(other)`.
+//! the least used target leaves and new series count under `(other)`; `/metrics` at its
+//! series bound with long names stays under `limits.max_metrics_bytes`.
 
 mod common;
 
@@ -112,6 +113,118 @@ async fn working_names_are_cached_and_labelled_up_to_their_bounds() {
         .unwrap();
     assert!(metrics.contains("model=\"(other)\""), "{metrics}");
     running.shutdown().await.unwrap();
+}
+
+/// A call's summary as the metering makes it, for `model` and `key`.
+fn summary(model: &str, key: &str, input: u64) -> switchyard_gateway::CallSummary {
+    switchyard_gateway::CallSummary {
+        key: key.into(),
+        backend: "mock".into(),
+        model: model.into(),
+        client_dialect: Dialect::Chat,
+        upstream_dialect: Some(Dialect::Chat),
+        stream: false,
+        passthrough: true,
+        status: 200,
+        error: None,
+        usage: Some(switchyard::Usage {
+            input,
+            ..Default::default()
+        }),
+        cost_usd: None,
+        latency: std::time::Duration::from_millis(3),
+        time_to_first_byte: None,
+        overhead: std::time::Duration::from_micros(50),
+        requested: model.into(),
+        upstream_called: true,
+        model_known: true,
+    }
+}
+
+/// The sum of `family`'s values in a `/metrics` text.
+fn total(metrics: &str, family: &str) -> u64 {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with(&format!("{family}{{")))
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum()
+}
+
+/// Before, 1,000 series (the default bound) of long names made a `/metrics` text of
+/// megabytes (5.3 MB measured, more with longer names). Label values are cut at 100
+/// characters and the text kept under `limits.max_metrics_bytes`; the series that do not
+/// fit are summed under `(other)`, so every total stays whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_at_the_series_bound_with_long_names_stay_under_their_byte_bound() {
+    let mock = MockServer::start().await;
+    for (max_bytes, name_len) in [(switchyard_gateway::metrics::DEFAULT_MAX_BYTES, 4_000), (256 * 1024, 60)] {
+        let gateway = gateway_for(
+            &mock.base_url(),
+            GatewayConfig {
+                max_metrics_bytes: max_bytes,
+                ..GatewayConfig::default()
+            },
+            MapEnv::default(),
+            &[],
+        );
+        let observer = gateway.clone();
+        let running = start(gateway, "127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
+        // 1,100 distinct series: the bound (1,000) and 100 more under (other); the
+        // busiest first, so that the ones shown are the busiest.
+        for i in 0..1_100u64 {
+            let model = format!("m{i:04}-{}\"\\", "x".repeat(name_len));
+            let key = format!("key-{i}-{}", "k".repeat(name_len));
+            for _ in 0..(1 + (1_100 - i) / 100) {
+                observer.metrics().finished(&summary(&model, &key, 10));
+            }
+        }
+        assert_eq!(observer.metrics().series(), 1_001);
+        let calls: u64 = (0..1_100u64).map(|i| 1 + (1_100 - i) / 100).sum();
+        let metrics = reqwest::get(format!("{}/metrics", running.url()))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            metrics.len() <= max_bytes,
+            "{} bytes, bound {max_bytes}",
+            metrics.len()
+        );
+        assert_eq!(total(&metrics, "switchyard_gateway_requests_total"), calls);
+        assert_eq!(total(&metrics, "switchyard_gateway_input_tokens_total"), calls * 10);
+        assert_eq!(
+            total(&metrics, "switchyard_gateway_request_duration_seconds_count"),
+            calls
+        );
+        let folded: u64 = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("switchyard_gateway_metrics_series_folded "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        let shown = metrics
+            .lines()
+            .filter(|l| l.starts_with("switchyard_gateway_requests_total{"))
+            .count() as u64;
+        // Every series is either shown or folded (the (other) one is shown).
+        assert_eq!(shown - 1 + folded, 1_000, "{shown} shown, {folded} folded");
+        assert!(folded > 0 && shown > 10, "{shown} shown, {folded} folded");
+        // The busiest is shown, its labels cut at 100 characters (when longer) and escaped.
+        let busiest = if name_len > 100 {
+            format!("model=\"m0000-{}…\"", "x".repeat(94))
+        } else {
+            format!("model=\"m0000-{}\\\"\\\\\"", "x".repeat(name_len))
+        };
+        assert!(metrics.contains(&busiest), "{busiest}: {}", &metrics[..2000]);
+        println!(
+            "names of {name_len}: {} bytes (bound {max_bytes}), {shown} series shown, {folded} folded",
+            metrics.len()
+        );
+        running.shutdown().await.unwrap();
+    }
 }
 
 /// Before, 62,000 unauthenticated requests in 3 s wrote 53 MB of records. Refusals before

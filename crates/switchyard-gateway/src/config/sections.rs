@@ -21,7 +21,7 @@ pub const GATEWAY_TIMEOUTS: Timeouts = Timeouts {
 };
 
 const STORE_FIELDS: &str = "path, durability, max_backlog, postgres";
-const LIMIT_FIELDS: &str = "max_targets, max_metric_series";
+const LIMIT_FIELDS: &str = "max_targets, max_metric_series, max_metrics_bytes";
 
 /// `store: DIR` or `store: {path, durability, max_backlog, postgres}`.
 pub(super) fn read_store(value: &Value, config: &mut GatewayConfig, errors: &mut Vec<String>) {
@@ -103,7 +103,7 @@ pub(super) fn read_timeouts(value: &Value, config: &mut GatewayConfig, errors: &
     }
 }
 
-/// `limits: {max_targets, max_metric_series}`: the bounds on what a stream of distinct
+/// `limits: {max_targets, max_metric_series, max_metrics_bytes}`: the bounds on what a stream of distinct
 /// model names can make the gateway keep.
 pub(super) fn read_limits(value: &Value, config: &mut GatewayConfig, errors: &mut Vec<String>) {
     let Value::Object(map) = value else {
@@ -125,6 +125,11 @@ pub(super) fn read_limits(value: &Value, config: &mut GatewayConfig, errors: &mu
         match k.as_str() {
             "max_targets" => config.max_targets = n,
             "max_metric_series" => config.max_metric_series = n,
+            "max_metrics_bytes" if n < crate::metrics::MIN_MAX_BYTES => errors.push(format!(
+                "limits.max_metrics_bytes: expected at least {} bytes (64 KiB of the text is kept for the gateway's unlabelled metrics), found {n}",
+                crate::metrics::MIN_MAX_BYTES
+            )),
+            "max_metrics_bytes" => config.max_metrics_bytes = n,
             other => errors.push(format!(
                 "limits.{other}: unknown field; accepted: {LIMIT_FIELDS}"
             )),

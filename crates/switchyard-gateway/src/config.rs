@@ -629,8 +629,8 @@ mod tests {
             e,
             [
                 "listen.max_calls_in_flight: expected a whole number of calls > 0, found 0",
-                "listen.max_headers: expected a whole number of header fields from 1 to 1000, found \"many\"",
                 "listen.max_uri_bytes: expected a whole number of bytes from 1 to 65000, found 70000",
+                "listen.max_headers: expected a whole number of header fields from 1 to 1000, found \"many\"",
             ]
         );
     }

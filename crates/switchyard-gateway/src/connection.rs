@@ -1,11 +1,15 @@
 //! One accepted connection: HTTP/1.1 or h2c (prior knowledge) through hyper-util's auto
-//! builder, every request through the [`Guard`] and then the router, and the connection's
-//! header and idle deadlines ([`crate::deadlines`]) kept by its own task, which also
-//! starts the graceful close when the gateway stops.
+//! builder, every HTTP/1 head judged first ([`crate::head_guard`]), every request counted
+//! against the calls in flight ([`CallSlots`]), through the [`Guard`] and then the router,
+//! and the connection's header and idle deadlines ([`crate::deadlines`]) kept by its own
+//! task, which also starts the graceful close when the gateway stops or the listener
+//! takes this idle connection's place for a new one.
 
+use crate::call_slots::{CallSlot, CallSlots};
 use crate::deadlines::{Activity, Due, InFlight, Tracked, Watched};
 use crate::errors::ApiError;
 use crate::guard::{allow_origin, Guard, Verdict};
+use crate::head_guard::{HeadGuard, HeadLimits, Refusal};
 use crate::listener_refusals::{self as refusals, Reason};
 use crate::path_dialect::dialect_of;
 use crate::state::State;
@@ -40,6 +44,10 @@ pub(crate) struct Shared {
     pub idle_timeout: Duration,
     /// The connection cap, for the message of a connection refused at it.
     pub max_connections: usize,
+    /// The calls in flight over every connection (`listen.max_calls_in_flight`).
+    pub calls: Arc<CallSlots>,
+    /// The bounds on a request head.
+    pub head: HeadLimits,
     /// HTTP/1.1 and h2c, as `axum::serve` sets them up, hyper's own head timeout off.
     pub builder: auto::Builder<TaskExecutor>,
 }
@@ -58,11 +66,12 @@ pub(crate) enum Mode {
 pub(crate) async fn serve(
     shared: Arc<Shared>,
     tcp: TcpStream,
+    activity: Arc<Activity>,
     mode: Mode,
     mut stop: watch::Receiver<bool>,
 ) {
-    let activity = Activity::new();
-    let io = TokioIo::new(Watched::new(tcp, activity.clone()));
+    let guard = HeadGuard::new(shared.head);
+    let io = TokioIo::new(Watched::new(tcp, activity.clone(), guard));
     let service = Service {
         shared: shared.clone(),
         activity: activity.clone(),
@@ -85,18 +94,29 @@ pub(crate) async fn serve(
                 stopping = true;
                 conn.as_mut().graceful_shutdown();
             }
+            // Idle, and its place given to a new connection (counted by the listener):
+            // closed now if still idle, else after the request that just began.
+            _ = activity.evicted(), if !stopping => {
+                stopping = true;
+                conn.as_mut().graceful_shutdown();
+            }
             _ = check.as_mut() => {
                 let now = Instant::now();
                 let next = match activity.next_deadline(header, idle) {
                     Some((at, due)) if at <= now => {
                         // Dropping the connection closes the socket.
-                        shared.state.metrics.refusals().count(match due {
-                            Due::Header => Reason::HeaderTimeout,
-                            Due::Idle => Reason::IdleTimeout,
-                        });
+                        let reason = match due {
+                            Due::Header => Some(Reason::HeaderTimeout),
+                            Due::Idle => Some(Reason::IdleTimeout),
+                            // Counted when its head was refused.
+                            Due::Linger => None,
+                        };
+                        if let Some(reason) = reason {
+                            shared.state.metrics.refusals().count(reason);
+                        }
                         return;
                     }
-                    Some((at, Due::Header)) => at,
+                    Some((at, Due::Header | Due::Linger)) => at,
                     // A head may begin any moment: look again within a header deadline.
                     Some((at, Due::Idle)) => at.min(now + header),
                     // A request in flight may end any moment, starting the idle clock.
@@ -122,32 +142,56 @@ impl hyper::service::Service<Request<Incoming>> for Service {
 
     fn call(&self, request: Request<Incoming>) -> Served {
         let http1 = request.version() < Version::HTTP_2;
-        let in_flight = Some(self.activity.request_started(!http1));
+        let (in_flight, refused_head) = self.activity.request_started(!http1);
+        let in_flight = Some(in_flight);
         let refusals = self.shared.state.metrics.refusals();
-        let (state, cors) = if self.mode == Mode::Refuse {
+        let mut slot = None;
+        let (state, cors) = if let Some(refusal) = refused_head {
+            // The stand-in of a head the head guard refused: whatever it says, it is
+            // answered with that refusal.
+            refusals.count(refusal.reason);
+            (Step::Answered(Some(head_refused(refusal))), None)
+        } else if self.mode == Mode::Refuse {
             refusals.count(Reason::ConnectionCap);
             let refusal = at_the_cap(&request, self.shared.max_connections);
             (Step::Answered(Some(refusal)), None)
+        } else if let Some(taken) = self.shared.calls.take() {
+            slot = Some(taken);
+            self.route(request, refusals)
         } else {
-            match self.shared.guard.check(
-                request.method(),
-                request.uri(),
-                request.headers(),
-                refusals,
-            ) {
-                Verdict::Answer(response) => (Step::Answered(Some(response)), None),
-                Verdict::Pass { cors } => {
-                    let mut router = self.shared.router.clone();
-                    let routing = tower_service::Service::call(&mut router, request);
-                    (Step::Routing(routing), cors)
-                }
-            }
+            refusals.count(Reason::CallsInFlight);
+            let refusal = at_the_call_cap(&request, self.shared.calls.max());
+            (Step::Answered(Some(refusal)), None)
         };
         Served {
             state,
             in_flight,
+            slot,
             cors,
             http1,
+        }
+    }
+}
+
+impl Service {
+    /// A request within the caps: through the guard, then the router.
+    fn route(
+        &self,
+        request: Request<Incoming>,
+        refusals: &crate::listener_refusals::Refusals,
+    ) -> (Step, Option<HeaderValue>) {
+        match self.shared.guard.check(
+            request.method(),
+            request.uri(),
+            request.headers(),
+            refusals,
+        ) {
+            Verdict::Answer(response) => (Step::Answered(Some(response)), None),
+            Verdict::Pass { cors } => {
+                let mut router = self.shared.router.clone();
+                let routing = tower_service::Service::call(&mut router, request);
+                (Step::Routing(routing), cors)
+            }
         }
     }
 }
@@ -170,10 +214,37 @@ fn at_the_cap(request: &Request<Incoming>, cap: usize) -> axum::response::Respon
     r
 }
 
+/// The 503 a request over the calls in flight gets, in its path's dialect.
+fn at_the_call_cap(request: &Request<Incoming>, cap: usize) -> axum::response::Response {
+    let dialect = dialect_of(request.uri().path(), request.headers());
+    let e: ApiError = refusals::error(
+        dialect,
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!(
+            "the gateway is serving as many calls as it takes at once ({cap}, listen.max_calls_in_flight); \
+             try again in a moment"
+        ),
+    )
+    .with_retry_after(Duration::from_secs(1));
+    e.into_response_for(dialect)
+}
+
+/// The answer to a head the head guard refused, in its path's dialect; the connection
+/// closes after it (what followed the head cannot be read as requests).
+fn head_refused(refusal: Refusal) -> axum::response::Response {
+    let e = refusals::error(refusal.dialect, refusal.status, refusal.message);
+    let mut r = e.into_response_for(refusal.dialect);
+    r.headers_mut()
+        .insert("connection", HeaderValue::from_static("close"));
+    r
+}
+
 /// A request's response on its way: answered by the listener, or from the router.
 struct Served {
     state: Step,
     in_flight: Option<InFlight>,
+    /// Its place among the calls in flight, given back with the response's body.
+    slot: Option<CallSlot>,
     cors: Option<HeaderValue>,
     http1: bool,
 }
@@ -207,7 +278,7 @@ impl Future for Served {
         if let Some(origin) = this.cors.take() {
             allow_origin(&mut response, origin);
         }
-        let in_flight = this.in_flight.take();
-        Poll::Ready(Ok(response.map(|body| Tracked::new(body, in_flight))))
+        let (in_flight, slot) = (this.in_flight.take(), this.slot.take());
+        Poll::Ready(Ok(response.map(|body| Tracked::new(body, in_flight, slot))))
     }
 }

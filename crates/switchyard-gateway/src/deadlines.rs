@@ -16,11 +16,13 @@
 //! - while a request is in flight neither runs: the body has its own deadline
 //!   (`request_body.rs`) and a reply may stream for as long as the model writes.
 
+use crate::head_guard::{HeadGuard, ReadTo, Refusal};
 use bytes::Bytes;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::sync::{Arc, Mutex};
+use std::task::{ready, Context, Poll};
+use tokio::sync::Notify;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
@@ -39,6 +41,15 @@ pub(crate) struct Activity {
     last_done: AtomicU64,
     /// When the first byte after the last request's end arrived (`NONE`: none yet).
     head_started: AtomicU64,
+    /// Requests started so far.
+    requests: AtomicU64,
+    /// A head the [`HeadGuard`] refused, and which request hyper will answer in its place.
+    refusal: Mutex<Option<(u64, Refusal)>>,
+    /// When a head was refused (`NONE`: never); the connection then lingers at most a
+    /// header deadline, for the client to read the refusal, and closes.
+    refused_at: AtomicU64,
+    /// Set when the listener takes this idle connection's place for a new one.
+    evicted: Notify,
 }
 
 /// Which deadline is next.
@@ -48,6 +59,8 @@ pub(crate) enum Due {
     Header,
     /// The connection has idled too long.
     Idle,
+    /// A refused head's connection has lingered long enough.
+    Linger,
 }
 
 impl Activity {
@@ -60,6 +73,10 @@ impl Activity {
             multiplexed: AtomicBool::new(false),
             last_done: AtomicU64::new(0),
             head_started: AtomicU64::new(NONE),
+            requests: AtomicU64::new(0),
+            refusal: Mutex::new(None),
+            refused_at: AtomicU64::new(NONE),
+            evicted: Notify::new(),
         })
     }
 
@@ -84,7 +101,26 @@ impl Activity {
     /// A request's head was read (the service was called); the returned guard ends it
     /// when dropped, with the response's body (or the request's future, if it never
     /// answered).
-    pub(crate) fn request_started(self: &Arc<Self>, http2: bool) -> InFlight {
+    /// Also returns the refusal this request stands in for, when it is the stand-in of a
+    /// head the [`HeadGuard`] refused.
+    pub(crate) fn request_started(self: &Arc<Self>, http2: bool) -> (InFlight, Option<Refusal>) {
+        let index = self.requests.fetch_add(1, Ordering::Relaxed);
+        let refusal = if self.refused_at.load(Ordering::Acquire) == NONE {
+            None
+        } else {
+            let mut held = self.refusal.lock().unwrap_or_else(|p| p.into_inner());
+            match held.take() {
+                Some((at, r)) if at == index => Some(r),
+                other => {
+                    *held = other;
+                    None
+                }
+            }
+        };
+        (self.started(http2), refusal)
+    }
+
+    fn started(self: &Arc<Self>, http2: bool) -> InFlight {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
         self.served.store(true, Ordering::Relaxed);
         self.head_started.store(NONE, Ordering::Relaxed);
@@ -94,8 +130,45 @@ impl Activity {
         InFlight(self.clone())
     }
 
+    /// The head hyper will read as request number `index` was refused: that request is
+    /// answered with `refusal`.
+    pub(crate) fn refuse(&self, index: u64, refusal: Refusal) {
+        *self.refusal.lock().unwrap_or_else(|p| p.into_inner()) = Some((index, refusal));
+        self.refused_at.store(self.now(), Ordering::Release);
+    }
+
+    #[cfg(test)]
+    pub(crate) fn refusal_for_test(&self) -> Option<(u64, Refusal)> {
+        self.refusal.lock().unwrap().clone()
+    }
+
+    /// Since when the connection has been idle between requests (no request in flight,
+    /// none begun), if it is: a connection the listener may close for a new one.
+    pub(crate) fn idle_since(&self) -> Option<Instant> {
+        let idle = self.in_flight.load(Ordering::Acquire) == 0
+            && self.served.load(Ordering::Relaxed)
+            && self.refused_at.load(Ordering::Relaxed) == NONE
+            && (self.multiplexed.load(Ordering::Relaxed)
+                || self.head_started.load(Ordering::Relaxed) == NONE);
+        idle.then(|| self.at(self.last_done.load(Ordering::Relaxed)))
+    }
+
+    /// Asks the connection's task to close it (it was idle, and its place is taken).
+    pub(crate) fn evict(&self) {
+        self.evicted.notify_one();
+    }
+
+    /// Resolves once the connection is asked to close for a new one.
+    pub(crate) async fn evicted(&self) {
+        self.evicted.notified().await
+    }
+
     /// The next deadline and which one it is; `None` while a request is in flight.
     pub(crate) fn next_deadline(&self, header: Duration, idle: Duration) -> Option<(Instant, Due)> {
+        let refused = self.refused_at.load(Ordering::Acquire);
+        if refused != NONE {
+            return Some((self.at(refused) + header, Due::Linger));
+        }
         if self.in_flight.load(Ordering::Acquire) > 0 {
             return None;
         }
@@ -126,31 +199,100 @@ impl Drop for InFlight {
     }
 }
 
-/// The accepted socket, reporting reads to the connection's [`Activity`].
+/// The accepted socket, reporting reads to the connection's [`Activity`], and giving
+/// hyper each HTTP/1 head only once the [`HeadGuard`] judged it.
 pub(crate) struct Watched {
     tcp: TcpStream,
     activity: Arc<Activity>,
+    guard: HeadGuard,
+    /// The write side was shut (a refused connection lingering).
+    shut: bool,
 }
 
+/// How much the guard reads from the socket at once.
+const GUARD_READ: usize = 8 * 1024;
+
 impl Watched {
-    /// Watches `tcp` for `activity`.
-    pub(crate) fn new(tcp: TcpStream, activity: Arc<Activity>) -> Watched {
-        Watched { tcp, activity }
+    /// Watches `tcp` for `activity`, its heads judged by `guard`.
+    pub(crate) fn new(tcp: TcpStream, activity: Arc<Activity>, guard: HeadGuard) -> Watched {
+        Watched {
+            tcp,
+            activity,
+            guard,
+            shut: false,
+        }
+    }
+
+    /// Reads and drops what the client sends, until it closes (`Ready`) or has nothing
+    /// more for now (`Pending`).
+    fn poll_discard(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let mut sink = [0u8; GUARD_READ];
+        loop {
+            let mut buf = ReadBuf::new(&mut sink);
+            ready!(Pin::new(&mut self.tcp).poll_read(cx, &mut buf))?;
+            if buf.filled().is_empty() {
+                return Poll::Ready(Ok(()));
+            }
+        }
     }
 }
 
 impl AsyncRead for Watched {
     fn poll_read(
-        mut self: Pin<&mut Self>,
+        self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut self.tcp).poll_read(cx, buf);
-        if buf.filled().len() > before {
-            self.activity.bytes_read();
+        let this = self.get_mut();
+        loop {
+            let ready = this.guard.ready();
+            if !ready.is_empty() {
+                let n = ready.len().min(buf.remaining());
+                buf.put_slice(&ready[..n]);
+                this.guard.gave(n);
+                return Poll::Ready(Ok(()));
+            }
+            match this.guard.next_read() {
+                Some(ReadTo::Hyper(max)) => {
+                    let before = buf.filled().len();
+                    let polled = if max < buf.remaining() {
+                        // A body's last bytes, read apart so that none of the next head
+                        // (the guard's) is read with them.
+                        let mut chunk = [0u8; GUARD_READ];
+                        let mut part = ReadBuf::new(&mut chunk[..max.min(GUARD_READ)]);
+                        let polled = Pin::new(&mut this.tcp).poll_read(cx, &mut part);
+                        buf.put_slice(part.filled());
+                        polled
+                    } else {
+                        Pin::new(&mut this.tcp).poll_read(cx, buf)
+                    };
+                    let n = buf.filled().len() - before;
+                    if n > 0 {
+                        this.activity.bytes_read();
+                        this.guard.passed(n);
+                    }
+                    return polled;
+                }
+                Some(ReadTo::Guard) => {
+                    let mut chunk = [0u8; GUARD_READ];
+                    let mut read = ReadBuf::new(&mut chunk);
+                    ready!(Pin::new(&mut this.tcp).poll_read(cx, &mut read))?;
+                    if read.filled().is_empty() {
+                        // The client closed: hyper sees the end (a head cut short is its
+                        // to drop, unanswered).
+                        return Poll::Ready(Ok(()));
+                    }
+                    this.activity.bytes_read();
+                    this.guard.read(read.filled(), &this.activity);
+                }
+                None => {
+                    // Refused: nothing more for hyper, whose stand-in request closes the
+                    // connection once answered.
+                    ready!(this.poll_discard(cx))?;
+                    return Poll::Pending;
+                }
+            }
         }
-        polled
     }
 }
 
@@ -180,7 +322,17 @@ impl AsyncWrite for Watched {
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.tcp).poll_shutdown(cx)
+        if !self.shut {
+            ready!(Pin::new(&mut self.tcp).poll_shutdown(cx))?;
+            self.shut = true;
+        }
+        if self.guard.refused() {
+            // Closing with the client's bytes unread would send a reset, which can destroy
+            // the refusal before the client reads it: wait for its end instead (at most
+            // the linger deadline, kept by the connection's task).
+            ready!(self.poll_discard(cx))?;
+        }
+        Poll::Ready(Ok(()))
     }
 }
 
@@ -189,14 +341,20 @@ impl AsyncWrite for Watched {
 pub(crate) struct Tracked {
     body: axum::body::Body,
     _in_flight: Option<InFlight>,
+    _slot: Option<crate::call_slots::CallSlot>,
 }
 
 impl Tracked {
-    /// `body`, ending `in_flight` when dropped.
-    pub(crate) fn new(body: axum::body::Body, in_flight: Option<InFlight>) -> Tracked {
+    /// `body`, ending `in_flight` and giving `slot` back when dropped.
+    pub(crate) fn new(
+        body: axum::body::Body,
+        in_flight: Option<InFlight>,
+        slot: Option<crate::call_slots::CallSlot>,
+    ) -> Tracked {
         Tracked {
             body,
             _in_flight: in_flight,
+            _slot: slot,
         }
     }
 }
@@ -247,7 +405,7 @@ mod tests {
     #[test]
     fn between_requests_the_idle_clock_runs_until_the_next_head_begins() {
         let a = Activity::new();
-        let request = a.request_started(false);
+        let (request, _) = a.request_started(false);
         assert_eq!(a.next_deadline(H, I), None);
         a.bytes_read(); // the body: not a head
         drop(request);
@@ -263,7 +421,7 @@ mod tests {
     #[test]
     fn http2_connections_only_idle_between_requests() {
         let a = Activity::new();
-        let (one, two) = (a.request_started(true), a.request_started(true));
+        let ((one, _), (two, _)) = (a.request_started(true), a.request_started(true));
         drop(one);
         assert_eq!(a.next_deadline(H, I), None, "a stream is still open");
         drop(two);

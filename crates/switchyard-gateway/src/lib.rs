@@ -23,6 +23,7 @@
 
 mod access_log;
 mod budgets;
+mod call_slots;
 pub mod cache;
 mod call;
 pub mod config;
@@ -35,6 +36,7 @@ pub mod envelope;
 pub mod errors;
 mod fallback;
 mod guard;
+mod head_guard;
 mod host;
 pub mod ids;
 mod json_depth;
@@ -45,6 +47,7 @@ mod listener;
 mod listener_refusals;
 mod meter;
 pub mod metrics;
+mod open_connections;
 mod open_files;
 mod otel;
 mod passthrough;

@@ -4,17 +4,27 @@
 //! serve` runs), and a graceful drain whose deadline aborts what is left and records it
 //! as cancelled.
 //!
-//! At the cap (`listen.max_connections`) a new connection is still accepted, so that its
-//! client learns why instead of waiting in the kernel's queue: up to [`OVERFLOW`] such
-//! connections at once have their request read (under the header deadline) and answered
-//! 503 with `retry-after: 1` in the path's dialect, then closed; past that they are
-//! closed at once. Either way they are counted (`reason="connection_cap"`).
+//! At the cap (`listen.max_connections`) the connection idle the longest between requests
+//! is closed and its place given to the new one (`open_connections.rs`). When none is
+//! idle, a new connection is still accepted, so that its client learns why instead of
+//! waiting in the kernel's queue: up to [`OVERFLOW`] such connections at once have their
+//! request read (under the header deadline) and answered 503 with `retry-after: 1` in the
+//! path's dialect, then closed; past that they are closed at once. Either way they are
+//! counted (`reason="connection_cap"`).
+//!
+//! Calls are bounded apart from connections (`listen.max_calls_in_flight`, over every
+//! connection and stream, `call_slots.rs`), and each h2c connection advertises
+//! `listen.max_streams_per_connection` as its `SETTINGS_MAX_CONCURRENT_STREAMS`.
 
+use crate::call_slots::CallSlots;
 use crate::config::GatewayConfig;
 use crate::connection::{self, Mode, Shared};
+use crate::deadlines::Activity;
 use crate::guard::Guard;
+use crate::head_guard::HeadLimits;
 use crate::lanes::Lanes;
 use crate::listener_refusals::Reason;
+use crate::open_connections::OpenConnections;
 use crate::open_files::ConnectionCap;
 use crate::state::State;
 use crate::tasks::{TaskExecutor, Tasks};
@@ -48,6 +58,12 @@ pub(crate) struct Options {
     pub drain_timeout: Duration,
     /// `max_connections`, fitted to the open-file limit.
     pub cap: ConnectionCap,
+    /// `max_calls_in_flight`, fitted to the open-file limit.
+    pub max_calls: usize,
+    /// `max_streams_per_connection`.
+    pub max_streams: u32,
+    /// `max_header_bytes`, `max_uri_bytes`, `max_headers`.
+    pub head: HeadLimits,
     /// `allowed_hosts`.
     pub allowed_hosts: Vec<String>,
     /// `cors_origins`.
@@ -59,11 +75,19 @@ pub(crate) struct Options {
 impl Options {
     /// The settings of `config`.
     pub(crate) fn from_config(config: &GatewayConfig) -> Options {
+        let cap = ConnectionCap::for_process(config.max_connections);
         Options {
             header_timeout: config.header_timeout,
             idle_timeout: config.idle_timeout,
             drain_timeout: config.drain_timeout,
-            cap: ConnectionCap::for_process(config.max_connections),
+            max_calls: cap.fit(config.max_calls_in_flight),
+            cap,
+            max_streams: config.max_streams_per_connection,
+            head: HeadLimits {
+                max_header_bytes: config.max_header_bytes,
+                max_uri_bytes: config.max_uri_bytes,
+                max_headers: config.max_headers,
+            },
             allowed_hosts: config.allowed_hosts.clone(),
             cors_origins: config.cors_origins.clone(),
             // A gateway inside a program serves on that program's runtime unless its
@@ -89,6 +113,16 @@ pub(crate) async fn serve(
     let mut builder = auto::Builder::new(TaskExecutor(tasks.clone()));
     // The connection's task keeps the header deadline (see deadlines.rs for why not hyper).
     builder.http1().header_read_timeout(None);
+    // hyper's own head bounds stay above the head guard's (head_guard.rs), which refuses
+    // first and in the client's dialect: they are only a backstop.
+    builder.http1().max_buf_size(HYPER_MAX_BUF.max(options.head.max_header_bytes + 16 * 1024));
+    if options.head.max_headers > crate::config::DEFAULT_MAX_HEADERS {
+        builder.http1().max_headers(options.head.max_headers);
+    }
+    builder
+        .http2()
+        .max_concurrent_streams(options.max_streams)
+        .max_header_list_size(u32::try_from(options.head.max_header_bytes).unwrap_or(u32::MAX));
     let shared = Arc::new(Shared {
         router,
         state: state.clone(),
@@ -101,9 +135,12 @@ pub(crate) async fn serve(
         header_timeout: options.header_timeout,
         idle_timeout: options.idle_timeout,
         max_connections: options.cap.effective,
+        calls: CallSlots::new(options.max_calls),
+        head: options.head,
         builder,
     });
     let served = Arc::new(Semaphore::new(options.cap.effective));
+    let open = Arc::new(OpenConnections::default());
     let overflow = Arc::new(Semaphore::new(OVERFLOW));
     let lanes = match options.lanes {
         0 => None,
@@ -134,10 +171,19 @@ pub(crate) async fn serve(
         };
         // Without it a reused connection stalls ~40 ms per small reply (Nagle + delayed ACK).
         let _ = tcp.set_nodelay(true);
-        let (permit, mode) = match served.clone().try_acquire_owned() {
-            Ok(p) => (p, Mode::Serve),
-            Err(_) => match overflow.clone().try_acquire_owned() {
-                Ok(p) => (p, Mode::Refuse),
+        let activity = Activity::new();
+        let place = served.clone().try_acquire_owned().ok().or_else(|| {
+            let place = open.evict_idlest();
+            if place.is_some() {
+                state.metrics.refusals().count(Reason::IdleEvicted);
+            }
+            place
+        });
+        let (permit, mode) = match place {
+            // Its place is held by its entry, from which the listener may take it back.
+            Some(p) => ((Some(open.register(activity.clone(), p)), None), Mode::Serve),
+            None => match overflow.clone().try_acquire_owned() {
+                Ok(p) => ((None, Some(p)), Mode::Refuse),
                 Err(_) => {
                     state.metrics.refusals().count(Reason::ConnectionCap);
                     continue;
@@ -154,13 +200,13 @@ pub(crate) async fn serve(
                 let (lane, place) = lanes.choose();
                 tasks.spawn_on(lane, async move {
                     if let Ok(tcp) = TcpStream::from_std(tcp) {
-                        connection::serve(shared, tcp, mode, stopped).await;
+                        connection::serve(shared, tcp, activity, mode, stopped).await;
                     }
                     drop((permit, place));
                 });
             }
             None => tasks.spawn(async move {
-                connection::serve(shared, tcp, mode, stopped).await;
+                connection::serve(shared, tcp, activity, mode, stopped).await;
                 drop(permit);
             }),
         }
@@ -188,6 +234,9 @@ pub(crate) async fn serve(
     }
     Ok(())
 }
+
+/// hyper's default bound on a connection's read buffer, under which a head must fit.
+const HYPER_MAX_BUF: usize = 8192 + 4096 * 100;
 
 /// An accept error about one connection (it went away before it was accepted), not the
 /// listener.

@@ -34,10 +34,21 @@ pub(crate) enum Reason {
     IdleTimeout,
     /// A connection turned away at `listen.max_connections`.
     ConnectionCap,
+    /// An idle kept-alive connection closed at `listen.max_connections` for a new one.
+    IdleEvicted,
+    /// A request refused at `listen.max_calls_in_flight`.
+    CallsInFlight,
+    /// A request head longer than `listen.max_header_bytes`, or with more header fields
+    /// than `listen.max_headers` (431).
+    HeadTooLarge,
+    /// A request target longer than `listen.max_uri_bytes` (414).
+    UriTooLong,
+    /// A request head hyper could not read (400).
+    MalformedHead,
 }
 
 impl Reason {
-    const ALL: [Reason; 11] = [
+    const ALL: [Reason; 16] = [
         Reason::Host,
         Reason::Origin,
         Reason::ContentType,
@@ -49,6 +60,11 @@ impl Reason {
         Reason::BodyTimeout,
         Reason::IdleTimeout,
         Reason::ConnectionCap,
+        Reason::IdleEvicted,
+        Reason::CallsInFlight,
+        Reason::HeadTooLarge,
+        Reason::UriTooLong,
+        Reason::MalformedHead,
     ];
 
     /// The `reason` label.
@@ -65,6 +81,11 @@ impl Reason {
             Reason::BodyTimeout => "body_timeout",
             Reason::IdleTimeout => "idle_timeout",
             Reason::ConnectionCap => "connection_cap",
+            Reason::IdleEvicted => "idle_evicted",
+            Reason::CallsInFlight => "calls_in_flight",
+            Reason::HeadTooLarge => "header_too_large",
+            Reason::UriTooLong => "uri_too_long",
+            Reason::MalformedHead => "malformed_head",
         }
     }
 }

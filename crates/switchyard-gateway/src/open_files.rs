@@ -39,6 +39,15 @@ impl ConnectionCap {
         }
     }
 
+    /// `configured` calls in flight, lowered to fit the open-file limit as connections
+    /// are (each call can hold its upstream connection's descriptor).
+    pub(crate) fn fit(&self, configured: usize) -> usize {
+        match self.open_file_limit {
+            Some(l) => configured.min((l.saturating_sub(RESERVED) / 2).max(1) as usize),
+            None => configured,
+        }
+    }
+
     /// What to tell the operator when the cap was lowered.
     pub(crate) fn warning(&self) -> Option<String> {
         (self.effective < self.configured).then(|| {

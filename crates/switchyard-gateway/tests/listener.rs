@@ -306,12 +306,10 @@ async fn the_connection_cap_holds_and_says_why() {
         ..config()
     })
     .await;
+    // Two connections busy with a call each (a stream that never ends): none idle.
     let mut held = Vec::new();
     for _ in 0..2 {
-        let mut s = TcpStream::connect(&addr).await.unwrap();
-        s.write_all(healthz()).await.unwrap();
-        assert!(one_response(&mut s).await.starts_with("HTTP/1.1 200"));
-        held.push(s);
+        held.push(busy_connection(&addr).await);
     }
     for path in ["/v1/chat/completions", "/v1/messages"] {
         let mut third = TcpStream::connect(&addr).await.unwrap();
@@ -330,7 +328,7 @@ async fn the_connection_cap_holds_and_says_why() {
             "{reply}"
         );
     }
-    assert!(h.mock.requests().is_empty());
+    assert_eq!(h.mock.requests().len(), 2, "only the held calls reached the mock");
     // A slot freed is a connection served again.
     drop(held.pop());
     let deadline = Instant::now() + Duration::from_secs(2);
@@ -357,6 +355,31 @@ async fn the_connection_cap_holds_and_says_why() {
         !metrics.contains("{reason=\"connection_cap\"} 0\n"),
         "{metrics}"
     );
+}
+
+/// A connection busy with a call that never ends (a stream of `mock/hang`), its reply's
+/// head read.
+async fn busy_connection(addr: &str) -> TcpStream {
+    let body = json!({"model": "mock/hang", "stream": true, "messages": [{"role": "user", "content": "hi"}]}).to_string();
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(
+        format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("\r\n\r\n") {
+        let n = s.read(&mut buf).await.unwrap();
+        assert!(n > 0, "closed: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    assert!(seen.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&seen));
+    s
 }
 
 /// One request on its own connection; the status, the head and the body as JSON.

@@ -617,10 +617,17 @@ mod tests {
         })))
         .unwrap();
         assert_eq!(
-            (c.max_calls_in_flight, c.max_streams_per_connection, c.max_header_bytes),
+            (
+                c.max_calls_in_flight,
+                c.max_streams_per_connection,
+                c.max_header_bytes
+            ),
             (8, 4, 2048)
         );
-        assert_eq!((c.max_uri_bytes, c.max_headers, c.max_metrics_bytes), (512, 20, 200000));
+        assert_eq!(
+            (c.max_uri_bytes, c.max_headers, c.max_metrics_bytes),
+            (512, 20, 200000)
+        );
         let e = GatewayConfig::from_sections(&sections(json!({
             "listen": {"max_calls_in_flight": 0, "max_uri_bytes": 70000, "max_headers": "many"}
         })))

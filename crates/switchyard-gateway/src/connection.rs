@@ -180,12 +180,11 @@ impl Service {
         request: Request<Incoming>,
         refusals: &crate::listener_refusals::Refusals,
     ) -> (Step, Option<HeaderValue>) {
-        match self.shared.guard.check(
-            request.method(),
-            request.uri(),
-            request.headers(),
-            refusals,
-        ) {
+        match self
+            .shared
+            .guard
+            .check(request.method(), request.uri(), request.headers(), refusals)
+        {
             Verdict::Answer(response) => (Step::Answered(Some(response)), None),
             Verdict::Pass { cors } => {
                 let mut router = self.shared.router.clone();

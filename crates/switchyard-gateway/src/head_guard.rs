@@ -28,6 +28,10 @@ const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// service from the [`Refusal`] it stands for, whatever it says.
 const STAND_IN: &[u8] = b"GET / HTTP/1.1\r\nhost: refused.invalid\r\nconnection: close\r\n\r\n";
 
+/// The buffers' capacity kept between heads: one large head does not keep its memory for
+/// the connection's life.
+const KEPT_CAPACITY: usize = 16 * 1024;
+
 /// How much of a refused head's target is read to tell its dialect.
 const TARGET_FOR_DIALECT: usize = 512;
 
@@ -137,6 +141,9 @@ impl HeadGuard {
         if self.given == self.ready.len() {
             self.ready.clear();
             self.given = 0;
+            if self.ready.capacity() > KEPT_CAPACITY {
+                self.ready = Vec::new();
+            }
         }
     }
 
@@ -144,7 +151,11 @@ impl HeadGuard {
     pub(crate) fn passed(&mut self, n: usize) {
         if let Phase::Body(left) = self.phase {
             let left = left.saturating_sub(n as u64);
-            self.phase = if left == 0 { Phase::Head } else { Phase::Body(left) };
+            self.phase = if left == 0 {
+                Phase::Head
+            } else {
+                Phase::Body(left)
+            };
         }
     }
 
@@ -168,7 +179,10 @@ impl HeadGuard {
                     return;
                 }
                 Phase::Body(left) => {
-                    let n = self.held.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+                    let n = self
+                        .held
+                        .len()
+                        .min(usize::try_from(left).unwrap_or(usize::MAX));
                     self.ready.extend(self.held.drain(..n));
                     self.passed(n);
                     if self.held.is_empty() {
@@ -187,6 +201,9 @@ impl HeadGuard {
                         Judged::Partial => return,
                         Judged::Sound { len, next } => {
                             self.ready.extend(self.held.drain(..len));
+                            if self.held.is_empty() && self.held.capacity() > KEPT_CAPACITY {
+                                self.held = Vec::new();
+                            }
                             self.searched = 0;
                             self.heads += 1;
                             self.phase = next;
@@ -385,7 +402,9 @@ fn malformed(what: &str, target: &[u8]) -> Refusal {
     refusal(
         StatusCode::BAD_REQUEST,
         Reason::MalformedHead,
-        format!("the request head is malformed: {what}; the gateway takes HTTP/1.1 (RFC 9112) and h2c"),
+        format!(
+            "the request head is malformed: {what}; the gateway takes HTTP/1.1 (RFC 9112) and h2c"
+        ),
         target,
     )
 }
@@ -429,7 +448,6 @@ GET /healthz HTTP/1.1\r\nhost: x\r\n\r\nPOST /v1/chat/completions HTTP/1.1\r\nco
         for cut in 1..stream.len() {
             // One byte at a time up to `cut`, then the rest at once (bodies limited to
             // what is left of them, as the connection reads them).
-            let mut chunks: Vec<&[u8]> = Vec::new();
             let mut at = 0;
             let activity = Activity::new();
             let mut g = HeadGuard::new(LIMITS);
@@ -448,7 +466,6 @@ GET /healthz HTTP/1.1\r\nhost: x\r\n\r\nPOST /v1/chat/completions HTTP/1.1\r\nco
                         n
                     }
                 };
-                chunks.push(&stream[at..at + n]);
                 at += n;
                 let ready = g.ready().to_vec();
                 g.gave(ready.len());
@@ -471,23 +488,47 @@ GET /healthz HTTP/1.1\r\nhost: x\r\n\r\nPOST /v1/chat/completions HTTP/1.1\r\nco
         let long_target = format!("GET /v1/messages?q={} HTTP/1.1\r\n", "a".repeat(100));
         let (given, r) = feed(&[long_target.as_bytes()]);
         let (at, r) = r.unwrap();
-        assert_eq!((at, r.status, r.dialect), (0, StatusCode::URI_TOO_LONG, Dialect::Messages));
+        assert_eq!(
+            (at, r.status, r.dialect),
+            (0, StatusCode::URI_TOO_LONG, Dialect::Messages)
+        );
         assert_eq!(given, STAND_IN, "nothing of the refused head reaches hyper");
 
-        let big = format!("POST /v1beta/models/m:generateContent HTTP/1.1\r\nx: {}\r\n", "b".repeat(2000));
+        let big = format!(
+            "POST /v1beta/models/m:generateContent HTTP/1.1\r\nx: {}\r\n",
+            "b".repeat(2000)
+        );
         let (_, r) = feed(&[b"GET / HTTP/1.1\r\n\r\n", big.as_bytes()]);
         let (at, r) = r.unwrap();
         assert_eq!(
             (at, r.status, r.dialect),
-            (1, StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, Dialect::Gemini)
+            (
+                1,
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                Dialect::Gemini
+            )
         );
-        assert!(r.message.contains("listen.max_header_bytes"), "{}", r.message);
+        assert!(
+            r.message.contains("listen.max_header_bytes"),
+            "{}",
+            r.message
+        );
 
         let many: String = (0..9).map(|i| format!("h{i}: v\r\n")).collect();
         let (_, r) = feed(&[format!("GET /v1/responses HTTP/1.1\r\n{many}\r\n").as_bytes()]);
         let (_, r) = r.unwrap();
-        assert_eq!((r.status, r.dialect), (StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, Dialect::Responses));
-        assert!(r.message.contains("more than 8 header fields"), "{}", r.message);
+        assert_eq!(
+            (r.status, r.dialect),
+            (
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                Dialect::Responses
+            )
+        );
+        assert!(
+            r.message.contains("more than 8 header fields"),
+            "{}",
+            r.message
+        );
 
         for bad in [
             &b"GET /v1/chat/completions HTTP/1.1\r\nbad header\r\n\r\n"[..],
@@ -501,8 +542,15 @@ GET /healthz HTTP/1.1\r\nhost: x\r\n\r\nPOST /v1/chat/completions HTTP/1.1\r\nco
         ] {
             let (_, r) = feed(&[bad]);
             let (_, r) = r.unwrap_or_else(|| panic!("{}", String::from_utf8_lossy(bad)));
-            assert_eq!((r.status, r.dialect), (StatusCode::BAD_REQUEST, Dialect::Chat));
-            assert!(r.message.starts_with("the request head is malformed"), "{}", r.message);
+            assert_eq!(
+                (r.status, r.dialect),
+                (StatusCode::BAD_REQUEST, Dialect::Chat)
+            );
+            assert!(
+                r.message.starts_with("the request head is malformed"),
+                "{}",
+                r.message
+            );
         }
     }
 

@@ -23,9 +23,9 @@
 
 mod access_log;
 mod budgets;
-mod call_slots;
 pub mod cache;
 mod call;
+mod call_slots;
 pub mod config;
 mod connection;
 mod console;

@@ -115,7 +115,9 @@ pub(crate) async fn serve(
     builder.http1().header_read_timeout(None);
     // hyper's own head bounds stay above the head guard's (head_guard.rs), which refuses
     // first and in the client's dialect: they are only a backstop.
-    builder.http1().max_buf_size(HYPER_MAX_BUF.max(options.head.max_header_bytes + 16 * 1024));
+    builder
+        .http1()
+        .max_buf_size(HYPER_MAX_BUF.max(options.head.max_header_bytes + 16 * 1024));
     if options.head.max_headers > crate::config::DEFAULT_MAX_HEADERS {
         builder.http1().max_headers(options.head.max_headers);
     }
@@ -181,7 +183,10 @@ pub(crate) async fn serve(
         });
         let (permit, mode) = match place {
             // Its place is held by its entry, from which the listener may take it back.
-            Some(p) => ((Some(open.register(activity.clone(), p)), None), Mode::Serve),
+            Some(p) => (
+                (Some(open.register(activity.clone(), p)), None),
+                Mode::Serve,
+            ),
             None => match overflow.clone().try_acquire_owned() {
                 Ok(p) => ((None, Some(p)), Mode::Refuse),
                 Err(_) => {

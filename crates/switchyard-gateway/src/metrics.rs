@@ -430,7 +430,7 @@ fn fit(series: &BTreeMap<Labels, Series>, budget: usize) -> (BTreeMap<Labels, Se
     };
     let other: Labels = (OTHER.into(), OTHER.into(), OTHER.into());
     let mut busiest: Vec<(&Labels, &Series)> = series.iter().collect();
-    busiest.sort_by(|a, b| b.1.requests.cmp(&a.1.requests));
+    busiest.sort_by_key(|s| std::cmp::Reverse(s.1.requests));
     // The (other) series is always shown: what does not fit goes into it.
     let mut spent = cost(&other);
     let mut shown: BTreeMap<Labels, Series> = BTreeMap::new();

@@ -328,7 +328,11 @@ async fn the_connection_cap_holds_and_says_why() {
             "{reply}"
         );
     }
-    assert_eq!(h.mock.requests().len(), 2, "only the held calls reached the mock");
+    assert_eq!(
+        h.mock.requests().len(),
+        2,
+        "only the held calls reached the mock"
+    );
     // A slot freed is a connection served again.
     drop(held.pop());
     let deadline = Instant::now() + Duration::from_secs(2);
@@ -378,7 +382,11 @@ async fn busy_connection(addr: &str) -> TcpStream {
         assert!(n > 0, "closed: {}", String::from_utf8_lossy(&seen));
         seen.extend_from_slice(&buf[..n]);
     }
-    assert!(seen.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&seen));
+    assert!(
+        seen.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&seen)
+    );
     s
 }
 

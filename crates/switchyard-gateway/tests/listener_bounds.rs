@@ -54,7 +54,11 @@ async fn one_response(s: &mut TcpStream) -> String {
             .await
             .expect("a response within 5 s")
             .unwrap();
-        assert!(n > 0, "closed before a whole response: {}", String::from_utf8_lossy(&seen));
+        assert!(
+            n > 0,
+            "closed before a whole response: {}",
+            String::from_utf8_lossy(&seen)
+        );
         seen.extend_from_slice(&buf[..n]);
         let text = String::from_utf8_lossy(&seen).into_owned();
         if let Some((head, body)) = text.split_once("\r\n\r\n") {
@@ -76,7 +80,11 @@ async fn one_response(s: &mut TcpStream) -> String {
 /// The status and JSON body of a response's text.
 fn status_and_body(reply: &str) -> (u16, String, Value) {
     let (head, body) = reply.split_once("\r\n\r\n").unwrap_or((reply, ""));
-    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
     let body = serde_json::from_str(body).unwrap_or(Value::String(body.into()));
     (status, head.to_ascii_lowercase(), body)
 }
@@ -158,7 +166,12 @@ async fn h2c_streams_count_against_the_calls_in_flight_and_the_stream_limit_is_a
     assert!(settings.contains(&(3, 6)), "{settings:?}");
     assert!(settings.contains(&(6, 64 * 1024)), "{settings:?}");
 
-    let dialects = [Dialect::Chat, Dialect::Messages, Dialect::Gemini, Dialect::Responses];
+    let dialects = [
+        Dialect::Chat,
+        Dialect::Messages,
+        Dialect::Gemini,
+        Dialect::Responses,
+    ];
     let clients: Vec<reqwest::Client> = (0..4)
         .map(|_| {
             reqwest::Client::builder()
@@ -193,7 +206,11 @@ async fn h2c_streams_count_against_the_calls_in_flight_and_the_stream_limit_is_a
         }
         refused += 1;
         let status = r.status().as_u16();
-        let expected = if dialect == Dialect::Messages { 529 } else { 503 };
+        let expected = if dialect == Dialect::Messages {
+            529
+        } else {
+            503
+        };
         assert_eq!(status, expected, "{dialect}");
         assert_eq!(r.headers()["retry-after"], "1", "{dialect}");
         let body: Value = r.json().await.unwrap();
@@ -204,13 +221,22 @@ async fn h2c_streams_count_against_the_calls_in_flight_and_the_stream_limit_is_a
         );
     }
     assert_eq!((hanging.len(), refused), (10, 14));
-    assert_eq!(h.mock.requests().len(), 10, "calls past the cap reached the upstream");
+    assert_eq!(
+        h.mock.requests().len(),
+        10,
+        "calls past the cap reached the upstream"
+    );
 
     // The calls end (their clients leave): their places come back.
     drop(hanging);
     let until = Instant::now() + Duration::from_secs(5);
     let metrics = loop {
-        let r = h.http.get(format!("{}/metrics", h.url)).send().await.unwrap();
+        let r = h
+            .http
+            .get(format!("{}/metrics", h.url))
+            .send()
+            .await
+            .unwrap();
         if r.status() == 200 {
             break r.text().await.unwrap();
         }
@@ -218,13 +244,20 @@ async fn h2c_streams_count_against_the_calls_in_flight_and_the_stream_limit_is_a
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     assert!(
-        metrics.contains("switchyard_gateway_listener_refusals_total{reason=\"calls_in_flight\"} 14\n"),
+        metrics.contains(
+            "switchyard_gateway_listener_refusals_total{reason=\"calls_in_flight\"} 14\n"
+        ),
         "{metrics}"
     );
     let r = clients[0]
         .post(format!("{}/v1/chat/completions", h.url))
         .header("content-type", "application/json")
-        .body(client_body(Dialect::Chat, "mock/echo", &Request::user("hi"), false))
+        .body(client_body(
+            Dialect::Chat,
+            "mock/echo",
+            &Request::user("hi"),
+            false,
+        ))
         .send()
         .await
         .unwrap();
@@ -260,9 +293,16 @@ async fn at_the_connection_cap_the_connection_idle_longest_gives_way() {
         new.write_all(healthz).await.unwrap();
         let reply = one_response(&mut new).await;
         assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
-        assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
         let (_, closed) = until_closed(&mut open[expected_closed], Duration::from_secs(2)).await;
-        assert!(closed, "connection {expected_closed}, idle the longest, was not closed");
+        assert!(
+            closed,
+            "connection {expected_closed}, idle the longest, was not closed"
+        );
         open[expected_closed] = new;
     }
     // The one used again is still served.
@@ -276,7 +316,8 @@ async fn at_the_connection_cap_the_connection_idle_longest_gives_way() {
         one_response(&mut open[0]).await
     };
     assert!(
-        metrics.contains("{reason=\"idle_evicted\"} 2\n") && metrics.contains("{reason=\"connection_cap\"} 0\n"),
+        metrics.contains("{reason=\"idle_evicted\"} 2\n")
+            && metrics.contains("{reason=\"connection_cap\"} 0\n"),
         "{metrics}"
     );
     drop(h);
@@ -338,7 +379,10 @@ async fn heads_past_their_bounds_or_malformed_are_answered_in_the_paths_dialect(
                 let what = format!("{case} on {route} (after a request: {after_one})");
                 let (got, head, body) = status_and_body(&reply);
                 assert_eq!(got, status, "{what}: {reply}");
-                assert!(head.contains("content-type: application/json"), "{what}: {head}");
+                assert!(
+                    head.contains("content-type: application/json"),
+                    "{what}: {head}"
+                );
                 assert!(head.contains("connection: close"), "{what}: {head}");
                 let message = error_message(dialect, status, &body);
                 assert!(message.contains(says), "{what}: {message}");
@@ -347,9 +391,16 @@ async fn heads_past_their_bounds_or_malformed_are_answered_in_the_paths_dialect(
             }
         }
     }
-    assert!(h.mock.requests().is_empty(), "a refused head reached the upstream");
+    assert!(
+        h.mock.requests().is_empty(),
+        "a refused head reached the upstream"
+    );
     let metrics = h.metrics().await;
-    for (reason, n) in [("header_too_large", 20), ("uri_too_long", 10), ("malformed_head", 10)] {
+    for (reason, n) in [
+        ("header_too_large", 20),
+        ("uri_too_long", 10),
+        ("malformed_head", 10),
+    ] {
         assert!(
             metrics.contains(&format!("{{reason=\"{reason}\"}} {n}\n")),
             "{reason}: {metrics}"

@@ -157,7 +157,10 @@ fn total(metrics: &str, family: &str) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_at_the_series_bound_with_long_names_stay_under_their_byte_bound() {
     let mock = MockServer::start().await;
-    for (max_bytes, name_len) in [(switchyard_gateway::metrics::DEFAULT_MAX_BYTES, 4_000), (256 * 1024, 60)] {
+    for (max_bytes, name_len) in [
+        (switchyard_gateway::metrics::DEFAULT_MAX_BYTES, 4_000),
+        (256 * 1024, 60),
+    ] {
         let gateway = gateway_for(
             &mock.base_url(),
             GatewayConfig {
@@ -194,9 +197,15 @@ async fn metrics_at_the_series_bound_with_long_names_stay_under_their_byte_bound
             metrics.len()
         );
         assert_eq!(total(&metrics, "switchyard_gateway_requests_total"), calls);
-        assert_eq!(total(&metrics, "switchyard_gateway_input_tokens_total"), calls * 10);
         assert_eq!(
-            total(&metrics, "switchyard_gateway_request_duration_seconds_count"),
+            total(&metrics, "switchyard_gateway_input_tokens_total"),
+            calls * 10
+        );
+        assert_eq!(
+            total(
+                &metrics,
+                "switchyard_gateway_request_duration_seconds_count"
+            ),
             calls
         );
         let folded: u64 = metrics
@@ -218,7 +227,11 @@ async fn metrics_at_the_series_bound_with_long_names_stay_under_their_byte_bound
         } else {
             format!("model=\"m0000-{}\\\"\\\\\"", "x".repeat(name_len))
         };
-        assert!(metrics.contains(&busiest), "{busiest}: {}", &metrics[..2000]);
+        assert!(
+            metrics.contains(&busiest),
+            "{busiest}: {}",
+            &metrics[..2000]
+        );
         println!(
             "names of {name_len}: {} bytes (bound {max_bytes}), {shown} series shown, {folded} folded",
             metrics.len()

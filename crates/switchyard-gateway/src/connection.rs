@@ -9,7 +9,7 @@ use crate::call_slots::{CallSlot, CallSlots};
 use crate::deadlines::{Activity, Due, InFlight, Tracked, Watched};
 use crate::errors::ApiError;
 use crate::guard::{allow_origin, Guard, Verdict};
-use crate::head_guard::{HeadGuard, HeadLimits, Refusal};
+use crate::head_guard::{judge_h2, HeadGuard, HeadLimits, Refusal};
 use crate::listener_refusals::{self as refusals, Reason};
 use crate::path_dialect::dialect_of;
 use crate::state::State;
@@ -142,15 +142,18 @@ impl hyper::service::Service<Request<Incoming>> for Service {
 
     fn call(&self, request: Request<Incoming>) -> Served {
         let http1 = request.version() < Version::HTTP_2;
-        let (in_flight, refused_head) = self.activity.request_started(!http1);
+        let (in_flight, mut refused_head) = self.activity.request_started(!http1);
+        if !http1 && refused_head.is_none() {
+            refused_head = judge_h2(request.uri(), request.headers(), self.shared.head);
+        }
         let in_flight = Some(in_flight);
         let refusals = self.shared.state.metrics.refusals();
         let mut slot = None;
         let (state, cors) = if let Some(refusal) = refused_head {
-            // The stand-in of a head the head guard refused: whatever it says, it is
-            // answered with that refusal.
+            // The stand-in of a head the head guard refused (whatever it says), or an
+            // HTTP/2 head past the bounds: answered with the refusal.
             refusals.count(refusal.reason);
-            (Step::Answered(Some(head_refused(refusal))), None)
+            (Step::Answered(Some(head_refused(refusal, http1))), None)
         } else if self.mode == Mode::Refuse {
             refusals.count(Reason::ConnectionCap);
             let refusal = at_the_cap(&request, self.shared.max_connections);
@@ -228,13 +231,15 @@ fn at_the_call_cap(request: &Request<Incoming>, cap: usize) -> axum::response::R
     e.into_response_for(dialect)
 }
 
-/// The answer to a head the head guard refused, in its path's dialect; the connection
-/// closes after it (what followed the head cannot be read as requests).
-fn head_refused(refusal: Refusal) -> axum::response::Response {
+/// The answer to a head the head guard refused, in its path's dialect; an HTTP/1
+/// connection closes after it (what followed the head cannot be read as requests).
+fn head_refused(refusal: Refusal, http1: bool) -> axum::response::Response {
     let e = refusals::error(refusal.dialect, refusal.status, refusal.message);
     let mut r = e.into_response_for(refusal.dialect);
-    r.headers_mut()
-        .insert("connection", HeaderValue::from_static("close"));
+    if http1 {
+        r.headers_mut()
+            .insert("connection", HeaderValue::from_static("close"));
+    }
     r
 }
 

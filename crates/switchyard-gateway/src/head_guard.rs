@@ -13,6 +13,9 @@
 //! To find the next head the guard follows each body's `content-length`. It stops judging
 //! (and hyper's own bounds apply, as before) on a connection that turns out to be HTTP/2,
 //! after a chunked body (whose framing it does not follow), and after an upgrade.
+//!
+//! HTTP/2 heads arrive decoded: [`judge_h2`] holds them to the same bounds (h2's own
+//! header-list bound, set above them, resets the stream without a body).
 
 use crate::deadlines::Activity;
 use crate::listener_refusals::Reason;
@@ -330,6 +333,35 @@ impl HeadGuard {
         };
         Judged::Sound { len, next }
     }
+}
+
+/// The same bounds on a decoded HTTP/2 head: its target, its header fields, and its size
+/// as RFC 9113 §6.5.2 counts it (each field's name and value plus 32).
+pub(crate) fn judge_h2(uri: &Uri, headers: &HeaderMap, limits: HeadLimits) -> Option<Refusal> {
+    let target = uri
+        .path_and_query()
+        .map_or(uri.path(), |p| p.as_str())
+        .as_bytes();
+    if target.len() > limits.max_uri_bytes {
+        return Some(too_long_target(target, limits));
+    }
+    if headers.len() > limits.max_headers {
+        return Some(refusal(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            Reason::HeadTooLarge,
+            format!(
+                "the request has more than {} header fields (listen.max_headers); send fewer, or raise the bound",
+                limits.max_headers
+            ),
+            target,
+        ));
+    }
+    let size: usize = headers
+        .iter()
+        .map(|(k, v)| k.as_str().len() + v.len() + 32)
+        .sum::<usize>()
+        + target.len();
+    (size > limits.max_header_bytes).then(|| too_large(target, limits))
 }
 
 /// Where a read goes.

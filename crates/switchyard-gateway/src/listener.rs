@@ -117,14 +117,16 @@ pub(crate) async fn serve(
     // first and in the client's dialect: they are only a backstop.
     builder
         .http1()
-        .max_buf_size(HYPER_MAX_BUF.max(options.head.max_header_bytes + 16 * 1024));
+        .max_buf_size(HYPER_MAX_BUF.max(options.head.max_header_bytes + BACKSTOP_MARGIN));
     if options.head.max_headers > crate::config::DEFAULT_MAX_HEADERS {
         builder.http1().max_headers(options.head.max_headers);
     }
     builder
         .http2()
         .max_concurrent_streams(options.max_streams)
-        .max_header_list_size(u32::try_from(options.head.max_header_bytes).unwrap_or(u32::MAX));
+        .max_header_list_size(
+            u32::try_from(options.head.max_header_bytes + BACKSTOP_MARGIN).unwrap_or(u32::MAX),
+        );
     let shared = Arc::new(Shared {
         router,
         state: state.clone(),
@@ -242,6 +244,9 @@ pub(crate) async fn serve(
 
 /// hyper's default bound on a connection's read buffer, under which a head must fit.
 const HYPER_MAX_BUF: usize = 8192 + 4096 * 100;
+
+/// How far hyper's and h2's own head bounds are set above `listen.max_header_bytes`.
+const BACKSTOP_MARGIN: usize = 16 * 1024;
 
 /// An accept error about one connection (it went away before it was accepted), not the
 /// listener.

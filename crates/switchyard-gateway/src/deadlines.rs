@@ -165,12 +165,14 @@ impl Activity {
 
     /// The next deadline and which one it is; `None` while a request is in flight.
     pub(crate) fn next_deadline(&self, header: Duration, idle: Duration) -> Option<(Instant, Due)> {
-        let refused = self.refused_at.load(Ordering::Acquire);
-        if refused != NONE {
-            return Some((self.at(refused) + header, Due::Linger));
-        }
         if self.in_flight.load(Ordering::Acquire) > 0 {
             return None;
+        }
+        let refused = self.refused_at.load(Ordering::Acquire);
+        if refused != NONE {
+            // From the refusal's answer (or the last answer pipelined before it).
+            let answered = refused.max(self.last_done.load(Ordering::Relaxed));
+            return Some((self.at(answered) + header, Due::Linger));
         }
         if !self.served.load(Ordering::Relaxed) {
             return Some((self.accepted + header, Due::Header));
@@ -427,5 +429,54 @@ mod tests {
         drop(two);
         a.bytes_read(); // a ping
         assert_eq!(a.next_deadline(H, I).unwrap().1, Due::Idle);
+    }
+
+    #[test]
+    fn only_a_connection_between_requests_is_idle_for_eviction() {
+        let a = Activity::new();
+        assert_eq!(
+            a.idle_since(),
+            None,
+            "a fresh connection owes its first head"
+        );
+        let (request, _) = a.request_started(false);
+        assert_eq!(a.idle_since(), None, "a request is in flight");
+        drop(request);
+        let since = a.idle_since().expect("between requests");
+        assert!(since >= a.accepted);
+        a.bytes_read();
+        assert_eq!(a.idle_since(), None, "its next head has begun");
+    }
+
+    #[test]
+    fn a_refused_head_lingers_a_header_deadline_after_its_answer_then_closes() {
+        let a = Activity::new();
+        let (earlier, _) = a.request_started(false);
+        a.refuse(
+            1,
+            Refusal {
+                status: axum::http::StatusCode::BAD_REQUEST,
+                reason: crate::listener_refusals::Reason::MalformedHead,
+                message: "bad".into(),
+                dialect: switchyard::Dialect::Chat,
+            },
+        );
+        assert_eq!(
+            a.next_deadline(H, I),
+            None,
+            "the request before it still answers"
+        );
+        drop(earlier);
+        let (stand_in, refusal) = a.request_started(false);
+        assert_eq!(refusal.map(|r| r.message), Some("bad".to_string()));
+        drop(stand_in);
+        let (at, due) = a.next_deadline(H, I).unwrap();
+        assert_eq!(due, Due::Linger);
+        assert!(at <= Instant::now() + H);
+        assert_eq!(
+            a.idle_since(),
+            None,
+            "a refused connection is not kept for reuse"
+        );
     }
 }

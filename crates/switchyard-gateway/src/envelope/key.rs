@@ -43,6 +43,14 @@ impl StateKey {
     /// (created when missing), else a random key for this process.
     /// `from_env` is the value of [`STATE_KEY_ENV`], if set.
     pub fn load(from_env: Option<String>, data_dir: Option<&Path>) -> Result<Self, String> {
+        let key = Self::read(from_env, data_dir)?;
+        if let Ok(text) = std::str::from_utf8(&key.0) {
+            switchyard::internal::redact::register(text, "the state key");
+        }
+        Ok(key)
+    }
+
+    fn read(from_env: Option<String>, data_dir: Option<&Path>) -> Result<Self, String> {
         if let Some(value) = from_env {
             if value.len() < MIN_KEY_BYTES {
                 return Err(format!(

@@ -289,12 +289,27 @@ impl Call<'_> {
                 };
                 call.success(decoded, Ending::Normal, |_| {}).await
             }
-            status => self.error(faults::client_error(
-                self.dialect,
-                status,
-                &format!("Incorrect API key provided: {key}. You can find your API key in your account settings."),
-                &self.ids.request_id,
-            )),
+            status => {
+                // The status's own error (its type, code and headers), its message
+                // quoting the key.
+                let mut e = faults::status_error(
+                    self.dialect,
+                    status,
+                    self.model,
+                    None,
+                    &self.ids.request_id,
+                );
+                let message = format!(
+                    "Incorrect API key provided: {key}. You can find your API key in your account settings."
+                );
+                if let Ok(mut body) = serde_json::from_slice::<Value>(&e.body) {
+                    if let Some(m) = body.pointer_mut("/error/message") {
+                        *m = Value::String(message);
+                    }
+                    e.body = body.to_string().into_bytes();
+                }
+                self.error(e)
+            }
         };
         set(
             &mut response,

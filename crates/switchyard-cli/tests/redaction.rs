@@ -24,11 +24,7 @@ fn chat(model: &str, text: &str, stream: bool) -> String {
 fn serve_s_log_and_replies_hold_no_key() {
     let home = tempfile::tempdir().unwrap();
     let config = home.path().join("gateway.yaml");
-    std::fs::write(
-        &config,
-        "keys:\n  - name: alice\n    key_env: ALICE_KEY\n",
-    )
-    .unwrap();
+    std::fs::write(&config, "keys:\n  - name: alice\n    key_env: ALICE_KEY\n").unwrap();
     let data = home.path().join("data");
     let (child, addr) = serve(
         home.path(),
@@ -54,22 +50,37 @@ fn serve_s_log_and_replies_hold_no_key() {
         (chat("mock/echo-key-200", "d", true), 200),
         // The client's key in a prompt the model repeats, and in a model name (which the
         // access log and the metrics' labels show).
-        (chat("mock/echo+chunk-1000", &format!("key {CLIENT_KEY}"), true), 200),
+        (
+            chat("mock/echo+chunk-1000", &format!("key {CLIENT_KEY}"), true),
+            200,
+        ),
         (chat(&format!("mock/say:{CLIENT_KEY}"), "e", false), 200),
     ];
     for (body, status) in &cases {
         let (got, reply) = exchange_with(&addr, "POST", "/v1/chat/completions", &headers, body);
         assert_eq!(got, *status, "{body}: {reply}");
-        assert!(!reply.contains(BACKEND_KEY) && !reply.contains(CLIENT_KEY), "{reply}");
+        assert!(
+            !reply.contains(BACKEND_KEY) && !reply.contains(CLIENT_KEY),
+            "{reply}"
+        );
         assert!(reply.contains(MARKER), "{body}: no echo came back: {reply}");
     }
     let (_, metrics) = exchange_with(&addr, "GET", "/metrics", &headers, "");
     assert!(!metrics.contains(CLIENT_KEY), "{metrics}");
     let (code, err) = stop(child);
     assert_eq!(code, Some(0), "{err}");
-    assert!(err.contains("switchyard::access"), "the log was written: {err}");
-    assert!(!err.contains(BACKEND_KEY), "the backend's key in the log: {err}");
-    assert!(!err.contains(CLIENT_KEY), "a client's key in the log: {err}");
+    assert!(
+        err.contains("switchyard::access"),
+        "the log was written: {err}"
+    );
+    assert!(
+        !err.contains(BACKEND_KEY),
+        "the backend's key in the log: {err}"
+    );
+    assert!(
+        !err.contains(CLIENT_KEY),
+        "a client's key in the log: {err}"
+    );
     // The access line of the model named with the key, redacted by the log's writer.
     assert!(err.contains(&format!("mock/say:{MARKER}")), "{err}");
     for entry in std::fs::read_dir(data.join("llm_log")).unwrap() {
@@ -94,14 +105,18 @@ fn ask_shows_no_key_the_provider_echoes() {
         assert!(!refused.ok);
         assert!(!refused.err.contains(BACKEND_KEY), "{}", refused.err);
         assert!(
-            refused.err.contains(&format!("Incorrect API key provided: {MARKER}")),
+            refused
+                .err
+                .contains(&format!("Incorrect API key provided: {MARKER}")),
             "{}",
             refused.err
         );
         let answered = ask("mock/echo-key-200", stream);
         assert!(answered.ok, "{}", answered.err);
         assert!(
-            answered.out.contains(&format!("The key you sent is {MARKER}.")),
+            answered
+                .out
+                .contains(&format!("The key you sent is {MARKER}.")),
             "{}",
             answered.out
         );

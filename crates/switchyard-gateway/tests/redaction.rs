@@ -169,10 +169,9 @@ async fn a_backend_key_echoed_by_the_upstream_reaches_no_exit() {
                         }
                     }
                     assert!(
-                        mock.requests().last().is_some_and(|r| r
-                            .headers
-                            .iter()
-                            .any(|(_, v)| v.contains(UPSTREAM))),
+                        mock.requests()
+                            .last()
+                            .is_some_and(|r| r.headers.iter().any(|(_, v)| v.contains(UPSTREAM))),
                         "{case}: the upstream was sent the key"
                     );
                 }

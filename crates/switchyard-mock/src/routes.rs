@@ -144,19 +144,11 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
     call::serve_call(&shared, route(Dialect::Chat, &headers), body).await
 }
 
-async fn responses(
-    State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+async fn responses(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     call::serve_call(&shared, route(Dialect::Responses, &headers), body).await
 }
 
-async fn messages(
-    State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+async fn messages(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     call::serve_call(&shared, route(Dialect::Messages, &headers), body).await
 }
 

@@ -105,7 +105,10 @@ async fn a_key_echoed_by_the_provider_reaches_no_exit_of_the_library() {
                     Err(e) => {
                         assert_ne!(fault, "echo-key-200", "{case}: {e}");
                         let shown = format!("{e} {e:?}");
-                        assert!(!shown.contains(KEY), "{case}: the key in the error: {shown}");
+                        assert!(
+                            !shown.contains(KEY),
+                            "{case}: the key in the error: {shown}"
+                        );
                         assert!(shown.contains(MARKER), "{case}: no echo came back: {shown}");
                         let details = e.provider_details().expect("a provider's refusal");
                         for (name, value) in &details.headers {
@@ -153,7 +156,10 @@ async fn a_key_echoed_by_the_provider_reaches_no_exit_of_the_library() {
     });
     let spans = format!("{:?}", c.spans());
     assert!(!spans.contains(KEY), "the key in the spans");
-    assert!(spans.contains(MARKER), "the spans say what was echoed, redacted");
+    assert!(
+        spans.contains(MARKER),
+        "the spans say what was echoed, redacted"
+    );
     let log = LOG.lock().unwrap().clone();
     assert!(!holds(&log, KEY), "the key in the log");
 }

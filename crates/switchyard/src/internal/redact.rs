@@ -525,7 +525,9 @@ mod tests {
 
     #[test]
     fn many_keys_in_several_searchers_are_all_found() {
-        let keys: Vec<String> = (0..200).map(|i| format!("sk-many-{i:04}-abcdefgh")).collect();
+        let keys: Vec<String> = (0..200)
+            .map(|i| format!("sk-many-{i:04}-abcdefgh"))
+            .collect();
         let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
         let set = Arc::new(set(&refs));
         assert!(set.finders.len() > 1);
@@ -538,7 +540,10 @@ mod tests {
     #[test]
     fn a_cut_off_key_at_the_end_is_replaced_when_long_enough() {
         let keys = set(&[KEY]);
-        assert_eq!(whole(&keys, &format!("key {}", &KEY[..12])), "key [redacted]");
+        assert_eq!(
+            whole(&keys, &format!("key {}", &KEY[..12])),
+            "key [redacted]"
+        );
         assert_eq!(whole(&keys, "ask"), "ask");
     }
 
@@ -547,7 +552,10 @@ mod tests {
         let keys = Arc::new(set(&["abcdefgh", "abcdefghijkl"]));
         assert_eq!(whole(&keys, "x abcdefghijkl y"), "x [redacted] y");
         assert_eq!(whole(&keys, "x abcdefgh y"), "x [redacted] y");
-        assert_eq!(chunked(keys.clone(), "x abcdefghijkl y", &[12]), "x [redacted] y");
+        assert_eq!(
+            chunked(keys.clone(), "x abcdefghijkl y", &[12]),
+            "x [redacted] y"
+        );
         assert_eq!(chunked(keys, "x abcdefgh y", &[10]), "x [redacted] y");
     }
 
@@ -558,7 +566,11 @@ mod tests {
         let expected = "data: {\"error\":\"bad key [redacted]\"}\n\nmore [redacted]";
         for a in 0..text.len() {
             for b in [a, a + 1, a + 7, a + 30] {
-                assert_eq!(chunked(keys.clone(), &text, &[a, b]), expected, "cut at {a}, {b}");
+                assert_eq!(
+                    chunked(keys.clone(), &text, &[a, b]),
+                    expected,
+                    "cut at {a}, {b}"
+                );
             }
         }
         // One byte at a time.
@@ -610,7 +622,10 @@ mod tests {
         for i in 0..(ROTATING_KEPT + 5) {
             register_token(&format!("ya29.rotating-{i:04}-abcdefgh"), "a test token");
         }
-        assert_eq!(redact("ya29.rotating-0000-abcdefgh"), "ya29.rotating-0000-abcdefgh");
+        assert_eq!(
+            redact("ya29.rotating-0000-abcdefgh"),
+            "ya29.rotating-0000-abcdefgh"
+        );
         let newest = format!("ya29.rotating-{:04}-abcdefgh", ROTATING_KEPT + 4);
         assert_eq!(redact(&newest), MARKER);
     }

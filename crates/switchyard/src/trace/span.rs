@@ -106,7 +106,10 @@ fn redact(span: &mut SpanData) {
                 }
             }
             Value::Array(Array::String(items)) => {
-                if items.iter().any(|s| matches!(clean(s.as_str()), Cow::Owned(_))) {
+                if items
+                    .iter()
+                    .any(|s| matches!(clean(s.as_str()), Cow::Owned(_)))
+                {
                     let items = items
                         .iter()
                         .map(|s| StringValue::from(clean(s.as_str()).into_owned()))

@@ -105,17 +105,16 @@ fn redact(span: &mut SpanData) {
                     kv.value = Value::String(c.into());
                 }
             }
-            Value::Array(Array::String(items)) => {
+            Value::Array(Array::String(items))
                 if items
                     .iter()
-                    .any(|s| matches!(clean(s.as_str()), Cow::Owned(_)))
-                {
-                    let items = items
-                        .iter()
-                        .map(|s| StringValue::from(clean(s.as_str()).into_owned()))
-                        .collect();
-                    kv.value = Value::Array(Array::String(items));
-                }
+                    .any(|s| matches!(clean(s.as_str()), Cow::Owned(_))) =>
+            {
+                let items = items
+                    .iter()
+                    .map(|s| StringValue::from(clean(s.as_str()).into_owned()))
+                    .collect();
+                kv.value = Value::Array(Array::String(items));
             }
             _ => {}
         }

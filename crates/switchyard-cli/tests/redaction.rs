@@ -127,3 +127,25 @@ fn ask_shows_no_key_the_provider_echoes() {
         .iter()
         .all(|r| r.headers.iter().any(|(_, v)| v.contains(BACKEND_KEY))));
 }
+
+#[test]
+fn a_client_key_too_short_to_redact_is_warned_about_at_start() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("gateway.yaml");
+    std::fs::write(&config, "keys:\n  - name: bob\n    key_env: BOB_KEY\n").unwrap();
+    let (child, addr) = serve(
+        home.path(),
+        &[("BOB_KEY", "short")],
+        &["--config".as_ref(), config.as_os_str()],
+    );
+    // Served (and its signals handled) before it is stopped.
+    let (status, _) = exchange_with(&addr, "GET", "/healthz", &[], "");
+    assert_eq!(status, 200);
+    let (code, err) = stop(child);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("client key `bob` (in BOB_KEY) is shorter than 8 bytes")
+            && err.contains("not redacted"),
+        "{err}"
+    );
+}

@@ -133,6 +133,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_state_key_is_registered_for_redaction() {
+        let value = "state-key-for-redaction-0123456789abcdef".to_string();
+        StateKey::load(Some(value.clone()), None).unwrap();
+        let text = format!("envelope opened with {value}");
+        assert_eq!(
+            switchyard::internal::redact::redact(&text),
+            "envelope opened with [redacted]"
+        );
+    }
+
+    #[test]
     fn the_data_directory_keeps_its_key() {
         let dir = tempfile::tempdir().unwrap();
         let first = StateKey::from_file(&dir.path().join(STATE_KEY_FILE)).unwrap();

@@ -247,6 +247,25 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn the_password_read_is_redacted_as_written_and_decoded() {
+        let config = PgStoreConfig::default();
+        let url =
+            "postgres://sy:p%40ss-word-0123@db:5432/sy?sslmode=require&password=second-secret-99";
+        config.url(|_| Some(url.to_string())).unwrap();
+        let clean = |t: &str| switchyard::internal::redact::redact(t).into_owned();
+        assert_eq!(
+            clean("auth failed: p%40ss-word-0123"),
+            "auth failed: [redacted]"
+        );
+        assert_eq!(
+            clean("auth failed: p@ss-word-0123"),
+            "auth failed: [redacted]"
+        );
+        assert_eq!(clean("password=second-secret-99"), "password=[redacted]");
+        assert_eq!(clean("user sy at db"), "user sy at db");
+    }
+
+    #[test]
     fn the_variable_is_read_and_a_literal_url_refused() {
         assert_eq!(
             PgStoreConfig::read(&json!(null)).unwrap().url_env,

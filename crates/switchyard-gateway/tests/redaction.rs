@@ -11,6 +11,8 @@
 mod common;
 #[path = "../../switchyard/tests/common/otlp.rs"]
 mod otlp;
+#[path = "../../switchyard/tests/common/split_key.rs"]
+mod split_key;
 
 use common::recording::{env, key, records, send, ALICE, UPSTREAM};
 use common::{decode, gateway_for, DIALECTS};
@@ -253,6 +255,42 @@ async fn a_client_key_sent_up_and_echoed_back_reaches_no_exit() {
     }
     records(dir.path(), calls).await;
     clean_elsewhere(&gw, c, &[UPSTREAM, ALICE]).await;
+    gw.shutdown().await.unwrap();
+    assert!(clean_files(dir.path(), &[UPSTREAM, ALICE]) >= 2);
+}
+
+#[tokio::test]
+async fn a_key_cut_between_two_network_chunks_is_found_passed_through_and_translated() {
+    // A chat provider whose reply holds the backend's key cut between two writes.
+    let base = split_key::start(UPSTREAM).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = GatewayConfig {
+        retry: switchyard::RetryPolicy::never(),
+        keys: vec![key("alice", "ALICE_KEY", None)],
+        store: Some(dir.path().to_path_buf()),
+        ..GatewayConfig::default()
+    };
+    let extra = vec!["backends.up-chat.api_key_env=UPSTREAM_KEY".to_string()];
+    let gw = start(
+        gateway_for(&base, config, env(), &extra),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap();
+    let mut calls = 0;
+    for client in DIALECTS {
+        for stream in [false, true] {
+            let case = format!("{client} → up-chat, stream {stream}");
+            let (status, headers, body) =
+                send(&gw, ALICE, client, "up-chat/m", &Request::user("x"), stream).await;
+            calls += 1;
+            assert_eq!(status, 200, "{case}: {}", String::from_utf8_lossy(&body));
+            clean_reply(&case, &headers, &body, UPSTREAM);
+            let reply = decode(client, &body, stream);
+            assert_eq!(reply.text(), split_key::text(MARKER), "{case}");
+        }
+    }
+    records(dir.path(), calls).await;
     gw.shutdown().await.unwrap();
     assert!(clean_files(dir.path(), &[UPSTREAM, ALICE]) >= 2);
 }

@@ -9,6 +9,8 @@
 mod common;
 #[path = "common/otlp.rs"]
 mod otlp;
+#[path = "common/split_key.rs"]
+mod split_key;
 
 use common::{llm_with, registry, DIALECTS};
 use futures::StreamExt;
@@ -16,8 +18,9 @@ use std::io::Write;
 use std::sync::{Mutex, OnceLock};
 use switchyard::env::MapEnv;
 use switchyard::record::RecorderOptions;
+use switchyard::registry::{LoadOptions, Registry};
 use switchyard::trace::{OtelConfig, Protocol};
-use switchyard::{Recorder, Request, RetryPolicy, RunInfo};
+use switchyard::{Llm, Recorder, Request, RetryPolicy, RunInfo};
 use switchyard_mock::MockServer;
 
 const KEY: &str = "sk-library-redaction-0123456789abcdef";
@@ -175,4 +178,28 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+#[tokio::test]
+async fn a_key_cut_between_two_network_chunks_is_found() {
+    const SPLIT: &str = "sk-library-split-key-0123456789abcdef";
+    let base = split_key::start(SPLIT).await;
+    let env = MapEnv::new([("MOCK_BASE_URL", base), ("MOCK_API_KEY", SPLIT.to_string())]);
+    let mut options = LoadOptions::new(&env);
+    options.user_file = false;
+    let registry = Registry::load(&options).unwrap();
+    let llm = Llm::resolve(&registry, "mock/m", &env)
+        .unwrap()
+        .with_retry(RetryPolicy::never());
+    let expected = split_key::text(MARKER);
+    let reply = llm.complete(Request::user("whole")).await.unwrap();
+    assert_eq!(reply.text(), expected);
+    assert!(!holds(&reply.raw, SPLIT));
+    let mut stream = llm.stream(Request::user("streamed")).await.unwrap();
+    while let Some(e) = stream.next().await {
+        assert!(!format!("{:?}", e.unwrap()).contains(SPLIT));
+    }
+    let reply = stream.reply();
+    assert_eq!(reply.text(), expected);
+    assert!(!holds(&reply.raw, SPLIT));
 }

@@ -4,6 +4,7 @@
 
 mod cli;
 mod commands;
+mod redacting;
 
 /// What `switchyard backends list|show|check --json` and `log stats|show` print, as
 /// values, for another front end (the Python package's `switchyard.backends` and
@@ -74,7 +75,7 @@ where
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("{e}");
+            eprintln!("{}", switchyard::internal::redact::redact(&e));
             ExitCode::FAILURE
         }
     }

@@ -246,6 +246,8 @@ impl ApiError {
                 _ => {}
             }
         }
+        // The gateway's own words may quote what an upstream or a client sent.
+        switchyard::internal::redact::redact_string(&mut message);
         message
     }
 

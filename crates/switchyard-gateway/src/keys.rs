@@ -69,7 +69,15 @@ impl Keys {
             let digest = match &spec.secret {
                 KeySecret::Sha256(d) => *d,
                 KeySecret::Env(var) => match env.var(var) {
-                    Some(value) => digest(value.as_bytes()),
+                    Some(value) => {
+                        // Only the digest is kept for comparing; the value is registered
+                        // for redaction, so no reply, record or log shows it.
+                        switchyard::internal::redact::register(
+                            &value,
+                            &format!("client key `{}` (in {var})", spec.name),
+                        );
+                        digest(value.as_bytes())
+                    }
                     None => {
                         errors.push(format!(
                             "key `{}`: the variable {var} named by key_env is unset or empty",

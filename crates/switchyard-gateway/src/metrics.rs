@@ -417,6 +417,8 @@ impl Metrics {
         );
         self.refusals.render(&mut out);
         render_otel(&mut out);
+        // Labels hold what clients sent (model names): a key among them is not shown.
+        switchyard::internal::redact::redact_string(&mut out);
         out
     }
 }

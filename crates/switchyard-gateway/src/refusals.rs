@@ -124,7 +124,10 @@ fn append(path: &Path, line: &str) {
         .create(true)
         .append(true)
         .open(path)
-        .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()));
+        .and_then(|mut f| {
+            let line = switchyard::internal::redact::redact(line);
+            f.write_all(format!("{line}\n").as_bytes())
+        });
     if let Err(e) = written {
         tracing::warn!("cannot write the refusal trace {}: {e}", path.display());
     }

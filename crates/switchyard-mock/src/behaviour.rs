@@ -23,7 +23,8 @@
 //!
 //! Faults: `fault-<status>`, `quota[-402|-spend-limit|-credit]`,
 //! `context-overflow[-max-tokens|-vllm]`, `null-body[-blank]`, `no-text`, `no-usage`,
-//! `not-json`, `cut-stream[-reset]`, `error-mid-stream[-<status>]`, `hang`. Each may be
+//! `not-json`, `cut-stream[-reset]`, `error-mid-stream[-<status>]`, `hang`,
+//! `echo-key[-<status>]`. Each may be
 //! followed by `-retry-<seconds>` or `-retry-ms-<millis>` (the Retry-After header, or
 //! Gemini's `RetryInfo`) and by `-then-ok` or `-<N>-then-ok` (fail N times, default 1,
 //! then succeed, counted per model name and prompt).
@@ -190,6 +191,10 @@ pub enum Fault {
     ErrorMidStream(Option<u16>),
     /// No answer (a stream stalls after its first event).
     Hang,
+    /// The credential the request carried, repeated in the answer's headers and in its
+    /// body: an error of the status (401 when none is given) whose message quotes it, or
+    /// with 200 a reply whose text does (as a misconfigured proxy or server does).
+    EchoKey(Option<u16>),
 }
 
 /// A model name that is not in the grammar.
@@ -203,7 +208,8 @@ impl fmt::Display for GrammarError {
             "{}; the mock accepts components joined by `+`: echo, say:<text>, lorem-<N>, tools, \
              think, agent, lenient, gemini-<…>, cache[-<read>-<write>], length, chunk-<N>, delay-<dur>, slow, \
              slow-first-byte[-<dur>], and one fault (fault-<status>, quota, context-overflow, \
-             null-body, no-text, no-usage, not-json, cut-stream, error-mid-stream, hang) \
+             null-body, no-text, no-usage, not-json, cut-stream, error-mid-stream, hang, \
+             echo-key[-<status>]) \
              optionally with -retry-<s>, -retry-ms-<ms>, -then-ok, -<N>-then-ok \
              (see docs/mock.md)",
             self.0
@@ -318,6 +324,7 @@ const FAULTS: &[(&str, Fault)] = &[
     ("cut-stream", Fault::CutStream { reset: false }),
     ("error-mid-stream", Fault::ErrorMidStream(None)),
     ("hang", Fault::Hang),
+    ("echo-key", Fault::EchoKey(None)),
     ("fault", Fault::Status(0)),
 ];
 
@@ -342,7 +349,7 @@ fn fault(c: &str) -> Result<Option<FaultSpec>, GrammarError> {
                 .ok_or_else(|| bad("expected fault-<HTTP status 100..599>".into()))?;
             i = 1;
         }
-        Fault::ErrorMidStream(s) => {
+        Fault::ErrorMidStream(s) | Fault::EchoKey(s) => {
             if let Some(found) = status(tokens.first()) {
                 *s = Some(found);
                 i = 1;
@@ -519,6 +526,9 @@ mod tests {
         assert_eq!(s.fault, Fault::ErrorMidStream(Some(529)));
         assert_eq!(s.times, Some(2));
         assert_eq!(f("error-mid-stream-2-then-ok").times, Some(2));
+        assert_eq!(f("echo-key").fault, Fault::EchoKey(None));
+        assert_eq!(f("echo-key-200").fault, Fault::EchoKey(Some(200)));
+        assert_eq!(f("echo-key-500-then-ok").times, Some(1));
         assert_eq!(f("hang").fault, Fault::Hang);
         assert_eq!(f("echo+hang-then-ok").times, Some(1));
     }

@@ -24,6 +24,33 @@ pub(crate) struct CallRoute {
     pub url_model: Option<(String, bool)>,
     /// Gemini stream without `alt=sse` (a JSON array).
     pub json_array: bool,
+    /// The credential the request carried (`Authorization`'s bearer value, `x-api-key`,
+    /// `x-goog-api-key` or the `key` query parameter), for the `echo-key` fault.
+    pub credential: Option<String>,
+}
+
+/// The credential of a request: what `echo-key` repeats.
+pub(crate) fn credential(headers: &axum::http::HeaderMap, query: Option<&str>) -> Option<String> {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    header("authorization")
+        .map(|v| match v.split_once(' ') {
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("bearer") => rest.to_string(),
+            _ => v,
+        })
+        .or_else(|| header("x-api-key"))
+        .or_else(|| header("x-goog-api-key"))
+        // Keys are plain tokens: the parameter's value is repeated as it came.
+        .or_else(|| {
+            query?
+                .split('&')
+                .find_map(|p| p.strip_prefix("key="))
+                .map(str::to_string)
+        })
 }
 
 /// Ids of this response.
@@ -117,6 +144,7 @@ pub(crate) async fn serve_call(shared: &Shared, route: CallRoute, body: Bytes) -
     let call = Call {
         shared,
         body: &body,
+        credential: route.credential.as_deref(),
         dialect,
         model: &model,
         stream: stream && !behaviour.ignore_stream,
@@ -150,6 +178,7 @@ fn model_and_stream(body: &[u8]) -> Result<(String, bool), String> {
 struct Call<'a> {
     shared: &'a Shared,
     body: &'a [u8],
+    credential: Option<&'a str>,
     dialect: Dialect,
     model: &'a str,
     stream: bool,
@@ -222,6 +251,7 @@ impl Call<'_> {
                     self.raw(200, "application/json", Body::from(body.to_string()))
                 }
             }
+            Fault::EchoKey(status) => self.echo_key(status, decoded).await,
             Fault::Hang => {
                 if self.stream {
                     self.success(decoded, Ending::Hang, |_| {}).await
@@ -235,6 +265,63 @@ impl Call<'_> {
                 }
             }
         }
+    }
+
+    /// `echo-key`: the credential in the headers (`www-authenticate`, and the request id
+    /// a client sees relayed), and in an error's message or, with 200, the reply's text
+    /// (one delta, so a stream carries it whole in one event).
+    async fn echo_key(
+        &self,
+        status: Option<u16>,
+        decoded: Result<DecodedRequest, switchyard_wire::DecodeError>,
+    ) -> Response {
+        let key = self.credential.unwrap_or("(no key was sent)");
+        let mut response = match status.unwrap_or(401) {
+            200 => {
+                let behaviour = Behaviour {
+                    content: behaviour::Content::Say(format!("The key you sent is {key}.")),
+                    chunk_chars: 0,
+                    ..self.behaviour.clone()
+                };
+                let call = Call {
+                    behaviour: &behaviour,
+                    ..*self
+                };
+                call.success(decoded, Ending::Normal, |_| {}).await
+            }
+            status => {
+                // The status's own error (its type, code and headers), its message
+                // quoting the key.
+                let mut e = faults::status_error(
+                    self.dialect,
+                    status,
+                    self.model,
+                    None,
+                    &self.ids.request_id,
+                );
+                let message = format!(
+                    "Incorrect API key provided: {key}. You can find your API key in your account settings."
+                );
+                if let Ok(mut body) = serde_json::from_slice::<Value>(&e.body) {
+                    if let Some(m) = body.pointer_mut("/error/message") {
+                        *m = Value::String(message);
+                    }
+                    e.body = body.to_string().into_bytes();
+                }
+                self.error(e)
+            }
+        };
+        set(
+            &mut response,
+            "www-authenticate",
+            &format!("Bearer realm=\"switchyard-mock\", error=\"invalid_token\", key=\"{key}\""),
+        );
+        set_request_id(
+            &mut response,
+            self.dialect,
+            &format!("{} {key}", self.ids.request_id),
+        );
+        response
     }
 
     async fn success(

@@ -173,8 +173,12 @@ pub(crate) async fn serve(
                 crate::body::wait_for_shutdown(shared.shutdown.clone()).await;
                 return raw(503, Body::from("switchyard-mock: shutting down"));
             }
-            // Faults of text and streams have no meaning for a vector.
-            Fault::NoText | Fault::CutStream { .. } | Fault::ErrorMidStream(_) => {}
+            // Faults of text and streams have no meaning for a vector; `echo-key` is
+            // served by the chat routes only.
+            Fault::NoText
+            | Fault::CutStream { .. }
+            | Fault::ErrorMidStream(_)
+            | Fault::EchoKey(_) => {}
         }
     }
     let out = match route {

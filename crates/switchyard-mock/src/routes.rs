@@ -9,7 +9,7 @@ use crate::recorder::RecordedRequest;
 use crate::state::Shared;
 use axum::body::{to_bytes, Body};
 use axum::extract::{Path, Request, State};
-use axum::http::{StatusCode, Uri};
+use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -55,6 +55,7 @@ pub const BUILT_IN_MODELS: &[&str] = &[
     "cut-stream",
     "error-mid-stream",
     "hang",
+    "echo-key",
 ];
 
 /// The mock's router.
@@ -139,27 +140,28 @@ async fn models(State(shared): State<Arc<Shared>>) -> Json<Value> {
     Json(json!({"object": "list", "data": data}))
 }
 
-async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
-    call::serve_call(&shared, route(Dialect::Chat), body).await
+async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    call::serve_call(&shared, route(Dialect::Chat, &headers), body).await
 }
 
-async fn responses(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
-    call::serve_call(&shared, route(Dialect::Responses), body).await
+async fn responses(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    call::serve_call(&shared, route(Dialect::Responses, &headers), body).await
 }
 
-async fn messages(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
-    call::serve_call(&shared, route(Dialect::Messages), body).await
+async fn messages(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    call::serve_call(&shared, route(Dialect::Messages, &headers), body).await
 }
 
 async fn embeddings(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     crate::embeddings::serve(&shared, EmbedRoute::Openai, None, body).await
 }
 
-fn route(dialect: Dialect) -> CallRoute {
+fn route(dialect: Dialect, headers: &HeaderMap) -> CallRoute {
     CallRoute {
         dialect,
         url_model: None,
         json_array: false,
+        credential: call::credential(headers, None),
     }
 }
 
@@ -205,6 +207,7 @@ async fn gemini(
     State(shared): State<Arc<Shared>>,
     Path(params): Path<HashMap<String, String>>,
     uri: Uri,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     let rest = params.get("rest").map(String::as_str).unwrap_or_default();
@@ -246,6 +249,7 @@ async fn gemini(
         dialect: Dialect::Gemini,
         url_model: Some((model.to_string(), stream)),
         json_array: stream && !alt_sse,
+        credential: call::credential(&headers, uri.query()),
     };
     call::serve_call(&shared, route, body).await
 }

@@ -276,3 +276,54 @@ async fn unknown_models_and_bad_bodies_get_dialect_errors() {
     let (s, _, b) = json_of(r).await;
     assert_eq!((s, b["error"]["status"].as_str()), (404, Some("NOT_FOUND")));
 }
+
+#[tokio::test]
+async fn echo_key_repeats_the_credential_in_headers_and_body() {
+    let mock = MockServer::start().await;
+    let key = "sk-mock-echo-0123456789abcdef";
+    let client = reqwest::Client::new();
+    for d in Dialect::ALL {
+        // Each dialect's own credential header, and Gemini's `key=` parameter.
+        let sends: Vec<(&str, String)> = match d {
+            Dialect::Chat | Dialect::Responses => vec![("authorization", format!("Bearer {key}"))],
+            Dialect::Messages => vec![("x-api-key", key.to_string())],
+            Dialect::Gemini => vec![("x-goog-api-key", key.to_string()), ("", String::new())],
+        };
+        for (header, value) in sends {
+            for (model, status, stream) in [
+                ("echo-key", 401, false),
+                ("echo-key-500", 500, false),
+                ("echo-key-200", 200, false),
+                ("echo-key-200", 200, true),
+            ] {
+                let mut url = endpoint(&mock, d, model, stream);
+                let mut request = client.post(&url);
+                if header.is_empty() {
+                    url.push_str(if url.contains('?') { "&key=" } else { "?key=" });
+                    url.push_str(key);
+                    request = client.post(&url);
+                } else {
+                    request = request.header(header, &value);
+                }
+                let response = request
+                    .json(&raw_body(d, model, "hi", stream))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(response.status().as_u16(), status, "{d} {model}");
+                let auth = response.headers()["www-authenticate"].to_str().unwrap();
+                assert!(auth.contains(key), "{d} {model}: {auth}");
+                let body = response.text().await.unwrap();
+                assert!(body.contains(key), "{d} {model} stream={stream}: {body}");
+            }
+        }
+    }
+    // Without a credential the message says so.
+    let response = client
+        .post(endpoint(&mock, Dialect::Chat, "echo-key", false))
+        .json(&raw_body(Dialect::Chat, "echo-key", "hi", false))
+        .send()
+        .await
+        .unwrap();
+    assert!(response.text().await.unwrap().contains("no key was sent"));
+}

@@ -580,14 +580,14 @@ impl Binding {
             .iter()
             .map(|(name, value)| match value {
                 EnvValue::Text(t) => Ok((name.clone(), t.clone())),
-                EnvValue::KeyOf(var) => {
-                    env.var(var)
-                        .map(|v| (name.clone(), v))
-                        .ok_or_else(|| Error::MissingKey {
-                            backend: self.backend.clone(),
-                            variable: var.clone(),
-                        })
-                }
+                EnvValue::KeyOf(var) => env
+                    .var(var)
+                    .inspect(|v| crate::internal::redact::register(v, &format!("the key in {var}")))
+                    .map(|v| (name.clone(), v))
+                    .ok_or_else(|| Error::MissingKey {
+                        backend: self.backend.clone(),
+                        variable: var.clone(),
+                    }),
             })
             .collect()
     }

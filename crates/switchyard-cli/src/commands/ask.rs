@@ -17,7 +17,7 @@ pub(super) fn run(config: &Config, args: &AskArgs) -> Result<(), String> {
     // Waits between attempts are announced as warnings: show the library's, briefly, on
     // stderr (not those of the crates below it, which the library reports itself).
     let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(|| crate::redacting::Redacting(std::io::stderr()))
         .with_env_filter(tracing_subscriber::EnvFilter::new("switchyard=warn"))
         .with_ansi(std::io::stderr().is_terminal())
         .without_time()

@@ -13,7 +13,9 @@ pub(super) const DEFAULT_FILTER: &str = "warn,switchyard=info,switchyard_gateway
 /// Installs the log; the guard flushes it when dropped (keep it until exit). A `RUST_LOG`
 /// that does not parse is reported and the default used.
 pub(super) fn init() -> WorkerGuard {
-    let (writer, guard) = tracing_appender::non_blocking(std::io::stderr());
+    // Redacted on the log's own thread, off the calls' path.
+    let (writer, guard) =
+        tracing_appender::non_blocking(crate::redacting::Redacting(std::io::stderr()));
     let filter = match std::env::var("RUST_LOG") {
         Ok(text) if !text.trim().is_empty() => EnvFilter::try_new(&text).unwrap_or_else(|e| {
             eprintln!(

@@ -43,6 +43,14 @@ impl StateKey {
     /// (created when missing), else a random key for this process.
     /// `from_env` is the value of [`STATE_KEY_ENV`], if set.
     pub fn load(from_env: Option<String>, data_dir: Option<&Path>) -> Result<Self, String> {
+        let key = Self::read(from_env, data_dir)?;
+        if let Ok(text) = std::str::from_utf8(&key.0) {
+            switchyard::internal::redact::register(text, "the state key");
+        }
+        Ok(key)
+    }
+
+    fn read(from_env: Option<String>, data_dir: Option<&Path>) -> Result<Self, String> {
         if let Some(value) = from_env {
             if value.len() < MIN_KEY_BYTES {
                 return Err(format!(
@@ -123,6 +131,17 @@ fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_state_key_is_registered_for_redaction() {
+        let value = "state-key-for-redaction-0123456789abcdef".to_string();
+        StateKey::load(Some(value.clone()), None).unwrap();
+        let text = format!("envelope opened with {value}");
+        assert_eq!(
+            switchyard::internal::redact::redact(&text),
+            "envelope opened with [redacted]"
+        );
+    }
 
     #[test]
     fn the_data_directory_keeps_its_key() {

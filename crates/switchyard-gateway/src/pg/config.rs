@@ -116,7 +116,10 @@ impl PgStoreConfig {
             return Ok(url.clone());
         }
         match get(&self.url_env) {
-            Some(url) if !url.trim().is_empty() => Ok(url),
+            Some(url) if !url.trim().is_empty() => {
+                register_password(&url);
+                Ok(url)
+            }
             _ => Err(format!(
                 "store.postgres: the environment variable {} is not set; set it to the \
                  database's URL, e.g. postgres://user:password@host:5432/switchyard",
@@ -171,6 +174,38 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
+/// Registers the password of `url` (its user information's, or a `password=` parameter's),
+/// as written and percent-decoded, for redaction: a database error quoting the URL, or a
+/// record holding it, never shows it.
+pub fn register_password(url: &str) {
+    let Some((_, rest)) = url.split_once("://") else {
+        return;
+    };
+    let (authority, tail) = match rest.find(['/', '?']) {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let mut passwords = Vec::new();
+    if let Some((userinfo, _host)) = authority.rsplit_once('@') {
+        if let Some((_user, password)) = userinfo.split_once(':') {
+            passwords.push(password);
+        }
+    }
+    if let Some((_, query)) = tail.split_once('?') {
+        passwords.extend(query.split('&').filter_map(|p| p.strip_prefix("password=")));
+    }
+    for password in passwords {
+        let origin = "the PostgreSQL URL's password";
+        switchyard::internal::redact::register(password, origin);
+        let decoded = url::form_urlencoded::parse(format!("p={password}").as_bytes())
+            .next()
+            .map(|(_, v)| v.into_owned());
+        if let Some(decoded) = decoded.filter(|d| d != password) {
+            switchyard::internal::redact::register(&decoded, origin);
+        }
+    }
+}
+
 /// `url` as it may be shown: the password, if any, replaced by `***` (a URL whose
 /// shape is not recognised is not shown at all).
 pub fn redact_url(url: &str) -> String {
@@ -210,6 +245,25 @@ pub fn redact_url(url: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_password_read_is_redacted_as_written_and_decoded() {
+        let config = PgStoreConfig::default();
+        let url =
+            "postgres://sy:p%40ss-word-0123@db:5432/sy?sslmode=require&password=second-secret-99";
+        config.url(|_| Some(url.to_string())).unwrap();
+        let clean = |t: &str| switchyard::internal::redact::redact(t).into_owned();
+        assert_eq!(
+            clean("auth failed: p%40ss-word-0123"),
+            "auth failed: [redacted]"
+        );
+        assert_eq!(
+            clean("auth failed: p@ss-word-0123"),
+            "auth failed: [redacted]"
+        );
+        assert_eq!(clean("password=second-secret-99"), "password=[redacted]");
+        assert_eq!(clean("user sy at db"), "user sy at db");
+    }
 
     #[test]
     fn the_variable_is_read_and_a_literal_url_refused() {

@@ -13,14 +13,25 @@ use std::sync::Arc;
 #[cfg(feature = "google-auth")]
 use tokio::sync::OnceCell;
 
-/// A key read from the environment. Printing it prints `***`.
+/// A key read from the environment. Printing it prints `***`, and making one registers
+/// it for redaction ([`crate::internal::redact`]): no text the process writes shows it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
 
 impl Secret {
-    /// Wraps a key.
+    /// Wraps a key (and registers it for redaction).
     pub fn new(value: impl Into<String>) -> Self {
-        Secret(value.into())
+        let value = value.into();
+        crate::internal::redact::register(&value, "a backend's key");
+        Secret(value)
+    }
+
+    /// Wraps a short-lived token (an OAuth access token): registered for redaction among
+    /// the newest few tokens only.
+    pub fn token(value: impl Into<String>) -> Self {
+        let value = value.into();
+        crate::internal::redact::register_token(&value, "an access token");
+        Secret(value)
     }
 
     /// The key, for the one place that sends it.
@@ -158,7 +169,7 @@ impl TokenSource for GoogleAdc {
             .token(&[CLOUD_PLATFORM_SCOPE])
             .await
             .map_err(token_error)?;
-        Ok(Secret::new(token.as_str()))
+        Ok(Secret::token(token.as_str()))
     }
 }
 

@@ -1,6 +1,6 @@
 //! What the gateway and the command line share with the library beyond its public API:
 //! the background-work courtesy, the classification of provider errors, cost formatting,
-//! backend probes and name suggestions. Public so the workspace's other crates can use
+//! backend probes, name suggestions and the redaction of keys. Public so the workspace's other crates can use
 //! them; not a stable interface for programs.
 
 pub mod background;
@@ -8,4 +8,5 @@ pub mod classify;
 pub mod cost;
 pub mod lanes;
 pub mod probe;
+pub mod redact;
 pub mod suggest;

@@ -156,6 +156,8 @@ async fn read_models(response: reqwest::Response) -> Result<Vec<String>, String>
         .bytes()
         .await
         .map_err(|e| format!("the answer broke off: {e}"))?;
+    // Not the send path: redacted here, as it is there.
+    let body = crate::internal::redact::redact_shared(body);
     if !status.is_success() {
         return Err(format!(
             "HTTP {}: {}",

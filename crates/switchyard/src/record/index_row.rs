@@ -80,9 +80,10 @@ impl IndexRow {
             number: r.number,
             time: r.timings.started_at.clone(),
             role: r.role_name().to_string(),
-            reference: r.reference.clone(),
+            // As in the record's line (a model id is the client's text).
+            reference: crate::internal::redact::redact(&r.reference).into_owned(),
             backend: r.backend.clone(),
-            model: r.model.clone(),
+            model: crate::internal::redact::redact(&r.model).into_owned(),
             dialect: r.dialect.map(|d| d.as_str().to_string()),
             stream: r.stream,
             error_kind: r.error.as_ref().map(|e| e.kind.clone()),

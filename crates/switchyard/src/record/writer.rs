@@ -432,7 +432,22 @@ const BATCH_RECORDS: usize = 256;
 
 /// Appends `record` as JSON (without its newline). The raw bytes, most of a record and
 /// dense with quotes, are escaped by [`super::escape`] and written as the last field.
+/// Every key the process holds is redacted from the line (the request, the reply, the
+/// attempts' errors, the headers kept), whatever field it came in by.
 fn write_line(buf: &mut Vec<u8>, record: &mut CallRecord) -> serde_json::Result<()> {
+    let start = buf.len();
+    let written = write_fields(buf, record);
+    if written.is_ok() {
+        if let std::borrow::Cow::Owned(clean) = crate::internal::redact::redact_bytes(&buf[start..])
+        {
+            buf.truncate(start);
+            buf.extend_from_slice(&clean);
+        }
+    }
+    written
+}
+
+fn write_fields(buf: &mut Vec<u8>, record: &mut CallRecord) -> serde_json::Result<()> {
     let raw = record.raw.take();
     let written = serde_json::to_writer(&mut *buf, &*record);
     if let (Ok(()), Some(raw)) = (&written, &raw) {

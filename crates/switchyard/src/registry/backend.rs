@@ -321,7 +321,15 @@ impl Backend {
             return Ok(None);
         }
         match env.var(&self.api_key_env.value) {
-            Some(k) => Ok(Some(k)),
+            Some(k) => {
+                // Registered here, where its variable is known, for the warning a key too
+                // short to redact gets.
+                crate::internal::redact::register(
+                    &k,
+                    &format!("the key in {}", self.api_key_env.value),
+                );
+                Ok(Some(k))
+            }
             None if !self.key_required.value => Ok(None),
             None => Err(EndpointError::MissingKey {
                 backend: self.name.clone(),

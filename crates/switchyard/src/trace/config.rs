@@ -204,7 +204,16 @@ pub fn resolve(
     if let Some(name) = &headers_env {
         match var(name) {
             Some(text) => match parse_headers(&text) {
-                Some(h) => headers = h,
+                Some(h) => {
+                    // A collector's key (`authorization=…`, `x-honeycomb-team=…`).
+                    for (_, value) in &h {
+                        crate::internal::redact::register(
+                            value,
+                            &format!("a header value in {name}"),
+                        );
+                    }
+                    headers = h
+                }
                 None => errors.push(format!(
                     "otel.headers_env: the variable {name} is not `key=value,key2=value2` (its value is not shown)"
                 )),

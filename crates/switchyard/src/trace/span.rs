@@ -82,7 +82,43 @@ pub(crate) fn build(call: &CallSpan, scope: &InstrumentationScope) -> Vec<SpanDa
             instrumentation_scope: scope.clone(),
         });
     }
+    spans.iter_mut().for_each(redact);
     spans
+}
+
+/// Every key the process holds out of a span's texts: its name, its status message and
+/// its string attributes (a model name, an error message, the contents when captured).
+fn redact(span: &mut SpanData) {
+    use crate::internal::redact::redact as clean;
+    if let Cow::Owned(name) = clean(&span.name) {
+        span.name = name.into();
+    }
+    if let Status::Error { description } = &span.status {
+        if let Cow::Owned(d) = clean(description) {
+            span.status = Status::error(d);
+        }
+    }
+    for kv in &mut span.attributes {
+        match &kv.value {
+            Value::String(s) => {
+                if let Cow::Owned(c) = clean(s.as_str()) {
+                    kv.value = Value::String(c.into());
+                }
+            }
+            Value::Array(Array::String(items))
+                if items
+                    .iter()
+                    .any(|s| matches!(clean(s.as_str()), Cow::Owned(_))) =>
+            {
+                let items = items
+                    .iter()
+                    .map(|s| StringValue::from(clean(s.as_str()).into_owned()))
+                    .collect();
+                kv.value = Value::Array(Array::String(items));
+            }
+            _ => {}
+        }
+    }
 }
 
 fn common(call: &CallSpan, provider: &str, model: &str) -> Vec<KeyValue> {

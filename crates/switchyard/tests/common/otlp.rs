@@ -33,6 +33,8 @@ pub(crate) struct Got {
     pub(crate) attrs: BTreeMap<String, Value>,
     /// Status code 2 (error).
     pub(crate) error: bool,
+    /// The status's message.
+    pub(crate) status_message: String,
     pub(crate) service: String,
     pub(crate) start_ns: u64,
     pub(crate) end_ns: u64,
@@ -96,6 +98,11 @@ fn keep(spans: &Mutex<Vec<Got>>, request: ExportTraceServiceRequest) {
                         .map(|kv| (kv.key.clone(), value(&kv.value)))
                         .collect(),
                     error: s.status.as_ref().is_some_and(|st| st.code == 2),
+                    status_message: s
+                        .status
+                        .as_ref()
+                        .map(|st| st.message.clone())
+                        .unwrap_or_default(),
                     service: service.clone(),
                     start_ns: s.start_time_unix_nano,
                     end_ns: s.end_time_unix_nano,

@@ -39,6 +39,7 @@ pub fn stream(inv: &Invocation, scratch: Scratch) -> Result<BoxStream<'static, R
         stderr,
         _scratch: scratch,
         done: false,
+        redactor: crate::internal::redact::StreamRedactor::new(),
     };
     Ok(futures::stream::unfold(running, |mut running| async move {
         let item = running.next().await?;
@@ -56,6 +57,9 @@ struct Running {
     /// Kept until the stream is dropped: the program's working directory.
     _scratch: Scratch,
     done: bool,
+    /// Every key the process holds, out of the output as it is read (a program that
+    /// prints its key in an error, say).
+    redactor: crate::internal::redact::StreamRedactor,
 }
 
 impl Running {
@@ -76,16 +80,21 @@ impl Running {
     }
 
     async fn step(&mut self) -> Result<Output> {
-        if let Some(stdout) = &mut self.stdout {
+        while let Some(stdout) = &mut self.stdout {
             let mut buf = vec![0u8; READ_SIZE];
             let n = within(self.deadline, &self.inv, stdout.read(&mut buf))
                 .await?
                 .map_err(|e| process::lost(&self.inv, &e))?;
-            if n > 0 {
+            let out = if n > 0 {
                 buf.truncate(n);
-                return Ok(Output::Stdout(Bytes::from(buf)));
+                self.redactor.push(Bytes::from(buf))
+            } else {
+                self.stdout = None;
+                self.redactor.finish()
+            };
+            if !out.is_empty() {
+                return Ok(Output::Stdout(out));
             }
-            self.stdout = None;
         }
         let status = within(self.deadline, &self.inv, self.child.wait())
             .await?
@@ -99,7 +108,7 @@ impl Running {
         Ok(Output::Exited(Finished {
             code: status.code(),
             stdout: Vec::new(),
-            stderr,
+            stderr: crate::internal::redact::redact_bytes(&stderr).into_owned(),
         }))
     }
 }

@@ -156,10 +156,16 @@ pub async fn run(inv: &Invocation, cwd: &Path) -> Result<Finished> {
         None => waited.await,
     }
     .map_err(|e| lost(inv, &e))?;
+    // Every key the process holds, out of what the program wrote (the records, errors
+    // and replies made from it).
+    let clean = |bytes: Vec<u8>| match crate::internal::redact::redact_bytes(&bytes) {
+        std::borrow::Cow::Borrowed(_) => bytes,
+        std::borrow::Cow::Owned(clean) => clean,
+    };
     Ok(Finished {
         code: output.status.code(),
-        stdout: output.stdout,
-        stderr: output.stderr,
+        stdout: clean(output.stdout),
+        stderr: clean(output.stderr),
     })
 }
 

@@ -207,9 +207,13 @@ impl HttpBackend {
         }
         .map_err(|failed| self.transport_error(failed))?;
         let status = answer.status;
-        let headers = answer.headers;
+        // Every key the process holds is redacted here, where the answer enters: an
+        // upstream that echoes the credential (in an error's text, a header, even a
+        // reply's) cannot pass it on to an error, a record, a client or a span.
+        let mut headers = answer.headers;
+        crate::internal::redact::redact_headers(&mut headers);
         let body = TimedBody {
-            inner: answer.body,
+            inner: crate::internal::redact::redact_stream(answer.body),
             backend: config.name.clone(),
             idle: config.timeouts.idle,
             deadline,

@@ -21,7 +21,8 @@ pub const GATEWAY_TIMEOUTS: Timeouts = Timeouts {
 };
 
 const STORE_FIELDS: &str = "path, durability, max_backlog, postgres";
-const LIMIT_FIELDS: &str = "max_targets, max_metric_series";
+const LIMIT_FIELDS: &str = "max_targets, max_metric_series, max_reply_bytes, max_stream_bytes, \
+     max_event_bytes, max_error_body_bytes, max_recorded_reply_bytes";
 
 /// `store: DIR` or `store: {path, durability, max_backlog, postgres}`.
 pub(super) fn read_store(value: &Value, config: &mut GatewayConfig, errors: &mut Vec<String>) {
@@ -113,18 +114,28 @@ pub(super) fn read_limits(value: &Value, config: &mut GatewayConfig, errors: &mu
         return;
     };
     for (k, v) in map {
+        let bytes = k.ends_with("_bytes");
         let n = match v.as_u64() {
-            Some(n) if n > 0 => n as usize,
+            Some(n) if n > 0 => n,
             _ => {
-                errors.push(format!(
-                    "limits.{k}: expected a whole number > 0, found {v}"
-                ));
+                errors.push(match bytes {
+                    true => format!("limits.{k}: expected a positive number of bytes, found {v}"),
+                    false => format!("limits.{k}: expected a whole number > 0, found {v}"),
+                });
                 continue;
             }
         };
+        let reply = &mut config.reply_limits;
         match k.as_str() {
-            "max_targets" => config.max_targets = n,
-            "max_metric_series" => config.max_metric_series = n,
+            "max_targets" => config.max_targets = n as usize,
+            "max_metric_series" => config.max_metric_series = n as usize,
+            "max_reply_bytes" => reply.max_reply_bytes = n,
+            "max_stream_bytes" => reply.max_stream_bytes = n,
+            "max_event_bytes" => reply.max_event_bytes = n,
+            "max_error_body_bytes" => reply.max_error_body_bytes = n,
+            "max_recorded_reply_bytes" => {
+                config.max_recorded_reply_bytes = usize::try_from(n).unwrap_or(usize::MAX)
+            }
             other => errors.push(format!(
                 "limits.{other}: unknown field; accepted: {LIMIT_FIELDS}"
             )),

@@ -511,3 +511,69 @@ async fn the_default_bounds_hold_too() {
         assert_eq!(server.closed_at_least(1).await, 1);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_longer_than_its_record_keeps_is_marked_and_not_replayed_as_whole() {
+    let mock = switchyard_mock::MockServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let kept = 16 << 10;
+    let config = GatewayConfig {
+        store: Some(dir.path().to_path_buf()),
+        retry: switchyard::RetryPolicy::never(),
+        max_recorded_reply_bytes: kept,
+        ..GatewayConfig::default()
+    };
+    let gateway = common::gateway_for(&mock.base_url(), config, Default::default(), &[]);
+    let running = start(gateway, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let text = "word ".repeat(8_000);
+    let model = "up-chat/echo";
+    // Passed through and translated, streamed: the client gets all of it.
+    for client in [Dialect::Chat, Dialect::Messages] {
+        let r = reqwest::Client::new()
+            .post(format!("{}{}", running.url(), path(client, model, true)))
+            .header("content-type", "application/json")
+            .body(client_body(client, model, &Request::user(&text), true))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let reply = common::decode(client, &r.bytes().await.unwrap(), true);
+        assert_eq!(reply.text(), text, "{client}");
+    }
+    let records = common::recording::records(dir.path(), 2).await.0;
+    for r in &records {
+        assert!(r.error.is_none(), "call {}: {:?}", r.number, r.error);
+        let cut = r
+            .raw_truncated
+            .as_ref()
+            .expect("the record kept part of it");
+        assert_eq!(cut.kept, kept as u64);
+        assert!(cut.received.unwrap() > text.len() as u64, "{cut:?}");
+        assert_eq!(r.raw_bytes().unwrap().len(), kept);
+        // The reply the record keeps is the part its bytes carry.
+        let recorded = r.reply.as_ref().map(|r| r.text()).unwrap_or_default();
+        assert!(
+            !recorded.is_empty() && recorded.len() < kept && text.starts_with(&recorded),
+            "call {}: {} bytes of reply",
+            r.number,
+            recorded.len()
+        );
+        assert!(r.cache_key.is_none());
+    }
+    // Replay says it cannot answer with a part, rather than answering with one.
+    drop(running);
+    let replay = Llm::replaying(dir.path(), None).unwrap();
+    let e = replay
+        .complete(Request::user(&text))
+        .await
+        .expect_err("a partial record is not replayed");
+    assert!(
+        e.to_string().contains(&format!(
+            "kept only the first {kept} of its {} reply bytes (`limits.max_recorded_reply_bytes`)",
+            records[0].raw_truncated.as_ref().unwrap().received.unwrap()
+        )),
+        "{e}"
+    );
+}

@@ -39,6 +39,10 @@ const PEAK_GROWTH: u64 = 96 << 20;
 /// How long one call may take (bounded reads on loopback take milliseconds).
 const CALL_TIME: Duration = Duration::from_secs(20);
 
+/// Held by each test for its whole run: the peak resident set is the process's, so the
+/// tests of this file run one at a time for each to measure its own.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// A call's shape: the client's dialect, the upstream's, and whether it streams.
 #[derive(Debug, Clone, Copy)]
 struct Case {
@@ -235,6 +239,7 @@ fn assert_peak(how: Hostile, growth: u64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn whole_bodies_past_max_reply_bytes_end_with_an_error_in_the_clients_dialect() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     for how in [Hostile::EndlessBody, Hostile::AnnouncedBody] {
         // Streamed requests too: a JSON answer to one is read as a whole body.
         let (got, records, server, growth) = through_gateway(how, &[false, true]).await;
@@ -277,6 +282,7 @@ async fn whole_bodies_past_max_reply_bytes_end_with_an_error_in_the_clients_dial
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn endless_streams_end_at_max_stream_bytes_with_an_error_event() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let how = Hostile::EndlessStream;
     let (got, records, server, growth) = through_gateway(how, &[true]).await;
     for g in &got {
@@ -327,6 +333,7 @@ async fn endless_streams_end_at_max_stream_bytes_with_an_error_event() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_endless_sse_line_ends_at_max_event_bytes_with_an_error_event() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let how = Hostile::EndlessLine;
     let (got, records, server, growth) = through_gateway(how, &[true]).await;
     let expected = "one stream event past its bound of 256 KiB (`max_event_bytes`)";
@@ -358,6 +365,7 @@ async fn one_endless_sse_line_ends_at_max_event_bytes_with_an_error_event() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endless_error_body_is_read_to_max_error_body_bytes_and_answered() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let how = Hostile::EndlessError;
     let (got, records, server, growth) = through_gateway(how, &[false, true]).await;
     for g in &got {
@@ -453,6 +461,7 @@ async fn library_call(llm: &Llm, stream: bool) -> (Error, usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_library_ends_every_oversized_answer_with_reply_too_large() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     for (how, stream, bound) in [
         (Hostile::EndlessBody, false, ReplyBound::Reply),
         (Hostile::AnnouncedBody, false, ReplyBound::Reply),
@@ -485,6 +494,7 @@ async fn the_library_ends_every_oversized_answer_with_reply_too_large() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_error_body_keeps_its_head_in_the_library() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let server = HostileServer::start(Hostile::EndlessError).await;
     let llm = llm(&server, Dialect::Chat, LIMITS).with_retry(switchyard::RetryPolicy::never());
     let (e, _) = library_call(&llm, false).await;
@@ -497,6 +507,7 @@ async fn the_error_body_keeps_its_head_in_the_library() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_default_bounds_hold_too() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     // The cheap ones: 1 GiB announced (refused unread), one endless line (16 MiB).
     for (how, stream, bound) in [
         (Hostile::AnnouncedBody, false, ReplyBound::Reply),
@@ -514,6 +525,7 @@ async fn the_default_bounds_hold_too() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reply_longer_than_its_record_keeps_is_marked_and_not_replayed_as_whole() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let mock = switchyard_mock::MockServer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let kept = 16 << 10;

@@ -300,7 +300,8 @@ pub enum Error {
         bound: ReplyBound,
         /// The bound's value, in bytes.
         limit: u64,
-        /// The first bytes received (at most 64 KiB), for the record and for debugging.
+        /// A whole body's first bytes (at most 64 KiB), for the record and for debugging;
+        /// empty for a stream, whose bytes its reader had as they came.
         head: Bytes,
     },
 }
@@ -349,7 +350,7 @@ pub fn fmt_bytes(n: u64) -> String {
     const UNITS: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
     for (unit, size) in UNITS {
         if n >= size {
-            return if n % size == 0 {
+            return if n.is_multiple_of(size) {
                 format!("{} {unit}", n / size)
             } else {
                 format!("{:.1} {unit}", n as f64 / size as f64)

@@ -67,10 +67,12 @@ const FULL: usize = 512;
 pub(crate) const DEFAULT_MAX_BACKLOG: usize = 1024;
 
 /// How many bytes of a reply a record keeps unless `limits.max_recorded_reply_bytes` says
-/// otherwise: as many as a whole reply may have (`max_reply_bytes`), so that only a stream
-/// longer than any real provider's has a record that keeps less than came.
-pub(crate) const DEFAULT_MAX_RECORDED_REPLY_BYTES: usize =
-    switchyard::backend::http::ReplyLimits::DEFAULT.max_reply_bytes as usize;
+/// otherwise: 64 MiB, past the stream of the longest output a provider allows (128k tokens
+/// at 100 to 300 bytes an event, about 40 MB), so that a real chat reply is recorded
+/// whole; an embeddings batch near the largest OpenAI allows (about 90 MB as JSON) is
+/// not. Writing a record takes a few times its size, and reading it back (`log stats`)
+/// about twice: this is what bounds both.
+pub(crate) const DEFAULT_MAX_RECORDED_REPLY_BYTES: usize = 64 << 20;
 
 /// When a reply's last byte may go out, with respect to its record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

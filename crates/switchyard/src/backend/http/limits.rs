@@ -74,14 +74,13 @@ pub(crate) enum Reading {
     Events,
 }
 
-/// Counts a body's bytes as they arrive against the bounds of its [`Reading`].
+/// Counts a body's bytes as they arrive against the bounds of its [`Reading`]. It keeps
+/// no byte itself: a reader that keeps them gives the error its head ([`head_of`]).
 #[derive(Debug)]
 pub(crate) struct Counter {
     limits: ReplyLimits,
     reading: Reading,
     received: u64,
-    /// The first bytes, for the error.
-    head: Vec<u8>,
     event: EventSize,
 }
 
@@ -91,7 +90,6 @@ impl Counter {
             limits,
             reading,
             received: 0,
-            head: Vec::new(),
             event: EventSize::default(),
         }
     }
@@ -109,10 +107,6 @@ impl Counter {
 
     /// Counts a chunk; the bound it passes, if any.
     pub(crate) fn take(&mut self, chunk: &[u8]) -> Option<ReplyBound> {
-        if self.head.len() < HEAD_KEPT {
-            let room = HEAD_KEPT - self.head.len();
-            self.head.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        }
         self.received += chunk.len() as u64;
         let bound = self.total_bound();
         if self.received > self.limits.of(bound) {
@@ -124,13 +118,13 @@ impl Counter {
         None
     }
 
-    /// The error for a bound passed.
+    /// The error for a bound passed (its head empty).
     pub(crate) fn error(&self, backend: &str, bound: ReplyBound) -> Error {
         Error::ReplyTooLarge {
             backend: backend.to_string(),
             bound,
             limit: self.limits.of(bound),
-            head: Bytes::copy_from_slice(&self.head),
+            head: Bytes::new(),
         }
     }
 
@@ -142,16 +136,39 @@ impl Counter {
     }
 }
 
+/// The first [`HEAD_KEPT`] bytes of `chunks`, for a [`Error::ReplyTooLarge`].
+pub(crate) fn head_of(chunks: &[Bytes]) -> Bytes {
+    let mut head = Vec::new();
+    for chunk in chunks {
+        let room = HEAD_KEPT - head.len();
+        head.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if head.len() == HEAD_KEPT {
+            break;
+        }
+    }
+    Bytes::from(head)
+}
+
 /// The size of the server-sent event being received, found from its line ends alone (LF,
 /// CRLF or a lone CR, as the parser reads them): an event ends at a blank line.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct EventSize {
     /// Bytes of the event so far, its line ends included.
     event: u64,
-    /// Bytes of the line being received.
-    line: u64,
+    /// No byte of the line being received yet (a line end now ends a blank line).
+    line_empty: bool,
     /// The last byte was a CR: an LF right after it ends no other line.
     after_cr: bool,
+}
+
+impl Default for EventSize {
+    fn default() -> Self {
+        EventSize {
+            event: 0,
+            line_empty: true,
+            after_cr: false,
+        }
+    }
 }
 
 impl EventSize {
@@ -167,17 +184,17 @@ impl EventSize {
             }
             self.after_cr = false;
             let Some(at) = memchr::memchr2(b'\n', b'\r', chunk) else {
-                self.line += chunk.len() as u64;
+                self.line_empty = false;
                 self.event += chunk.len() as u64;
                 break;
             };
             self.event += at as u64 + 1;
             largest = largest.max(self.event);
-            if self.line == 0 && at == 0 {
+            if self.line_empty && at == 0 {
                 // A blank line: the event ends.
                 self.event = 0;
             }
-            self.line = 0;
+            self.line_empty = true;
             self.after_cr = chunk[at] == b'\r';
             chunk = &chunk[at + 1..];
         }
@@ -232,7 +249,14 @@ mod tests {
         // 1,000 bytes are within the bound; the 11th chunk passes it.
         let passed_at = (1..100).find(|_| counter.take(&chunk).is_some());
         assert_eq!(passed_at, Some(11));
-        assert_eq!(counter.head.len(), 1100);
+    }
+
+    #[test]
+    fn the_head_is_the_first_bytes_of_the_chunks() {
+        let chunks = vec![Bytes::from(vec![b'a'; 40 << 10]); 3];
+        assert_eq!(head_of(&chunks).len(), HEAD_KEPT);
+        assert_eq!(head_of(&chunks[..1]).len(), 40 << 10);
+        assert!(head_of(&[]).is_empty());
     }
 
     #[test]

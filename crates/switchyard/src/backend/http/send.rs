@@ -5,7 +5,7 @@
 //! same on every path.
 
 use super::client::{Failed, TransportError};
-use super::limits::{Counter, Reading};
+use super::limits::{head_of, Counter, Reading};
 use super::{answers_whole, HttpBackend, ANTHROPIC_VERSION};
 use crate::error::{Error, Result, TimeoutPhase};
 use crate::internal::classify;
@@ -86,7 +86,24 @@ impl RawResponse {
         }
         let mut chunks: Vec<Bytes> = Vec::new();
         while let Some(chunk) = self.body.next().await {
-            chunks.push(chunk?);
+            match chunk {
+                Ok(c) => chunks.push(c),
+                // What came before the bound was passed: its head, to show what it was.
+                Err(Error::ReplyTooLarge {
+                    backend,
+                    bound,
+                    limit,
+                    ..
+                }) => {
+                    return Err(Error::ReplyTooLarge {
+                        backend,
+                        bound,
+                        limit,
+                        head: head_of(&chunks),
+                    })
+                }
+                Err(e) => return Err(e),
+            }
         }
         Ok(match chunks.len() {
             0 => Bytes::new(),

@@ -73,6 +73,8 @@ fn cases(streams: &[bool]) -> Vec<Case> {
 struct Got {
     case: Case,
     status: u16,
+    /// The `x-should-retry` header, when sent.
+    should_retry: Option<String>,
     body: Vec<u8>,
 }
 
@@ -189,12 +191,21 @@ async fn through_gateway(
         let call = async {
             let r = send(case).await.unwrap();
             let status = r.status().as_u16();
-            (status, r.bytes().await.unwrap().to_vec())
+            let should_retry = r
+                .headers()
+                .get("x-should-retry")
+                .map(|v| v.to_str().unwrap().to_string());
+            (status, should_retry, r.bytes().await.unwrap().to_vec())
         };
-        let (status, body) = tokio::time::timeout(CALL_TIME, call)
+        let (status, should_retry, body) = tokio::time::timeout(CALL_TIME, call)
             .await
             .unwrap_or_else(|_| panic!("{how:?} {case:?}: did not end within {CALL_TIME:?}"));
-        got.push(Got { case, status, body });
+        got.push(Got {
+            case,
+            status,
+            should_retry,
+            body,
+        });
     }
     let records = common::recording::records(dir.path(), 2 * got.len())
         .await
@@ -245,6 +256,13 @@ async fn whole_bodies_past_max_reply_bytes_end_with_an_error_in_the_clients_dial
         let (got, records, server, growth) = through_gateway(how, &[false, true]).await;
         for g in &got {
             assert_eq!(g.status, 502, "{how:?} {:?}: {}", g.case, g.text());
+            // A client's SDK is told not to ask again.
+            assert_eq!(
+                g.should_retry.as_deref(),
+                Some("false"),
+                "{how:?} {:?}",
+                g.case
+            );
             let message = g.whole_error();
             assert!(
                 message.contains("a reply body past its bound of 1 MiB (`max_reply_bytes`)"),

@@ -514,13 +514,27 @@ async fn the_library_ends_every_oversized_answer_with_reply_too_large() {
 async fn the_error_body_keeps_its_head_in_the_library() {
     let _alone = ONE_AT_A_TIME.lock().await;
     let server = HostileServer::start(Hostile::EndlessError).await;
-    let llm = llm(&server, Dialect::Chat, LIMITS).with_retry(switchyard::RetryPolicy::never());
-    let (e, _) = library_call(&llm, false).await;
-    let details = e.provider_details().expect("the provider's error");
-    assert_eq!(details.status, 500);
-    assert_eq!(details.body.len(), 16 << 10);
-    assert!(e.to_string().contains("`max_error_body_bytes`"), "{e}");
-    assert_eq!(server.closed_at_least(1).await, 1);
+    let mut calls = 0;
+    for dialect in DIALECTS {
+        for stream in [false, true] {
+            let llm = llm(&server, dialect, LIMITS).with_retry(switchyard::RetryPolicy::never());
+            let (e, _) = library_call(&llm, stream).await;
+            calls += 1;
+            let case = format!("{dialect} stream {stream}");
+            let details = e.provider_details().expect("the provider's error");
+            assert_eq!(details.status, 500, "{case}");
+            assert_eq!(details.body.len(), 16 << 10, "{case}");
+            assert!(
+                details.body.starts_with(b"{\"error\":{\"message\":\"eee"),
+                "{case}"
+            );
+            assert!(
+                e.to_string().contains("`max_error_body_bytes`"),
+                "{case}: {e}"
+            );
+        }
+    }
+    assert_eq!(server.closed_at_least(calls).await, calls);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -356,6 +356,25 @@ mod tests {
                 message: "too long".into(),
                 details: Some(Box::new(details)),
             },
+            // Each bound, by its setting's name (the head is the record's raw, not here).
+            Error::ReplyTooLarge {
+                backend: "mock".into(),
+                bound: ReplyBound::Reply,
+                limit: 128 << 20,
+                head: Bytes::new(),
+            },
+            Error::ReplyTooLarge {
+                backend: "mock".into(),
+                bound: ReplyBound::Stream,
+                limit: 4096,
+                head: Bytes::new(),
+            },
+            Error::ReplyTooLarge {
+                backend: "mock".into(),
+                bound: ReplyBound::Event,
+                limit: 1000,
+                head: Bytes::new(),
+            },
         ];
         for e in errors {
             let record = ErrorRecord::new(&e);

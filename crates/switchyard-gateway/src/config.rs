@@ -16,7 +16,9 @@
 //!   - {name: ci, key_sha256: 9f86d08…, budget_usd: 5, budget_period: day}
 //! store: ./gateway-data             # or {path: DIR, durability: fast|answered|synced, max_backlog: N}
 //! timeouts: {first_byte_timeout_seconds: 600, idle_timeout_seconds: 300}
-//! limits: {max_targets: 1024, max_metric_series: 1000, max_metrics_bytes: 4194304}
+//! limits: {max_targets: 1024, max_metric_series: 1000, max_metrics_bytes: 4194304,
+//!          max_reply_bytes: …, max_stream_bytes: …, max_event_bytes: …,
+//!          max_error_body_bytes: …, max_recorded_reply_bytes: …}
 //! cache: {mode: read-write, ttl: 1h, temperature_above_zero: false}   # or off | read | read-write
 //! ```
 
@@ -165,6 +167,12 @@ pub struct GatewayConfig {
     /// The most bytes of the `/metrics` text (`limits.max_metrics_bytes`): series past it
     /// are shown summed under `(other)`.
     pub max_metrics_bytes: usize,
+    /// How much of an upstream's answer is read (`limits.max_reply_bytes`,
+    /// `max_stream_bytes`, `max_event_bytes`, `max_error_body_bytes`).
+    pub reply_limits: switchyard::backend::http::ReplyLimits,
+    /// How many bytes of a reply a record keeps (`limits.max_recorded_reply_bytes`); the
+    /// record says when it kept less than came.
+    pub max_recorded_reply_bytes: usize,
     /// The response cache (`cache:`; off by default, and only with a store).
     pub cache: crate::cache::CacheConfig,
 }
@@ -199,6 +207,8 @@ impl Default for GatewayConfig {
             max_targets: crate::upstream::DEFAULT_MAX_TARGETS,
             max_metric_series: crate::metrics::DEFAULT_MAX_SERIES,
             max_metrics_bytes: crate::metrics::DEFAULT_MAX_BYTES,
+            reply_limits: switchyard::backend::http::ReplyLimits::DEFAULT,
+            max_recorded_reply_bytes: crate::store::DEFAULT_MAX_RECORDED_REPLY_BYTES,
             cache: crate::cache::CacheConfig::default(),
         }
     }
@@ -557,6 +567,7 @@ mod tests {
     use super::*;
     use serde_json::json;
     use std::sync::Arc;
+    use switchyard::backend::http::ReplyLimits;
 
     fn sections(v: Value) -> BTreeMap<String, Value> {
         v.as_object().unwrap().clone().into_iter().collect()
@@ -821,6 +832,47 @@ mod tests {
         assert!(e.contains("limits.max_series: unknown field"), "{e}");
         assert!(
             e.contains("keys[0] (a).unknown_cost: expected `allow`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_reply_bounds_read_from_limits_and_default_past_any_real_reply() {
+        let c = GatewayConfig::default();
+        assert_eq!(c.reply_limits, ReplyLimits::DEFAULT);
+        assert_eq!(c.max_recorded_reply_bytes, 64 << 20);
+        let c = GatewayConfig::from_sections(&sections(json!({
+            "limits": {"max_reply_bytes": 1000, "max_stream_bytes": 2000, "max_event_bytes": 300,
+                       "max_error_body_bytes": 40, "max_recorded_reply_bytes": 500}
+        })))
+        .unwrap();
+        assert_eq!(
+            c.reply_limits,
+            ReplyLimits {
+                max_reply_bytes: 1000,
+                max_stream_bytes: 2000,
+                max_event_bytes: 300,
+                max_error_body_bytes: 40,
+            }
+        );
+        assert_eq!(c.max_recorded_reply_bytes, 500);
+        let e = GatewayConfig::from_sections(&sections(json!({
+            "limits": {"max_stream_bytes": 0, "max_event_bytes": "16MB", "max_reply_size": 1}
+        })))
+        .unwrap_err()
+        .join("\n");
+        assert!(
+            e.contains("limits.max_stream_bytes: expected a positive number of bytes, found 0"),
+            "{e}"
+        );
+        assert!(
+            e.contains(
+                "limits.max_event_bytes: expected a positive number of bytes, found \"16MB\""
+            ),
+            "{e}"
+        );
+        assert!(
+            e.contains("limits.max_reply_size: unknown field; accepted: max_targets, max_metric_series, max_reply_bytes"),
             "{e}"
         );
     }

@@ -102,6 +102,11 @@ impl ApiError {
             Error::Transport { .. } | Error::ProviderReplyMalformed { .. } => {
                 ApiError::new(Category::Upstream, e.to_string())
             }
+            // Asked again, the upstream would likely send as much again: a client's SDK is
+            // told not to.
+            Error::ReplyTooLarge { .. } => {
+                ApiError::new(Category::Upstream, e.to_string()).not_retryable()
+            }
             // The upstream refused the gateway's own key: the client's key is fine, so this
             // is the gateway's problem, not a 401 the client would take as its own.
             Error::Auth(_) => ApiError::new(

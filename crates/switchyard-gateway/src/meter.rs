@@ -71,6 +71,7 @@ impl Meter {
     /// Starts metering a call that just arrived.
     pub(crate) fn new(state: Arc<State>, dialect: Dialect, arrived: Instant) -> Self {
         state.metrics.started();
+        let draft = Draft::keeping_at_most(state.max_recorded_reply_bytes);
         Meter {
             state: Some(state),
             summary: CallSummary {
@@ -107,7 +108,7 @@ impl Meter {
             in_flight: None,
             seen: SeenSoFar::default(),
             record: true,
-            draft: Draft::default(),
+            draft,
             gate: None,
             parent: None,
         }

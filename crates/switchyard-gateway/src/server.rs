@@ -60,6 +60,7 @@ impl Gateway {
             timeouts: config.timeouts,
             sleeper,
             max_targets: config.max_targets,
+            reply_limits: config.reply_limits,
         };
         let state_key_env = env.var(crate::envelope::STATE_KEY_ENV);
         let upstreams = Upstreams::new(registry, config.models.clone(), env.clone(), calling);
@@ -141,6 +142,7 @@ impl Gateway {
                 pg,
                 body_timeout: config.body_timeout,
                 max_json_depth: config.max_json_depth,
+                max_recorded_reply_bytes: config.max_recorded_reply_bytes,
                 drain_expired: AtomicBool::new(false),
                 state_key,
                 cache: config.cache,

@@ -31,6 +31,8 @@ pub struct State {
     pub body_timeout: Duration,
     /// How deep a request body may nest arrays and objects (`listen.max_json_depth`).
     pub max_json_depth: usize,
+    /// How many bytes of a reply a call's record keeps (`limits.max_recorded_reply_bytes`).
+    pub max_recorded_reply_bytes: usize,
     /// Set once the drain deadline passed, before the calls still in flight are aborted:
     /// their meters record them as `cancelled` rather than as clients that left.
     pub drain_expired: AtomicBool,

@@ -75,7 +75,11 @@ pub(crate) async fn forward(
     let outcome = target.llm.stream_detailed(request).await;
     meter.set_sent_body(outcome.sent_body.clone());
     meter.attempts(&outcome.attempts);
-    let upstream = outcome.result.map_err(|e| failed(meter, e))?;
+    // The record keeps at most its bound of the stream's bytes: no more is held.
+    let upstream = outcome
+        .result
+        .map_err(|e| failed(meter, e))?
+        .keeping_raw_at_most(meter.draft().kept.limit);
     meter.answered();
     meter.head();
     let state = Relay {
@@ -115,6 +119,9 @@ fn failed(meter: &mut Meter, e: switchyard::Error) -> ApiError {
     let draft = meter.draft();
     if let Some(d) = e.provider_details() {
         draft.keep(&d.body);
+    }
+    if let switchyard::Error::ReplyTooLarge { head, .. } = e {
+        draft.keep_head(head);
     }
     draft.error = Some(ErrorRecord::new(e));
     ApiError::from_upstream(e)
@@ -231,12 +238,19 @@ impl Relay {
             usage: reply.usage,
             output_bytes,
         });
+        let received = self.upstream.raw_received();
         let draft = self.meter.draft();
         if !raw.is_empty() {
-            // Already a copy of its own (`ReplyStream::reply`).
-            draft.raw = vec![raw];
+            // Already a copy of its own (`ReplyStream::reply`); kept as far as the
+            // record's bound allows, with the count of every byte that came.
+            draft.keep_all(raw);
+            draft.kept.received = Some(received.max(draft.kept.bytes as u64));
         }
-        draft.reply = Some(reply);
+        // A record that kept only the first bytes keeps the reply they carry (decoded
+        // from them when it is built), as a passed-through one does: not all of it.
+        if draft.kept.truncated().is_none() {
+            draft.reply = Some(reply);
+        }
     }
 }
 

@@ -76,6 +76,8 @@ pub struct Calling {
     pub sleeper: Arc<dyn Sleeper>,
     /// The most targets cached.
     pub max_targets: usize,
+    /// How much of each upstream answer is read.
+    pub reply_limits: switchyard::backend::http::ReplyLimits,
 }
 
 /// The targets of a reference whose calls have succeeded (one per client dialect), and
@@ -314,7 +316,8 @@ impl Upstreams {
             self.calling.timeouts,
             &self.pool,
         )
-        .map_err(|e| ApiError::from_upstream(&e))?;
+        .map_err(|e| ApiError::from_upstream(&e))?
+        .with_limits(self.calling.reply_limits);
         let http = Arc::new(http);
         let label = format!("{}/{}", backend.name, reference.model);
         // Traced by the gateway's meter, with the client's key and trace context.
@@ -386,7 +389,8 @@ impl Upstreams {
             self.calling.timeouts,
             &self.pool,
         )
-        .map_err(|e| ApiError::from_upstream(&e))?;
+        .map_err(|e| ApiError::from_upstream(&e))?
+        .with_limits(self.calling.reply_limits);
         let label = format!("{}/{}", backend.name, reference.model);
         let llm = Llm::new(
             label.clone(),

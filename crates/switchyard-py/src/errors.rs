@@ -110,6 +110,16 @@ fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
             d.set_item("backend", backend)?;
             d.set_item("during", during)?;
         }
+        Error::ReplyTooLarge {
+            backend,
+            bound,
+            limit,
+            ..
+        } => {
+            d.set_item("backend", backend)?;
+            d.set_item("bound", bound.setting())?;
+            d.set_item("limit", limit)?;
+        }
         _ => {}
     }
     exception(py, error.kind().as_str(), &error.to_string(), &d)

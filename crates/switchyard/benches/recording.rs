@@ -199,6 +199,7 @@ fn synthetic(i: usize, prompt_size: usize) -> CallRecord {
         embedding: None,
         route: None,
         cut: false,
+        raw_truncated: None,
         cache_key: None,
         cache_hit: None,
         cache_hit_call: None,

@@ -2,7 +2,9 @@
 //! description of a backend becomes an HTTP client with its URL, key and settings.
 
 use crate::backend::auth::{Credential, Secret};
-use crate::backend::http::{new_client, Endpoint, HttpBackend, HttpClient, HttpConfig, Timeouts};
+use crate::backend::http::{
+    new_client, Endpoint, HttpBackend, HttpClient, HttpConfig, ReplyLimits, Timeouts,
+};
 use crate::backend::Backend;
 use crate::env::EnvSource;
 use crate::error::{Error, Result};
@@ -102,6 +104,7 @@ pub fn http_backend_pooled(
             developer_as_system: backend.developer_role.value == DeveloperRole::System,
             legacy_max_tokens: backend.max_tokens_field.value == MaxTokensField::MaxTokens,
             timeouts,
+            limits: ReplyLimits::DEFAULT,
         },
         client,
     ))

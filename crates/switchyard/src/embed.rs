@@ -96,6 +96,16 @@ impl HttpEmbedder {
         })
     }
 
+    /// The embedder with other size bounds on what it reads (a reply body: its
+    /// `max_reply_bytes`). Call it on an embedder just connected: one whose backend is
+    /// already shared keeps its bounds.
+    pub fn with_limits(mut self, limits: crate::backend::http::ReplyLimits) -> Self {
+        if let Some(http) = Arc::get_mut(&mut self.http) {
+            http.set_limits(limits);
+        }
+        self
+    }
+
     /// The URL called.
     pub fn url(&self) -> &url::Url {
         &self.url

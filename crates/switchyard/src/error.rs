@@ -114,6 +114,8 @@ pub enum ErrorKind {
     ReplayExhausted,
     /// See [`Error::Cancelled`].
     Cancelled,
+    /// See [`Error::ReplyTooLarge`].
+    ReplyTooLarge,
 }
 
 impl ErrorKind {
@@ -138,6 +140,7 @@ impl ErrorKind {
             ErrorKind::BudgetExceeded => "BudgetExceeded",
             ErrorKind::ReplayExhausted => "ReplayExhausted",
             ErrorKind::Cancelled => "Cancelled",
+            ErrorKind::ReplyTooLarge => "ReplyTooLarge",
         }
     }
 }
@@ -282,6 +285,79 @@ pub enum Error {
         /// When: `during attempt 1`, `while waiting 30 s before attempt 2 (rate_limited)`.
         during: String,
     },
+    /// The provider's answer passed one of the size bounds on what a backend reads
+    /// ([`crate::backend::http::ReplyLimits`]): the reply was read no further and its
+    /// connection closed. Not retried: a provider that sent this much once would likely
+    /// do it again.
+    #[error(
+        "{backend} sent {} past its bound of {} (`{}`): it was read no further and its connection was closed; raise `{}` if the provider really answers this much",
+        .bound.what(), fmt_bytes(*.limit), .bound.setting(), .bound.setting()
+    )]
+    ReplyTooLarge {
+        /// The backend.
+        backend: String,
+        /// Which bound.
+        bound: ReplyBound,
+        /// The bound's value, in bytes.
+        limit: u64,
+        /// A whole body's first bytes (at most 64 KiB), for the record and for debugging;
+        /// empty for a stream, whose bytes its reader had as they came.
+        head: Bytes,
+    },
+}
+
+/// Which size bound an answer passed ([`Error::ReplyTooLarge`]); each is a field of
+/// [`crate::backend::http::ReplyLimits`] and of the gateway's `limits:` of the same name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReplyBound {
+    /// A whole (not streamed) reply body: `max_reply_bytes`.
+    Reply,
+    /// The bytes of a whole stream: `max_stream_bytes`.
+    Stream,
+    /// One server-sent event (or one of its lines): `max_event_bytes`.
+    Event,
+}
+
+impl ReplyBound {
+    /// The setting that raises the bound (`max_reply_bytes`).
+    pub fn setting(self) -> &'static str {
+        match self {
+            ReplyBound::Reply => "max_reply_bytes",
+            ReplyBound::Stream => "max_stream_bytes",
+            ReplyBound::Event => "max_event_bytes",
+        }
+    }
+
+    /// What passed the bound, for messages (`a reply body`).
+    pub fn what(self) -> &'static str {
+        match self {
+            ReplyBound::Reply => "a reply body",
+            ReplyBound::Stream => "a stream",
+            ReplyBound::Event => "one stream event",
+        }
+    }
+
+    /// The bound named by its setting, as a record keeps it.
+    pub fn from_setting(setting: &str) -> Option<ReplyBound> {
+        [ReplyBound::Reply, ReplyBound::Stream, ReplyBound::Event]
+            .into_iter()
+            .find(|b| b.setting() == setting)
+    }
+}
+
+/// A size for people: `512 bytes`, `64 KiB`, `1.5 MiB`, `2 GiB`.
+pub fn fmt_bytes(n: u64) -> String {
+    const UNITS: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    for (unit, size) in UNITS {
+        if n >= size {
+            return if n.is_multiple_of(size) {
+                format!("{} {unit}", n / size)
+            } else {
+                format!("{:.1} {unit}", n as f64 / size as f64)
+            };
+        }
+    }
+    format!("{n} bytes")
 }
 
 impl Error {
@@ -306,6 +382,7 @@ impl Error {
             Error::BudgetExceeded { .. } => ErrorKind::BudgetExceeded,
             Error::ReplayExhausted { .. } => ErrorKind::ReplayExhausted,
             Error::Cancelled { .. } => ErrorKind::Cancelled,
+            Error::ReplyTooLarge { .. } => ErrorKind::ReplyTooLarge,
         }
     }
 

@@ -125,7 +125,7 @@ pub use backend::replay::{ReplayBackend, ReplayLog};
 pub use backend::{Backend, Call};
 pub use budget::{Budget, BudgetTracker};
 pub use config_error::{ConfigError, ConfigErrors, ConfigProblem, Location};
-pub use error::{Error, ErrorKind, ProviderDetails, Result, TimeoutPhase};
+pub use error::{Error, ErrorKind, ProviderDetails, ReplyBound, Result, TimeoutPhase};
 pub use llm::Llm;
 pub use policy::CallPolicy;
 pub use record::{CallRecord, Recorder, RecorderOptions, RunInfo};

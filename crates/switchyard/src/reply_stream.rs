@@ -48,6 +48,10 @@ pub struct ReplyStream {
     pending: VecDeque<Event>,
     assembler: Assembler,
     raw: BytesMut,
+    /// The most bytes `raw` keeps ([`ReplyStream::keeping_raw_at_most`]).
+    raw_limit: usize,
+    /// Bytes received, kept or not.
+    raw_received: u64,
     ended: bool,
     /// The backend whose reply is checked at the end (`check_reply`), when set.
     end_check: Option<String>,
@@ -66,6 +70,8 @@ impl ReplyStream {
             pending: VecDeque::new(),
             assembler: Assembler::new(),
             raw: BytesMut::new(),
+            raw_limit: usize::MAX,
+            raw_received: 0,
             ended: false,
             end_check: None,
             hook: None,
@@ -73,6 +79,26 @@ impl ReplyStream {
             finishing: None,
             held: None,
         }
+    }
+
+    /// Keeps at most the first `limit` raw bytes from here (a program that records only
+    /// that much of a reply need not hold all of it); [`ReplyStream::raw_received`] still
+    /// counts them all.
+    pub fn keeping_raw_at_most(mut self, limit: usize) -> Self {
+        self.raw_limit = limit;
+        self
+    }
+
+    /// Every raw byte received so far, kept or not.
+    pub fn raw_received(&self) -> u64 {
+        self.raw_received
+    }
+
+    /// Keeps a chunk's raw bytes, as far as the limit allows.
+    fn keep_raw(&mut self, raw: &[u8]) {
+        self.raw_received += raw.len() as u64;
+        let room = self.raw_limit.saturating_sub(self.raw.len());
+        self.raw.extend_from_slice(&raw[..raw.len().min(room)]);
     }
 
     /// Keeps `value` alive until the stream is dropped.
@@ -125,7 +151,7 @@ impl ReplyStream {
             match self.inner.next().await {
                 Some(Ok(chunk)) => {
                     self.first_byte.get_or_insert_with(Instant::now);
-                    self.raw.extend_from_slice(&chunk.raw);
+                    self.keep_raw(&chunk.raw);
                     self.pending.extend(chunk.events);
                 }
                 Some(Err(e)) => {
@@ -161,7 +187,8 @@ impl ReplyStream {
         ReplyStream::new(futures::stream::iter([Ok(chunk)]))
     }
 
-    /// The reply so far: everything assembled from the events seen, and every raw byte.
+    /// The reply so far: everything assembled from the events seen, and every raw byte
+    /// kept.
     pub fn reply(&self) -> Reply {
         let mut reply = self.assembler.reply().clone();
         reply.raw = Bytes::copy_from_slice(&self.raw);
@@ -234,7 +261,7 @@ impl Stream for ReplyStream {
                 }
                 Poll::Ready(Some(Ok(chunk))) => {
                     self.first_byte.get_or_insert_with(Instant::now);
-                    self.raw.extend_from_slice(&chunk.raw);
+                    self.keep_raw(&chunk.raw);
                     self.pending.extend(chunk.events);
                 }
             }

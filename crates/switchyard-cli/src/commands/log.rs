@@ -120,6 +120,10 @@ struct Stats {
     by_model: BTreeMap<String, Totals>,
     // A gateway's store: calls by client key name.
     by_key: BTreeMap<String, Totals>,
+    /// Calls whose record kept only the first bytes of their reply (`raw_truncated`).
+    truncated: u64,
+    /// Calls ended by a size bound on the upstream's answer (`ReplyTooLarge`).
+    too_large: u64,
 }
 
 impl Stats {
@@ -127,6 +131,9 @@ impl Stats {
         let mut stats = Stats::default();
         for r in records {
             stats.total.add(r);
+            stats.truncated += u64::from(r.raw_truncated.is_some());
+            stats.too_large +=
+                u64::from(r.error.as_ref().is_some_and(|e| e.kind == "ReplyTooLarge"));
             if let Some(key) = &r.client_key {
                 stats.by_key.entry(key.clone()).or_default().add(r);
             }
@@ -154,6 +161,8 @@ impl Stats {
         if !self.by_key.is_empty() {
             json["by_key"] = groups(&self.by_key).into();
         }
+        json["calls_with_truncated_raw"] = self.truncated.into();
+        json["calls_past_a_size_bound"] = self.too_large.into();
         json
     }
 
@@ -188,6 +197,19 @@ impl Stats {
                 " — a lower bound: {} call{} had no price",
                 total.unknown_cost,
                 if total.unknown_cost == 1 { "" } else { "s" }
+            ));
+        }
+        let calls = |n: u64| format!("{n} call{}", if n == 1 { "" } else { "s" });
+        if self.too_large > 0 {
+            out.push_str(&format!(
+                "\n{} ended past a size bound on the upstream's answer (ReplyTooLarge: `log show` names the bound)",
+                calls(self.too_large)
+            ));
+        }
+        if self.truncated > 0 {
+            out.push_str(&format!(
+                "\n{} kept only the first bytes of their reply (`raw_truncated`; `limits.max_recorded_reply_bytes`): their recorded replies are partial and are not replayed",
+                calls(self.truncated)
             ));
         }
         out
@@ -391,10 +413,20 @@ pub(crate) fn show_text(r: &CallRecord) -> String {
         line(&mut out, "error", format!("{}: {}", e.kind, e.message));
     }
     let raw_len = r.raw_bytes().map(|b| b.len()).unwrap_or(0);
+    let kept = match &r.raw_truncated {
+        None => String::new(),
+        Some(cut) => format!(
+            ", only the first of {} (`{}`)",
+            cut.received
+                .map(|n| format!("{n} received"))
+                .unwrap_or_else(|| "more, read no further".into()),
+            cut.setting
+        ),
+    };
     line(
         &mut out,
         "raw",
-        format!("{raw_len} bytes (see them with --raw)"),
+        format!("{raw_len} bytes{kept} (see them with --raw)"),
     );
     out
 }
@@ -474,4 +506,65 @@ pub(super) fn export(args: &LogExportArgs) -> Result<(), String> {
         }
     }
     out.flush().map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A streamed call's record, as a store would read it back, with `extra` fields.
+    fn record(number: u64, extra: serde_json::Value) -> CallRecord {
+        let mut v = serde_json::json!({
+            "format": record::FORMAT, "number": number, "reference": "up/m", "backend": "up",
+            "model": "m", "dialect": "chat", "stream": true, "prompt_digest": "",
+            "request": {"messages": []}, "parameters": {}, "attempts": [],
+            "timings": {"started_at": "2026-12-06T10:00:00Z", "ended_at": "2026-12-06T10:00:01Z",
+                        "duration_ms": 1000.0},
+            "raw": {"encoding": "utf8", "data": "data: {\"choices\":[]}\n\n"}
+        });
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn stats_and_show_say_which_calls_were_cut_by_a_size_bound_or_kept_in_part() {
+        let records = [
+            record(1, serde_json::json!({})),
+            record(
+                2,
+                serde_json::json!({"raw_truncated": {"kept": 22, "received": 300000000,
+                                   "setting": "limits.max_recorded_reply_bytes"}}),
+            ),
+            record(
+                3,
+                serde_json::json!({"error": {"kind": "ReplyTooLarge", "message": "up sent a stream past its bound",
+                                   "fields": {"bound": "max_stream_bytes", "limit": 268435456}},
+                                   "raw_truncated": {"kept": 22, "received": 268435457,
+                                   "setting": "limits.max_recorded_reply_bytes"}}),
+            ),
+        ];
+        let stats = Stats::of(&records);
+        let json = stats.json();
+        assert_eq!(json["calls_with_truncated_raw"], 2);
+        assert_eq!(json["calls_past_a_size_bound"], 1);
+        let text = stats.text();
+        assert!(
+            text.contains("1 call ended past a size bound on the upstream's answer"),
+            "{text}"
+        );
+        assert!(
+            text.contains("2 calls kept only the first bytes of their reply"),
+            "{text}"
+        );
+        let shown = show_text(&records[1]);
+        assert!(
+            shown.contains(
+                "22 bytes, only the first of 300000000 received (`limits.max_recorded_reply_bytes`)"
+            ),
+            "{shown}"
+        );
+        assert!(!show_text(&records[0]).contains("only the first"));
+    }
 }

@@ -21,7 +21,8 @@ pub const GATEWAY_TIMEOUTS: Timeouts = Timeouts {
 };
 
 const STORE_FIELDS: &str = "path, durability, max_backlog, postgres";
-const LIMIT_FIELDS: &str = "max_targets, max_metric_series, max_metrics_bytes";
+const LIMIT_FIELDS: &str = "max_targets, max_metric_series, max_metrics_bytes, max_reply_bytes, \
+     max_stream_bytes, max_event_bytes, max_error_body_bytes, max_recorded_reply_bytes";
 
 /// `store: DIR` or `store: {path, durability, max_backlog, postgres}`.
 pub(super) fn read_store(value: &Value, config: &mut GatewayConfig, errors: &mut Vec<String>) {
@@ -103,8 +104,8 @@ pub(super) fn read_timeouts(value: &Value, config: &mut GatewayConfig, errors: &
     }
 }
 
-/// `limits: {max_targets, max_metric_series, max_metrics_bytes}`: the bounds on what a stream of distinct
-/// model names can make the gateway keep.
+/// `limits:` the bounds on what distinct model names can make the gateway keep
+/// (targets, metric series, the `/metrics` text) and on how much of an upstream's answer is read and recorded.
 pub(super) fn read_limits(value: &Value, config: &mut GatewayConfig, errors: &mut Vec<String>) {
     let Value::Object(map) = value else {
         errors.push(format!(
@@ -113,23 +114,35 @@ pub(super) fn read_limits(value: &Value, config: &mut GatewayConfig, errors: &mu
         return;
     };
     for (k, v) in map {
+        let bytes = k.ends_with("_bytes");
         let n = match v.as_u64() {
-            Some(n) if n > 0 => n as usize,
+            Some(n) if n > 0 => n,
             _ => {
-                errors.push(format!(
-                    "limits.{k}: expected a whole number > 0, found {v}"
-                ));
+                errors.push(match bytes {
+                    true => format!("limits.{k}: expected a positive number of bytes, found {v}"),
+                    false => format!("limits.{k}: expected a whole number > 0, found {v}"),
+                });
                 continue;
             }
         };
+        let reply = &mut config.reply_limits;
         match k.as_str() {
-            "max_targets" => config.max_targets = n,
-            "max_metric_series" => config.max_metric_series = n,
-            "max_metrics_bytes" if n < crate::metrics::MIN_MAX_BYTES => errors.push(format!(
+            "max_targets" => config.max_targets = usize::try_from(n).unwrap_or(usize::MAX),
+            "max_metric_series" => {
+                config.max_metric_series = usize::try_from(n).unwrap_or(usize::MAX)
+            }
+            "max_metrics_bytes" if n < crate::metrics::MIN_MAX_BYTES as u64 => errors.push(format!(
                 "limits.max_metrics_bytes: expected at least {} bytes (64 KiB of the text is kept for the gateway's unlabelled metrics), found {n}",
                 crate::metrics::MIN_MAX_BYTES
             )),
-            "max_metrics_bytes" => config.max_metrics_bytes = n,
+            "max_metrics_bytes" => config.max_metrics_bytes = usize::try_from(n).unwrap_or(usize::MAX),
+            "max_reply_bytes" => reply.max_reply_bytes = n,
+            "max_stream_bytes" => reply.max_stream_bytes = n,
+            "max_event_bytes" => reply.max_event_bytes = n,
+            "max_error_body_bytes" => reply.max_error_body_bytes = n,
+            "max_recorded_reply_bytes" => {
+                config.max_recorded_reply_bytes = usize::try_from(n).unwrap_or(usize::MAX)
+            }
             other => errors.push(format!(
                 "limits.{other}: unknown field; accepted: {LIMIT_FIELDS}"
             )),

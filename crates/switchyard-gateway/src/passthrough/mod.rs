@@ -90,9 +90,10 @@ pub(crate) async fn forward(
     // The status of the last attempt's refusal, when the provider refused with one: only
     // such an answer goes back as the provider wrote it.
     let refusal = AtomicU16::new(0);
+    let record_bound = meter.draft().kept.limit;
     let outcome = target
         .llm
-        .retrying(|| attempt(target, &request, dialect, &refusal))
+        .retrying(|| attempt(target, &request, dialect, &refusal, record_bound))
         .await;
     meter.attempts(&outcome.attempts);
     match outcome.result {
@@ -181,6 +182,7 @@ async fn attempt(
     request: &RawRequest,
     dialect: Dialect,
     refusal: &AtomicU16,
+    record_bound: usize,
 ) -> switchyard::Result<Answer> {
     let sent = target.http.send_raw(request).await;
     let status = match &sent {
@@ -232,7 +234,7 @@ async fn attempt(
             relayed,
         });
     }
-    let mut watch = Watch::new(dialect);
+    let mut watch = Watch::keeping_at_most(dialect, record_bound);
     let mut opening = Vec::new();
     let pairs = || switchyard::backend::http::header_pairs(&headers);
     let received = |opening: &[Bytes]| Bytes::from(opening.concat());
@@ -344,6 +346,9 @@ fn refused_upstream(e: Error, refusal: u16, meter: &mut Meter) -> Result<Respons
         None => {
             if let Some(d) = e.provider_details() {
                 meter.draft().keep(&d.body);
+            }
+            if let Error::ReplyTooLarge { head, .. } = &e {
+                meter.draft().keep_head(head);
             }
             meter.outcome(0, Some(e.kind().as_str().to_string()));
             Err(ApiError::from_upstream(&e))

@@ -42,7 +42,7 @@ pub(super) struct Relay {
     /// Drops the chat usage-only chunk the client did not ask for.
     hide_usage: Option<SseParser>,
     /// The bytes of an event not yet complete.
-    tail: Bytes,
+    tail: BytesMut,
     /// Everything after the end marker, held until the upstream closes.
     held: BytesMut,
     out: VecDeque<Bytes>,
@@ -71,7 +71,7 @@ impl Relay {
             backend: backend.to_string(),
             headers,
             hide_usage: hide_usage.then(SseParser::new),
-            tail: Bytes::new(),
+            tail: BytesMut::new(),
             held: BytesMut::new(),
             out: VecDeque::new(),
             meter,
@@ -146,7 +146,7 @@ impl Relay {
             let received = self.received();
             let error = stream_error(&self.backend, &self.headers, e, received);
             self.note_failure(&error);
-            self.tail = Bytes::new();
+            self.tail.clear();
             self.release(complete).await;
             return;
         }
@@ -208,7 +208,7 @@ impl Relay {
     /// error event.
     async fn fail(&mut self, error: Error) {
         self.note_failure(&error);
-        self.tail = Bytes::new();
+        self.tail.clear();
         let api = ApiError::from_upstream(&error);
         let event = codec(self.dialect).stream_error_event(
             &api.stream_error(self.dialect),
@@ -265,29 +265,30 @@ impl Relay {
         }
     }
 
-    /// The complete events of the held tail and `bytes`; keeps the incomplete rest.
+    /// The complete events of the held tail and `bytes`; keeps the incomplete rest. Linear
+    /// in the bytes however long an event is (one bounded by `max_event_bytes` may come in
+    /// thousands of chunks): the tail grows in place, and only the new bytes are searched.
     fn align(&mut self, bytes: Bytes) -> Bytes {
-        let joined = if self.tail.is_empty() {
-            bytes
-        } else {
-            let mut b = BytesMut::with_capacity(self.tail.len() + bytes.len());
-            b.extend_from_slice(&self.tail);
-            b.extend_from_slice(&bytes);
-            b.freeze()
-        };
-        match last_boundary(&joined) {
-            Some(end) if end == joined.len() => {
-                self.tail = Bytes::new();
-                joined
-            }
-            Some(end) => {
-                self.tail = joined.slice(end..);
-                joined.slice(..end)
-            }
-            None => {
-                self.tail = joined;
-                Bytes::new()
-            }
+        if self.tail.is_empty() {
+            return match last_boundary(&bytes) {
+                Some(end) if end == bytes.len() => bytes,
+                Some(end) => {
+                    self.tail.extend_from_slice(&bytes[end..]);
+                    bytes.slice(..end)
+                }
+                None => {
+                    self.tail.extend_from_slice(&bytes);
+                    Bytes::new()
+                }
+            };
+        }
+        // The tail holds no event's end: a blank line ending in the new bytes begins at
+        // most three bytes before them (`\r\n\r\n`).
+        let from = self.tail.len().saturating_sub(3);
+        self.tail.extend_from_slice(&bytes);
+        match last_boundary_from(&self.tail, from) {
+            Some(end) => self.tail.split_to(end).freeze(),
+            None => Bytes::new(),
         }
     }
 
@@ -317,11 +318,16 @@ impl Drop for Relay {
 /// `\r\n\r\n`). Most chunks end at an event's end, which is answered without a scan;
 /// otherwise lines are looked at from the end until a blank one.
 fn last_boundary(bytes: &[u8]) -> Option<usize> {
+    last_boundary_from(bytes, 0)
+}
+
+/// [`last_boundary`] among the line ends at `from` or after.
+fn last_boundary_from(bytes: &[u8], from: usize) -> Option<usize> {
     if bytes.ends_with(b"\n\n") || bytes.ends_with(b"\r\n\r\n") {
         return Some(bytes.len());
     }
     let mut end = bytes.len();
-    while let Some(i) = memchr::memrchr(b'\n', &bytes[..end]) {
+    while let Some(i) = memchr::memrchr(b'\n', &bytes[from..end]).map(|i| from + i) {
         if ends_blank_line(bytes, i) {
             return Some(i + 1);
         }
@@ -461,6 +467,28 @@ mod tests {
         assert_eq!(last_boundary(b"data: a\n\ndata: b\n"), Some(9));
         assert_eq!(last_boundary(b"data: a\r\n\r\ndata: b\r\n"), Some(11));
         assert_eq!(last_boundary(b"data: a\n\n"), Some(9));
+    }
+
+    #[test]
+    fn a_boundary_is_found_from_the_new_bytes_however_the_stream_was_cut() {
+        // As `align` searches: the bytes before a cut hold no boundary (so only the last
+        // three of them, and what follows, are searched).
+        for input in [
+            &b"data: aaaaaaaa\n\ndata: b"[..],
+            b"data: aaaaaaaa\r\n\r\ndata: b",
+            b"data: aaaaaaaa\r\n\r\n",
+            b"data: aaaaaaaa\n\n",
+        ] {
+            let first = first_boundary(input).unwrap();
+            for cut in 0..first {
+                let from = cut.saturating_sub(3);
+                assert_eq!(
+                    last_boundary_from(input, from),
+                    last_boundary(input),
+                    "{input:?} cut at {cut}"
+                );
+            }
+        }
     }
 
     #[test]

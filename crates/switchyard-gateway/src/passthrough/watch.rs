@@ -31,10 +31,23 @@ pub(super) struct Watch {
     /// chunk did not decode, where the record keeps no reply (as a decoding of the
     /// bytes would give none).
     kept: Option<Vec<Event>>,
+    /// Bytes read, and the most whose events are kept (the record's bound on its bytes,
+    /// past which the record's reply is decoded from the bytes it kept instead).
+    read: usize,
+    keep_limit: usize,
     finished: bool,
 }
 
 impl Watch {
+    /// Watches a stream of `dialect`, keeping its events for the record while the stream
+    /// is at most `keep_limit` bytes.
+    pub(super) fn keeping_at_most(dialect: Dialect, keep_limit: usize) -> Self {
+        Watch {
+            keep_limit,
+            ..Watch::new(dialect)
+        }
+    }
+
     /// Watches a stream of `dialect`.
     pub(super) fn new(dialect: Dialect) -> Self {
         Watch {
@@ -47,6 +60,8 @@ impl Watch {
             response_id: None,
             error: None,
             kept: Some(Vec::new()),
+            read: 0,
+            keep_limit: usize::MAX,
             finished: false,
         }
     }
@@ -54,6 +69,10 @@ impl Watch {
     /// Reads the next chunk; an error is a stream the dialect does not allow (or, from
     /// some decoders, the provider's error object).
     pub(super) fn push(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
+        self.read = self.read.saturating_add(bytes.len());
+        if self.read > self.keep_limit {
+            self.kept = None;
+        }
         let events = self.decoder.push(bytes).inspect_err(|_| self.kept = None)?;
         self.note(events);
         Ok(())

@@ -101,6 +101,7 @@ pub(super) fn build_record(call: Finished) -> CallRecord {
         })
     });
     let ended_at = started_at + s.latency;
+    let raw_truncated = draft.kept.truncated().filter(|_| !raw.is_empty());
 
     CallRecord {
         format: record::FORMAT,
@@ -152,7 +153,9 @@ pub(super) fn build_record(call: Finished) -> CallRecord {
         embedding,
         route: draft.route,
         cut: draft.cut,
-        cache_key: draft.cache_key,
+        // A record that kept only part of its reply answers no later call from the cache.
+        cache_key: draft.cache_key.filter(|_| raw_truncated.is_none()),
+        raw_truncated,
         cache_hit: draft.cache_hit,
         cache_hit_call: draft.cache_hit_call,
         cache_run: None,

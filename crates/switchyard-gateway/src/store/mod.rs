@@ -66,6 +66,14 @@ const FULL: usize = 512;
 /// The default bound on the fast mode's backlog: past it, calls wait for their records.
 pub(crate) const DEFAULT_MAX_BACKLOG: usize = 1024;
 
+/// How many bytes of a reply a record keeps unless `limits.max_recorded_reply_bytes` says
+/// otherwise: 64 MiB, past the stream of the longest output a provider allows (128k tokens
+/// at 100 to 300 bytes an event, about 40 MB), so that a real chat reply is recorded
+/// whole; an embeddings batch near the largest OpenAI allows (about 90 MB as JSON) is
+/// not. Writing a record takes a few times its size, and reading it back (`log stats`)
+/// about twice: this is what bounds both.
+pub(crate) const DEFAULT_MAX_RECORDED_REPLY_BYTES: usize = 64 << 20;
+
 /// When a reply's last byte may go out, with respect to its record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum StoreDurability {
@@ -138,8 +146,10 @@ pub struct Draft {
     /// The request body as sent upstream (the last attempt's).
     pub sent_body: Option<Bytes>,
     /// The reply's bytes as received, chunk by chunk (the error body for an upstream
-    /// error).
+    /// error), at most [`Draft::keeping_at_most`] of them.
     pub raw: Vec<Bytes>,
+    /// How many of the reply's bytes `raw` may hold, how many it holds and how many came.
+    pub kept: Kept,
     /// The canonical reply when the call already has it (translated streams assemble
     /// it as they go); otherwise it is decoded from `raw` off the reply path.
     pub reply: Option<Reply>,
@@ -166,12 +176,84 @@ pub struct Draft {
     pub cache_hit_call: Option<String>,
 }
 
-impl Draft {
-    /// Keeps a chunk of the reply as received.
-    pub fn keep(&mut self, bytes: &Bytes) {
-        if !bytes.is_empty() {
-            self.raw.push(compact(bytes));
+/// What a draft kept of a reply's bytes, against its bound.
+#[derive(Debug, Clone, Copy)]
+pub struct Kept {
+    /// The most bytes kept (`limits.max_recorded_reply_bytes`).
+    pub limit: usize,
+    /// Bytes in `raw`.
+    pub bytes: usize,
+    /// Bytes that came (`None`: more than `raw` holds, by an unknown number).
+    pub received: Option<u64>,
+}
+
+impl Default for Kept {
+    fn default() -> Self {
+        Kept {
+            limit: DEFAULT_MAX_RECORDED_REPLY_BYTES,
+            bytes: 0,
+            received: Some(0),
         }
+    }
+}
+
+impl Kept {
+    /// The record's note when `raw` holds less than came.
+    pub(crate) fn truncated(&self) -> Option<switchyard::record::RawTruncated> {
+        let cut = self.received.is_none_or(|n| n > self.bytes as u64);
+        cut.then(|| switchyard::record::RawTruncated {
+            kept: self.bytes as u64,
+            received: self.received,
+            setting: "limits.max_recorded_reply_bytes".to_string(),
+        })
+    }
+}
+
+impl Draft {
+    /// A draft whose record keeps at most `limit` bytes of the reply.
+    pub fn keeping_at_most(limit: usize) -> Draft {
+        Draft {
+            kept: Kept {
+                limit,
+                ..Kept::default()
+            },
+            ..Draft::default()
+        }
+    }
+
+    /// Keeps a chunk of the reply as received, as far as the bound allows (the rest is
+    /// counted, not kept).
+    pub fn keep(&mut self, bytes: &Bytes) {
+        if let Some(n) = &mut self.kept.received {
+            *n += bytes.len() as u64;
+        }
+        let room = self.kept.limit - self.kept.bytes;
+        let part = match bytes.len() > room {
+            // Copied: a slice would keep the whole chunk alive.
+            true => Bytes::copy_from_slice(&bytes[..room]),
+            false => compact(bytes),
+        };
+        if !part.is_empty() {
+            self.kept.bytes += part.len();
+            self.raw.push(part);
+        }
+    }
+
+    /// The reply's bytes, all of them in one piece (replacing what was kept).
+    pub fn keep_all(&mut self, bytes: Bytes) {
+        self.raw.clear();
+        self.kept = Kept {
+            limit: self.kept.limit,
+            ..Kept::default()
+        };
+        self.keep(&bytes);
+    }
+
+    /// The first bytes of an answer that passed a size bound (`Error::ReplyTooLarge`):
+    /// more came than they are.
+    pub fn keep_head(&mut self, head: &Bytes) {
+        self.keep_all(head.clone());
+        self.kept.received = None;
     }
 }
 

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod hostile;
 pub(crate) mod pg;
 pub(crate) mod python;
 pub(crate) mod recording;

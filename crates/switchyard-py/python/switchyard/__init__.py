@@ -50,6 +50,7 @@ from .errors import (
     ProviderReplyMalformed,
     RateLimited,
     ReplayExhausted,
+    ReplyTooLarge,
     Timeout,
     Transport,
     UnknownBackend,

@@ -30,6 +30,7 @@ __all__ = [
     "BudgetExceeded",
     "ReplayExhausted",
     "Cancelled",
+    "ReplyTooLarge",
 ]
 
 
@@ -208,6 +209,14 @@ class Cancelled(Error):
     kind = "Cancelled"
 
 
+class ReplyTooLarge(Error):
+    """The provider's answer passed a size bound: ``bound`` (the setting that raises it,
+    ``max_reply_bytes``, ``max_stream_bytes`` or ``max_event_bytes``) and its ``limit``
+    in bytes. Not retried."""
+
+    kind = "ReplyTooLarge"
+
+
 _BY_KIND = {
     cls.kind: cls
     for cls in [
@@ -229,6 +238,7 @@ _BY_KIND = {
         BudgetExceeded,
         ReplayExhausted,
         Cancelled,
+        ReplyTooLarge,
     ]
 }
 

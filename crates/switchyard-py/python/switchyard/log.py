@@ -66,7 +66,10 @@ class Log:
         """Totals as ``switchyard log stats RUN_DIR --json`` prints them: ``total``,
         ``by_role``, ``by_model`` (and ``by_key`` for a gateway's store), each with
         ``calls``, ``errors``, the token counts, ``cost_usd`` (``None`` when no call is
-        priced), ``calls_with_unknown_cost`` and ``cost_is_lower_bound``."""
+        priced), ``calls_with_unknown_cost`` and ``cost_is_lower_bound``; and
+        ``calls_past_a_size_bound`` (ended by ``ReplyTooLarge``) and
+        ``calls_with_truncated_raw`` (records that kept only the first bytes of their
+        reply)."""
         return _wrap(_switchyard.log_stats(self.dir))
 
     @property

@@ -583,6 +583,7 @@ fn decoding(log: &ReplayLog, record: &CallRecord) -> Result<Decoding> {
 /// The recorded stream, fed through the dialect's stream decoder; a recorded failure
 /// that the bytes themselves do not carry (a broken connection, a timeout) comes last.
 fn replay_stream(name: &str, how: Decoding, record: &CallRecord) -> Result<ReplyStream> {
+    kept_whole(record)?;
     let dialect = match how {
         Decoding::Dialect(d) => d,
         Decoding::Agent(kind) => return agent_stream(kind, record),
@@ -608,6 +609,7 @@ fn replay_stream(name: &str, how: Decoding, record: &CallRecord) -> Result<Reply
 }
 
 fn replay_reply(how: Decoding, record: &CallRecord) -> Result<Reply> {
+    kept_whole(record)?;
     let dialect = match how {
         Decoding::Dialect(d) => d,
         Decoding::Agent(kind) => return agent_reply(kind, record),
@@ -645,6 +647,27 @@ pub(crate) fn recorded_stream(name: &str, record: &CallRecord) -> Result<ReplySt
         return replay_stream(name, how, record);
     }
     Ok(ReplyStream::from_reply(replay_reply(how, record)?))
+}
+
+/// A successful call whose record kept only the first bytes of its reply
+/// (`raw_truncated`) is not replayed as if they were all of it: replay says so. A failed
+/// one replays as it went, its bytes and then its error.
+fn kept_whole(record: &CallRecord) -> Result<()> {
+    let Some(cut) = record
+        .raw_truncated
+        .as_ref()
+        .filter(|_| record.error.is_none())
+    else {
+        return Ok(());
+    };
+    let received = cut
+        .received
+        .map(|n| format!("of its {n}"))
+        .unwrap_or_else(|| "of more".to_string());
+    Err(Error::Unsupported(format!(
+        "recorded call {} kept only the first {} {received} reply bytes (`{}`), so its reply cannot be replayed whole; record the call again with the setting raised",
+        record.number, cut.kept, cut.setting
+    )))
 }
 
 fn recorded_decoding(record: &CallRecord) -> Result<Decoding> {

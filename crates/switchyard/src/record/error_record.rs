@@ -2,7 +2,7 @@
 //! replay gives back the very same error.
 
 use super::raw::RawBytes;
-use crate::error::{Error, ProviderDetails, TimeoutPhase};
+use crate::error::{Error, ProviderDetails, ReplyBound, TimeoutPhase};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::time::Duration;
@@ -163,6 +163,18 @@ impl ErrorRecord {
                 put("backend", json!(backend));
                 put("during", json!(during));
             }
+            // The bound by its setting's name: the record says which bound and its value
+            // (the bytes kept are the record's `raw`).
+            Error::ReplyTooLarge {
+                backend,
+                bound,
+                limit,
+                ..
+            } => {
+                put("backend", json!(backend));
+                put("bound", json!(bound.setting()));
+                put("limit", json!(limit));
+            }
             Error::ReplayExhausted {
                 role,
                 digest,
@@ -278,6 +290,15 @@ impl ErrorRecord {
                 backend: self.str_field("backend"),
                 during: self.str_field("during"),
             },
+            "ReplyTooLarge" => match ReplyBound::from_setting(&self.str_field("bound")) {
+                Some(bound) => Error::ReplyTooLarge {
+                    backend: self.str_field("backend"),
+                    bound,
+                    limit: self.u64_field("limit").unwrap_or(0),
+                    head: bytes::Bytes::new(),
+                },
+                None => Error::Unsupported(self.message.clone()),
+            },
             "BudgetExceeded" => Error::BudgetExceeded {
                 limit: self.str_field("limit"),
                 max: self.str_field("max"),
@@ -334,6 +355,25 @@ mod tests {
                 limit: Some(8192),
                 message: "too long".into(),
                 details: Some(Box::new(details)),
+            },
+            // Each bound, by its setting's name (the head is the record's raw, not here).
+            Error::ReplyTooLarge {
+                backend: "mock".into(),
+                bound: ReplyBound::Reply,
+                limit: 128 << 20,
+                head: Bytes::new(),
+            },
+            Error::ReplyTooLarge {
+                backend: "mock".into(),
+                bound: ReplyBound::Stream,
+                limit: 4096,
+                head: Bytes::new(),
+            },
+            Error::ReplyTooLarge {
+                backend: "mock".into(),
+                bound: ReplyBound::Event,
+                limit: 1000,
+                head: Bytes::new(),
             },
         ];
         for e in errors {

@@ -124,6 +124,12 @@ pub struct CallRecord {
     /// `reply`, the error in `error`, and the call was not sent again. Absent otherwise.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cut: bool,
+    /// Present when `raw` holds only the first bytes of the reply (a reply longer than
+    /// the record keeps, or the head of one that passed a size bound): how many it kept
+    /// and how many came. Such a record's reply is what those bytes carry; replay refuses
+    /// it rather than answer with a part. Absent when `raw` is whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_truncated: Option<RawTruncated>,
     /// The gateway's cache key of the call (`docs/routing.md`, *The cache*), on a call
     /// made with the cache in `read-write` mode; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -150,6 +156,19 @@ pub struct EmbedRecord {
     pub shape: switchyard_wire::embed::EmbedShape,
     /// The canonical request.
     pub request: switchyard_wire::embed::EmbedRequest,
+}
+
+/// What a record's `raw` kept of a reply that was longer ([`CallRecord::raw_truncated`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RawTruncated {
+    /// Bytes kept in `raw`.
+    pub kept: u64,
+    /// Bytes that came, when known (absent for a reply read no further past a size bound:
+    /// the record's `error` names the bound).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received: Option<u64>,
+    /// The setting that bounded what was kept (`limits.max_recorded_reply_bytes`).
+    pub setting: String,
 }
 
 /// One attempt of a call.

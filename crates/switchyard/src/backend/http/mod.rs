@@ -4,10 +4,12 @@
 
 mod client;
 mod history;
+mod limits;
 mod send;
 mod stream;
 
 pub use client::{new_client, HttpClient};
+pub use limits::ReplyLimits;
 pub use send::{error_chain, header_pairs, RawRequest, RawResponse};
 pub(crate) use stream::decode_stream;
 pub use stream::{decode_error, stream_error};
@@ -113,6 +115,9 @@ pub struct HttpConfig {
     pub legacy_max_tokens: bool,
     /// Waits.
     pub timeouts: Timeouts,
+    /// How much of an answer is read ([`ReplyLimits::DEFAULT`] unless set; the gateway's
+    /// `limits:` sets them for its backends, [`HttpBackend::with_limits`] for a program's).
+    pub limits: ReplyLimits,
 }
 
 /// An HTTP backend with its own connection pool.
@@ -135,6 +140,17 @@ impl HttpBackend {
     /// the same backend reuses its connections).
     pub fn with_client(config: HttpConfig, client: HttpClient) -> Self {
         HttpBackend { config, client }
+    }
+
+    /// The backend with other size bounds on what it reads from its provider.
+    pub fn with_limits(mut self, limits: ReplyLimits) -> Self {
+        self.set_limits(limits);
+        self
+    }
+
+    /// Sets the size bounds on what the backend reads from its provider.
+    pub fn set_limits(&mut self, limits: ReplyLimits) {
+        self.config.limits = limits;
     }
 
     /// The resolved configuration.

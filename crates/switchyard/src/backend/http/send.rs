@@ -5,7 +5,8 @@
 //! same on every path.
 
 use super::client::{Failed, TransportError};
-use super::{HttpBackend, ANTHROPIC_VERSION};
+use super::limits::{head_of, Counter, Reading};
+use super::{answers_whole, HttpBackend, ANTHROPIC_VERSION};
 use crate::error::{Error, Result, TimeoutPhase};
 use crate::internal::classify;
 use bytes::Bytes;
@@ -65,16 +66,44 @@ impl std::fmt::Debug for RawResponse {
 impl RawResponse {
     /// The next chunk of the body as it came off the network; `None` at its end. A
     /// silence longer than the idle timeout, or the total deadline passing, is
-    /// `Error::Timeout`; a broken connection is `Error::Transport`.
+    /// `Error::Timeout`; a broken connection is `Error::Transport`; a stream past its
+    /// size bounds (`max_stream_bytes`, `max_event_bytes`) is `Error::ReplyTooLarge`.
     pub async fn chunk(&mut self) -> Option<Result<Bytes>> {
         self.body.next().await
     }
 
-    /// The whole body.
+    /// The whole body, at most `max_reply_bytes` of it: a `Content-Length` past the bound
+    /// is refused before a byte is read, and a body without one as it passes the bound
+    /// (`Error::ReplyTooLarge`; the connection is closed, not drained).
     pub async fn bytes(mut self) -> Result<Bytes> {
+        self.body.counter.read_whole();
+        let announced = self
+            .headers
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
+        if let Some(bound) = self.body.counter.announced(announced) {
+            return Err(self.body.counter.error(&self.body.backend, bound));
+        }
         let mut chunks: Vec<Bytes> = Vec::new();
         while let Some(chunk) = self.body.next().await {
-            chunks.push(chunk?);
+            match chunk {
+                Ok(c) => chunks.push(c),
+                // What came before the bound was passed: its head, to show what it was.
+                Err(Error::ReplyTooLarge {
+                    backend,
+                    bound,
+                    limit,
+                    ..
+                }) => {
+                    return Err(Error::ReplyTooLarge {
+                        backend,
+                        bound,
+                        limit,
+                        head: head_of(&chunks),
+                    })
+                }
+                Err(e) => return Err(e),
+            }
         }
         Ok(match chunks.len() {
             0 => Bytes::new(),
@@ -94,13 +123,14 @@ impl RawResponse {
     }
 }
 
-/// A body read under an idle timeout (between two chunks) and a deadline (the call's
-/// total timeout, counted from sending).
+/// A body read under an idle timeout (between two chunks), a deadline (the call's total
+/// timeout, counted from sending) and the size bounds of [`super::ReplyLimits`].
 pub(crate) struct TimedBody {
     inner: BoxStream<'static, std::result::Result<Bytes, TransportError>>,
     backend: String,
     idle: Option<Duration>,
     deadline: Option<(Instant, Duration)>,
+    counter: Counter,
     done: bool,
 }
 
@@ -122,6 +152,14 @@ impl TimedBody {
         };
         if !matches!(item, Some(Ok(_))) {
             self.done = true;
+        }
+        if let Some(Ok(bytes)) = &item {
+            if let Some(bound) = self.counter.take(bytes) {
+                // Past a bound: the body is dropped unread, which closes the connection.
+                self.inner = futures::stream::empty().boxed();
+                self.done = true;
+                return Some(Err(self.counter.error(backend, bound)));
+            }
         }
         item
     }
@@ -212,11 +250,16 @@ impl HttpBackend {
         // reply's) cannot pass it on to an error, a record, a client or a span.
         let mut headers = answer.headers;
         crate::internal::redact::redact_headers(&mut headers);
+        let reading = match request.stream && !answers_whole(&headers) {
+            true => Reading::Events,
+            false => Reading::Whole,
+        };
         let body = TimedBody {
             inner: crate::internal::redact::redact_stream(answer.body),
             backend: config.name.clone(),
             idle: config.timeouts.idle,
             deadline,
+            counter: Counter::new(config.limits, reading),
             done: false,
         };
         let mut answer = RawResponse {
@@ -229,16 +272,34 @@ impl HttpBackend {
         }
         let pairs = answer.header_pairs();
         // An error body read under the same timeouts: a provider that stalls while
-        // refusing is a timeout, not a hang.
+        // refusing is a timeout, not a hang. Only its head is read (`max_error_body_bytes`):
+        // the rest is left unread and the connection closed with the answer.
+        let most = usize::try_from(config.limits.max_error_body_bytes).unwrap_or(usize::MAX);
         let mut body = Vec::new();
+        let mut cut = false;
         while let Some(chunk) = answer.chunk().await {
             match chunk {
+                Ok(c) if body.len() + c.len() > most => {
+                    body.extend_from_slice(&c[..most - body.len()]);
+                    cut = true;
+                    break;
+                }
                 Ok(c) => body.extend_from_slice(&c),
-                Err(Error::Timeout { .. }) | Err(Error::Transport { .. }) => break,
+                Err(Error::Timeout { .. })
+                | Err(Error::Transport { .. })
+                | Err(Error::ReplyTooLarge { .. }) => break,
                 Err(e) => return Err(e),
             }
         }
+        drop(answer);
         let (mut details, _) = classify::details(&config.name, status, &pairs, Bytes::from(body));
+        if cut {
+            details.message = format!(
+                "{} (the error body was longer than `max_error_body_bytes`, {}: only its head was read)",
+                details.message,
+                crate::error::fmt_bytes(config.limits.max_error_body_bytes)
+            );
+        }
         if let (Some(variable), 401 | 403) = (&config.unsent_key, status) {
             // The provider's own words say only "unauthorized": the cause is here.
             details.message = format!(

@@ -11,6 +11,11 @@ use futures::stream::BoxStream;
 use futures::StreamExt;
 use switchyard_wire::{codec, ByteStreamDecoder, DecodeError, Dialect, Event, StreamError};
 
+/// The first bytes of a stream kept for an error's details (the whole stream is the
+/// reply's, in [`ReplyStream`]; a second copy of all of it would double what a long
+/// stream holds).
+const RECEIVED_KEPT: usize = 1 << 20;
+
 /// A stream of bytes (network chunks, or the error that broke it: a timeout, a broken
 /// connection) decoded in `dialect`. `headers` are the answer's, for error details.
 pub(crate) fn decode_stream(
@@ -44,7 +49,7 @@ struct StreamState {
     decoder: ByteStreamDecoder,
     name: String,
     headers: Vec<(String, String)>,
-    /// Every byte so far, for error details.
+    /// The first bytes so far (at most [`RECEIVED_KEPT`]), for error details.
     received: Vec<u8>,
     done: bool,
 }
@@ -53,7 +58,9 @@ impl StreamState {
     async fn next_chunk(&mut self) -> Result<Chunk> {
         match self.bytes.next().await {
             Some(Ok(bytes)) => {
-                self.received.extend_from_slice(&bytes);
+                let room = RECEIVED_KEPT.saturating_sub(self.received.len());
+                self.received
+                    .extend_from_slice(&bytes[..bytes.len().min(room)]);
                 let mut events = self
                     .decoder
                     .push(&bytes)

@@ -872,7 +872,7 @@ mod tests {
             "{e}"
         );
         assert!(
-            e.contains("limits.max_reply_size: unknown field; accepted: max_targets, max_metric_series, max_reply_bytes"),
+            e.contains("limits.max_reply_size: unknown field; accepted: max_targets, max_metric_series, max_metrics_bytes, max_reply_bytes"),
             "{e}"
         );
     }

@@ -16,7 +16,7 @@ use switchyard::connect::{http_backend_pooled, preferred_dialect, ClientPool};
 use switchyard::env::EnvSource;
 use switchyard::registry::{Kind, Price, Registry};
 use switchyard::router::Router;
-use switchyard::{Dialect, Llm, Parsed, Reference, RetryPolicy, Sleeper};
+use switchyard::{Dialect, Llm, Parsed, Reference, ReferenceError, RetryPolicy, Sleeper};
 
 /// The most targets kept by default.
 pub(crate) const DEFAULT_MAX_TARGETS: usize = 1024;
@@ -199,6 +199,11 @@ impl Upstreams {
                         self.registry.names().collect::<Vec<_>>().join(", ")
                     ),
                 ))
+            }
+            // An id that cannot be sent is the client's mistake, refused before any
+            // key, alias, route or price is decided on it.
+            Err(e @ ReferenceError::BadModelId { .. }) => {
+                Err(ApiError::new(Category::BadRequest, e.to_string()))
             }
             Err(e) => Err(ApiError::new(Category::NotFound, e.to_string())),
         }

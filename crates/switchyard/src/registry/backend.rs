@@ -156,6 +156,14 @@ pub enum EndpointError {
         /// The parser's message.
         reason: String,
     },
+    /// The model id cannot be sent (see [`crate::model_id`]).
+    #[error("backend `{backend}`: {error}")]
+    BadModelId {
+        /// The backend.
+        backend: String,
+        /// The id and why it was refused.
+        error: crate::model_id::BadModelId,
+    },
     /// A required key is unset.
     #[error("backend `{backend}` needs a key: set the environment variable {variable}")]
     MissingKey {
@@ -215,6 +223,7 @@ impl Backend {
         model: &str,
         stream: bool,
     ) -> Result<String, EndpointError> {
+        self.check_model_id(model)?;
         let Some(base) = self
             .base_url
             .as_ref()
@@ -248,7 +257,7 @@ impl Backend {
             ),
             Dialect::Gemini => {
                 let root = self.gemini_root().unwrap_or_else(|| base.clone());
-                let model = path_escape(model);
+                let model = crate::model_id::escape_segment(model);
                 if stream {
                     format!("{root}/models/{model}:streamGenerateContent?alt=sse")
                 } else {
@@ -390,6 +399,15 @@ impl Backend {
         }))
     }
 
+    /// Refuses a model id that is not data (see [`crate::model_id::check`]): every URL
+    /// built for a model checks it, whoever asked.
+    pub(super) fn check_model_id(&self, model: &str) -> Result<(), EndpointError> {
+        crate::model_id::check(model).map_err(|error| EndpointError::BadModelId {
+            backend: self.name.clone(),
+            error,
+        })
+    }
+
     fn alias(&self, model: &str) -> Option<String> {
         self.models.get(model).map(|r| r.value.clone())
     }
@@ -443,21 +461,6 @@ fn vertex_global_host(url: &str) -> String {
         "://aiplatform.googleapis.com",
         1,
     )
-}
-
-/// `model` made safe as URL path text: Gemini names the model in the path, where a space,
-/// `?`, `#`, `%` or `{` would change the URL's meaning (or read as a placeholder).
-/// Letters, digits, `-._~`, the sub-delimiters, `:`, `@` and `/` (tuned-model paths) stay.
-pub(super) fn path_escape(model: &str) -> String {
-    let mut out = String::with_capacity(model.len());
-    for b in model.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b) {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 fn not_set(r: &Resolved<bool>) -> bool {

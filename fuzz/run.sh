@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the fuzz targets: `fuzz/run.sh [TARGET...]` (no target: all of them, one after
-# the other). RUNS (default 10,000,000 executions per target) and MAX_LEN (default 2048
-# bytes per input) can be set. Each target's corpus is seeded from the wire crate's
+# the other). RUNS (default 10,000,000 executions per target), MAX_LEN (default 2048
+# bytes per input) and MAX_TIME (seconds per target, whichever of RUNS and MAX_TIME comes
+# first; default 0, no limit) can be set. Each target's corpus is seeded from the wire crate's
 # fixtures and examples/, its log goes to fuzz/logs/TARGET.log and a crash to
 # fuzz/artifacts/TARGET/.
 #
@@ -17,6 +18,7 @@ cd "$(dirname "$0")"
 export RUSTC_BOOTSTRAP=1
 RUNS="${RUNS:-10000000}"
 MAX_LEN="${MAX_LEN:-2048}"
+MAX_TIME="${MAX_TIME:-0}"
 ALL=(sse_parser usage_scan raw_body config
     request_chat request_responses request_messages request_gemini
     reply_chat reply_responses reply_messages reply_gemini
@@ -121,6 +123,6 @@ for target in "${targets[@]}"; do
     dict "$target"
     echo "== $target: $RUNS runs" >&2
     nice -n 19 cargo fuzz run --sanitizer none -a --no-trace-compares "$target" \
-        "corpus/$target" -- -runs="$RUNS" -max_len="$MAX_LEN" -dict="dicts/$target" \
+        "corpus/$target" -- -runs="$RUNS" -max_total_time="$MAX_TIME" -max_len="$MAX_LEN" -dict="dicts/$target" \
         -print_final_stats=1 2>&1 | tee "logs/$target.log"
 done

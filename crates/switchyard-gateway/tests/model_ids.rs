@@ -297,6 +297,19 @@ async fn hostile_ids_in_gemini_paths_are_refused_however_they_are_written() {
             }
         }
     }
+    // Escapes that do not decode to UTF-8: the dialect's 400 too.
+    for path in [
+        "/v1beta/models/mgem%2Fmock-small%FF:generateContent",
+        "/v1/models/mgem/%C3:streamGenerateContent?alt=sse",
+    ] {
+        let (status, reply) =
+            raw_post(addr(&s), path, ALL, &body_for(Dialect::Gemini, "", false)).await;
+        let message = refusal_message(Dialect::Gemini, status, &reply);
+        assert!(
+            message.contains("a model id is UTF-8 text"),
+            "{path}: {message}"
+        );
+    }
     assert!(s.mock.requests().is_empty(), "{:?}", s.mock.requests());
 }
 

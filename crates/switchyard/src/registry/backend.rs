@@ -217,6 +217,11 @@ impl Backend {
     /// | responses | `base_url` + `/responses` |
     /// | messages | [`messages_root`](Self::messages_root) + `/v1/messages` |
     /// | gemini | [`gemini_root`](Self::gemini_root) + `/models/{model}:generateContent` (`:streamGenerateContent?alt=sse` when streaming) |
+    ///
+    /// In Gemini's URL the model is one path segment, every byte but the unreserved ones
+    /// escaped ([`crate::model_id::escape_segment`]: `a/b` goes as `a%2Fb`). A model id that
+    /// [`crate::model_id::check`] refuses is an error for every dialect, whether or not its
+    /// URL holds the id: one rule for what may be sent.
     pub fn endpoint_template(
         &self,
         dialect: Dialect,

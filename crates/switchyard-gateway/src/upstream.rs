@@ -194,7 +194,10 @@ impl Upstreams {
                 Err(ApiError::new(
                     Category::NotFound,
                     format!(
-                        "model `{requested}` is neither a name in the gateway's models table ({}) nor a reference `<backend>/<model id>` to a known backend ({})",
+                        "model `{}` is neither a name in the gateway's models table ({}) nor a reference `<backend>/<model id>` to a known backend ({})",
+                        // The client's text, cut short and escaped: a body-sized name is
+                        // not echoed back whole.
+                        switchyard::model_id::shown(requested),
                         if names.is_empty() { "empty".to_string() } else { names.join(", ") },
                         self.registry.names().collect::<Vec<_>>().join(", ")
                     ),

@@ -313,6 +313,26 @@ async fn hostile_ids_in_gemini_paths_are_refused_however_they_are_written() {
     assert!(s.mock.requests().is_empty(), "{:?}", s.mock.requests());
 }
 
+#[tokio::test]
+async fn a_name_that_routes_nowhere_is_echoed_cut_short_and_escaped() {
+    let s = setup().await;
+    let name = format!("no-such-model\n{}", "z".repeat(100_000));
+    let (status, reply) = raw_post(
+        addr(&s),
+        "/v1/chat/completions",
+        ALL,
+        &body_for(Dialect::Chat, &name, false),
+    )
+    .await;
+    assert_eq!(status, 404, "{reply}");
+    let message = reply["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("model `no-such-model\\n") && message.contains("… (100014 bytes)`"),
+        "{message}"
+    );
+    assert!(message.len() < 1024, "{}", message.len());
+}
+
 /// (path, query) of every request the mock received, in order; the log cleared.
 fn upstream_paths(mock: &MockServer) -> Vec<(String, Option<String>)> {
     let seen = mock

@@ -145,11 +145,20 @@ pub fn escape_segment(id: &str) -> String {
 }
 
 /// At most 64 characters of `id`, control characters escaped, with its length when cut:
-/// what an error message may repeat of a hostile id.
-fn shown(id: &str) -> String {
+/// what an error message may repeat of a hostile id (or of any model name a client sent).
+pub fn shown(id: &str) -> String {
     const SHOWN: usize = 64;
     let head: String = id.chars().take(SHOWN).collect();
-    let escaped: String = head.escape_debug().collect();
+    // Only control characters are escaped (`\n`, `\0`, `\u{85}`): quotes and
+    // backslashes read as they were sent.
+    let mut escaped = String::with_capacity(head.len());
+    for c in head.chars() {
+        if c.is_control() {
+            escaped.extend(c.escape_debug());
+        } else {
+            escaped.push(c);
+        }
+    }
     if head.len() < id.len() {
         format!("{escaped}… ({} bytes)", id.len())
     } else {
@@ -222,6 +231,8 @@ mod tests {
             e.contains("`a\\0\\n` holds the control character U+0000 at byte 1"),
             "{e}"
         );
+        let e = check("say:\"hi\" a\\b#").unwrap_err().to_string();
+        assert!(e.contains("`say:\"hi\" a\\b#` holds `\\`"), "{e}");
         // A long id is cut short in the message, its length said.
         let e = check(&"y".repeat(10_000)).unwrap_err().to_string();
         assert!(

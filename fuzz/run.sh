@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the fuzz targets: `fuzz/run.sh [TARGET...]` (no target: all of them, one after
-# the other). RUNS (default 10,000,000 executions per target) and MAX_LEN (default 2048
-# bytes per input) can be set. Each target's corpus is seeded from the wire crate's
+# the other). RUNS (default 10,000,000 executions per target), MAX_LEN (default 2048
+# bytes per input) and MAX_TIME (seconds per target, whichever of RUNS and MAX_TIME comes
+# first; default 0, no limit) can be set. Each target's corpus is seeded from the wire crate's
 # fixtures and examples/, its log goes to fuzz/logs/TARGET.log and a crash to
 # fuzz/artifacts/TARGET/.
 #
@@ -17,10 +18,11 @@ cd "$(dirname "$0")"
 export RUSTC_BOOTSTRAP=1
 RUNS="${RUNS:-10000000}"
 MAX_LEN="${MAX_LEN:-2048}"
+MAX_TIME="${MAX_TIME:-0}"
 ALL=(sse_parser usage_scan raw_body config
     request_chat request_responses request_messages request_gemini
     reply_chat reply_responses reply_messages reply_gemini
-    stream_chat stream_responses stream_messages stream_gemini)
+    stream_chat stream_responses stream_messages stream_gemini model_url)
 fixtures=../crates/switchyard-wire/tests/fixtures
 # The fixtures' directory for each dialect, in the order of `Dialect::ALL` (the byte a
 # target reads to pick a dialect).
@@ -64,6 +66,26 @@ seed() {
         for f in ../examples/*.yaml; do
             cp "$f" "$dir/seed-$(basename "$f")"
         done ;;
+    model_url)
+        # A streaming byte, then an id: real ones, and the hostile ones of issue 33.
+        i=0
+        while IFS= read -r id; do
+            { if ((i % 2)); then printf '\1'; else printf '\0'; fi; printf '%s' "$id"; } \
+                >"$dir/seed-$i"
+            i=$((i + 1))
+        done <<'IDS'
+gemini-2.5-pro
+accounts/fireworks/models/glm-5p3-flash
+Qwen/Qwen3-30B-A3B-Instruct-2507-FP8
+claude-sonnet-4@20250514
+say:Hello {World} a/b+c
+mock-small+x/../mock-large
+../../v1/fine_tuning/jobs#
+a%2F..%2Fb
+a\..\b
+x?alt=json
+IDS
+        ;;
     esac
 }
 
@@ -75,12 +97,17 @@ dict() {
     mkdir -p dicts
     case $target in
     config) files=(../examples/*.yaml ../crates/switchyard/src/registry/builtins.yaml) ;;
+    model_url) files=() ;;
     *_chat | *_responses | *_messages | *_gemini) files=("$fixtures/${target#*_}"/*) ;;
     *) files=("$fixtures"/*/*) ;;
     esac
     {
         if [ "$target" = config ]; then
             grep -ohE '[A-Za-z_]{2,32}:' "${files[@]}"
+        elif [ "$target" = model_url ]; then
+            # What URL parsers read as structure, plainly and escaped.
+            printf '%s\n' '/' '..' '.' '%2F' '%2f' '%2E' '%2e' '%2E%2E' '%25' '#' '?' '\\' \
+                '%5C' ':' '@' '+' '{' '}' ' ' '//' '/../' '/./' '\x09' '\x00' ':generateContent'
         else
             grep -ohE '"[A-Za-z0-9_.:/-]{2,40}"' "${files[@]}" | sed 's/"/\\"/g'
         fi
@@ -96,6 +123,6 @@ for target in "${targets[@]}"; do
     dict "$target"
     echo "== $target: $RUNS runs" >&2
     nice -n 19 cargo fuzz run --sanitizer none -a --no-trace-compares "$target" \
-        "corpus/$target" -- -runs="$RUNS" -max_len="$MAX_LEN" -dict="dicts/$target" \
+        "corpus/$target" -- -runs="$RUNS" -max_total_time="$MAX_TIME" -max_len="$MAX_LEN" -dict="dicts/$target" \
         -print_final_stats=1 2>&1 | tee "logs/$target.log"
 done

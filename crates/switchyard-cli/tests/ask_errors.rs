@@ -64,3 +64,21 @@ fn a_stream_cut_after_output_keeps_the_text_and_says_it_was_not_resent() {
     );
     assert_eq!(mock.requests().len(), 1);
 }
+
+#[test]
+fn a_model_id_that_walks_out_of_its_segment_is_refused_before_any_request() {
+    let mock = mock();
+    for (reference, why) in [
+        ("mock/mock-small+x/../mock-large", "has a `..` segment"),
+        ("mock/../../v1/fine_tuning/jobs#", "has a `..` segment"),
+        ("mock/echo?alt=json", "holds `?` at byte 4"),
+    ] {
+        let (ok, out, err) = ask(&mock, &[reference, "hi", "--no-stream"]);
+        assert!(!ok, "{reference}");
+        assert!(out.is_empty(), "{out}");
+        assert!(err.starts_with("error: `mock/…`: model id `"), "{err}");
+        assert!(err.contains(why), "{err}");
+        assert!(err.contains("a model id is 1 to 512 bytes"), "{err}");
+    }
+    assert!(mock.requests().is_empty(), "nothing was sent");
+}

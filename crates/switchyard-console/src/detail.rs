@@ -16,9 +16,12 @@ pub(crate) fn replay(r: &CallRecord) -> Value {
         return json!({"available": false, "why": "the recorded body is not JSON"});
     };
     let reference = &r.reference;
+    // In a Gemini path the reference is one segment, escaped as the gateway sends ids
+    // upstream (it decodes the path once): a space, `:` or `/` in it stays the model's.
+    let segment = switchyard::model_id::escape_segment(reference);
     let path = if r.embedding.is_some() {
         match r.dialect {
-            Some(Dialect::Gemini) => format!("/v1beta/models/{reference}:batchEmbedContents"),
+            Some(Dialect::Gemini) => format!("/v1beta/models/{segment}:batchEmbedContents"),
             _ => "/v1/embeddings".to_string(),
         }
     } else {
@@ -27,9 +30,9 @@ pub(crate) fn replay(r: &CallRecord) -> Value {
             Some(Dialect::Responses) => "/v1/responses".to_string(),
             Some(Dialect::Messages) => "/v1/messages".to_string(),
             Some(Dialect::Gemini) if r.stream => {
-                format!("/v1beta/models/{reference}:streamGenerateContent?alt=sse")
+                format!("/v1beta/models/{segment}:streamGenerateContent?alt=sse")
             }
-            Some(Dialect::Gemini) => format!("/v1beta/models/{reference}:generateContent"),
+            Some(Dialect::Gemini) => format!("/v1beta/models/{segment}:generateContent"),
             None => {
                 return json!({"available": false, "why": "the call spoke no HTTP dialect"});
             }

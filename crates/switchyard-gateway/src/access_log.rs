@@ -14,7 +14,12 @@ pub(crate) fn call(s: &CallSummary) {
         s.client_dialect,
         s.upstream_dialect.map_or("-".to_string(), |d| d.to_string()),
         if s.backend.is_empty() {
-            s.requested.chars().take(120).collect::<String>()
+            // Escaped: a client's newline must not forge a log line.
+            s.requested
+                .chars()
+                .take(120)
+                .flat_map(char::escape_debug)
+                .collect::<String>()
         } else {
             format!("{}/{}", s.backend, s.model)
         },

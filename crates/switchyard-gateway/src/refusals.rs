@@ -72,9 +72,11 @@ impl Refusals {
         let left_out = std::mem::take(&mut state.left_out);
         drop(state);
         let model: String = call.requested.chars().take(120).collect();
+        // A client's newline or escape sequence must not forge or colour a log line.
+        let logged: String = model.chars().flat_map(char::escape_debug).collect();
         tracing::warn!(
             target: "switchyard::refused",
-            "{} {} refused ({reason}): key {}, model `{model}`{}",
+            "{} {} refused ({reason}): key {}, model `{logged}`{}",
             call.status,
             call.client_dialect,
             call.key,

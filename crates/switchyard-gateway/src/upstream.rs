@@ -16,7 +16,7 @@ use switchyard::connect::{http_backend_pooled, preferred_dialect, ClientPool};
 use switchyard::env::EnvSource;
 use switchyard::registry::{Kind, Price, Registry};
 use switchyard::router::Router;
-use switchyard::{Dialect, Llm, Parsed, Reference, RetryPolicy, Sleeper};
+use switchyard::{Dialect, Llm, Parsed, Reference, ReferenceError, RetryPolicy, Sleeper};
 
 /// The most targets kept by default.
 pub(crate) const DEFAULT_MAX_TARGETS: usize = 1024;
@@ -196,11 +196,19 @@ impl Upstreams {
                 Err(ApiError::new(
                     Category::NotFound,
                     format!(
-                        "model `{requested}` is neither a name in the gateway's models table ({}) nor a reference `<backend>/<model id>` to a known backend ({})",
+                        "model `{}` is neither a name in the gateway's models table ({}) nor a reference `<backend>/<model id>` to a known backend ({})",
+                        // The client's text, cut short and escaped: a body-sized name is
+                        // not echoed back whole.
+                        switchyard::model_id::shown(requested),
                         if names.is_empty() { "empty".to_string() } else { names.join(", ") },
                         self.registry.names().collect::<Vec<_>>().join(", ")
                     ),
                 ))
+            }
+            // An id that cannot be sent is the client's mistake, refused before any
+            // key, alias, route or price is decided on it.
+            Err(e @ ReferenceError::BadModelId { .. }) => {
+                Err(ApiError::new(Category::BadRequest, e.to_string()))
             }
             Err(e) => Err(ApiError::new(Category::NotFound, e.to_string())),
         }

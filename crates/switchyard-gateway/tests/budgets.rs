@@ -208,19 +208,19 @@ async fn a_model_without_a_price_is_refused_under_a_dollar_budget_unless_the_key
         ],
     )
     .await;
-    let (s, headers, body) = call(&gw, ALICE, Dialect::Chat, "mock/say:free?", "x", false).await;
+    let (s, headers, body) = call(&gw, ALICE, Dialect::Chat, "mock/say:free!", "x", false).await;
     assert_eq!(s, 429);
     assert_eq!(headers["x-should-retry"], "false");
     let v: Value = serde_json::from_slice(&body).unwrap();
     let message = v["error"]["message"].as_str().unwrap();
     assert!(
-        message.contains("model `mock/say:free?` has no price")
+        message.contains("model `mock/say:free!` has no price")
             && message.contains("key `alice`'s budget of $1 per day (UTC)")
             && message.contains("unknown_cost: allow"),
         "{message}"
     );
     assert!(mock.requests().is_empty(), "nothing went upstream");
-    let (s, _, _) = call(&gw, BOB, Dialect::Chat, "mock/say:free?", "x", false).await;
+    let (s, _, _) = call(&gw, BOB, Dialect::Chat, "mock/say:free!", "x", false).await;
     assert_eq!(s, 200);
     gw.shutdown().await.unwrap();
 }

@@ -240,8 +240,8 @@ pub(crate) fn endpoint_error(e: EndpointError) -> Error {
         EndpointError::DialectNotServed { .. }
         | EndpointError::EmbeddingsNotServed { .. }
         | EndpointError::NotHttp { .. } => Error::Unsupported(e.to_string()),
-        EndpointError::UnsetVariable { .. } | EndpointError::BadUrl { .. } => {
-            Error::Config(e.to_string())
-        }
+        EndpointError::UnsetVariable { .. }
+        | EndpointError::BadUrl { .. }
+        | EndpointError::BadModelId { .. } => Error::Config(e.to_string()),
     }
 }

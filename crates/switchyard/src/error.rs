@@ -402,7 +402,7 @@ impl Error {
 }
 
 impl From<crate::reference::ReferenceError> for Error {
-    /// A reference that names no backend, or no model.
+    /// A reference that names no backend, no model, or a model id that cannot be sent.
     fn from(e: crate::reference::ReferenceError) -> Self {
         match e {
             crate::reference::ReferenceError::UnknownBackend {
@@ -418,6 +418,7 @@ impl From<crate::reference::ReferenceError> for Error {
             crate::reference::ReferenceError::EmptyModel { text, .. } => {
                 Error::NotAReference { text }
             }
+            e @ crate::reference::ReferenceError::BadModelId { .. } => Error::Config(e.to_string()),
         }
     }
 }

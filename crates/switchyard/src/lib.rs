@@ -105,6 +105,7 @@ pub mod env;
 pub mod error;
 pub mod internal;
 mod llm;
+pub mod model_id;
 mod policy;
 pub mod record;
 mod reference;

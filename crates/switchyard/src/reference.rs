@@ -56,12 +56,22 @@ pub enum ReferenceError {
         /// The backend.
         backend: String,
     },
+    /// The model id, after aliases, is not one that can be sent (see
+    /// [`crate::model_id`]): checked here so that every door refuses it the same way.
+    #[error("`{backend}/…`: {error}")]
+    BadModelId {
+        /// The backend.
+        backend: String,
+        /// The id (after aliases) and why it was refused.
+        error: crate::model_id::BadModelId,
+    },
 }
 
 impl Registry {
     /// Reads `text` as a reference if its first segment names a backend; otherwise says it is
-    /// not a reference. Aliases of the backend are expanded. `Err` only for `<backend>/`
-    /// with an empty model.
+    /// not a reference. Aliases of the backend are expanded. `Err` for `<backend>/` with an
+    /// empty model, and for a model id (after aliases: the id that would be sent) that
+    /// [`crate::model_id::check`] refuses.
     pub fn parse_reference(&self, text: &str) -> Result<Parsed, ReferenceError> {
         let Some((name, model)) = text.split_once('/') else {
             return Ok(Parsed::NotAReference(text.to_string()));
@@ -75,9 +85,14 @@ impl Registry {
                 backend: name.to_string(),
             });
         }
+        let id = backend.expand_alias(model);
+        crate::model_id::check(&id).map_err(|error| ReferenceError::BadModelId {
+            backend: name.to_string(),
+            error,
+        })?;
         Ok(Parsed::Reference(Reference {
             backend: name.to_string(),
-            model: backend.expand_alias(model).to_string(),
+            model: id,
             requested_model: model.to_string(),
         }))
     }

@@ -8,7 +8,9 @@ mod common;
 use common::*;
 use futures::StreamExt;
 use serde_json::{json, Value};
+use switchyard::env::MapEnv;
 use switchyard::wire::{Opaque, Reasoning, ToolResult};
+use switchyard::{connect, Llm};
 use switchyard::{Dialect, Event, FinishReason, Message, Part, Reply, Request, Role, Usage};
 use switchyard_mock::{signing, MockServer};
 
@@ -626,16 +628,16 @@ async fn thinking_before_a_tool_call_round_trips_with_the_tool_result() {
 
 #[tokio::test]
 async fn any_model_id_reaches_the_server_intact() {
-    // Gemini names the model in the URL path: `?`, `#`, `%`, spaces and braces must be
-    // escaped there, and arrive as written.
+    // Gemini names the model in the URL path: spaces, braces, `:`, `+`, `@`, `/` and
+    // non-ASCII letters are escaped there (the id is one segment), and arrive as written.
     let mock = MockServer::start().await;
-    let model = "say:Hello {World}? #1 at 50%";
+    let model = "say:Hello {World} a/b+c@d é";
     for d in Dialect::ALL {
         let reply = llm(&mock, d, model)
             .complete(Request::user("hi"))
             .await
             .unwrap_or_else(|e| panic!("{d}: {e}"));
-        assert_eq!(reply.text(), "Hello {World}? #1 at 50%", "{d}");
+        assert_eq!(reply.text(), "Hello {World} a/b+c@d é", "{d}");
         let (stream, _) = stream_all(&llm(&mock, d, model), Request::user("hi")).await;
         assert!(!stream.is_empty(), "{d}");
     }
@@ -645,19 +647,55 @@ async fn any_model_id_reaches_the_server_intact() {
         .filter(|r| r.path.starts_with("/v1beta/"))
         .map(|r| (r.path, r.query))
         .collect();
+    let sent = "say%3AHello%20%7BWorld%7D%20a%2Fb%2Bc%40d%20%C3%A9";
     assert_eq!(
         gemini,
         [
+            (format!("/v1beta/models/{sent}:generateContent"), None),
             (
-                "/v1beta/models/say:Hello%20%7BWorld%7D%3F%20%231%20at%2050%25:generateContent"
-                    .to_string(),
-                None
-            ),
-            (
-                "/v1beta/models/say:Hello%20%7BWorld%7D%3F%20%231%20at%2050%25:streamGenerateContent"
-                    .to_string(),
+                format!("/v1beta/models/{sent}:streamGenerateContent"),
                 Some("alt=sse".to_string())
             ),
         ]
     );
+}
+
+#[tokio::test]
+async fn an_id_that_is_no_model_is_refused_by_every_door_before_any_request() {
+    // What would change a URL's meaning is refused in every dialect, whether the id goes
+    // in the path (Gemini) or in the body: one rule, `switchyard::model_id::check`.
+    let mock = MockServer::start().await;
+    let env = MapEnv::default();
+    let registry = registry(&mock, &[], &env);
+    let backend = registry.backend("mock").unwrap();
+    for id in [
+        "say:free?",
+        "say:#1",
+        "say:50%",
+        "a\\b",
+        "a/../b",
+        "..",
+        "a\u{0}",
+        "a\r\nx",
+        &"x".repeat(513),
+    ] {
+        for d in Dialect::ALL {
+            let e = connect::http_backend(backend, id, Some(d), &env)
+                .err()
+                .unwrap_or_else(|| panic!("{d} {id:?} accepted"));
+            assert!(
+                e.to_string().contains("a model id is 1 to 512 bytes"),
+                "{e}"
+            );
+        }
+        // A reference, as `ask`, a run, Python and the gateway read one.
+        let e = Llm::resolve(&registry, &format!("mock/{id}"), &env)
+            .err()
+            .unwrap_or_else(|| panic!("{id:?} accepted"));
+        assert_eq!(e.kind(), switchyard::ErrorKind::Config, "{e}");
+        assert!(e.to_string().starts_with("`mock/…`: model id `"), "{e}");
+        // And the embeddings URL.
+        assert!(backend.embed_url(id, &env).is_err(), "{id:?}");
+    }
+    assert!(mock.requests().is_empty());
 }

@@ -156,6 +156,14 @@ pub enum EndpointError {
         /// The parser's message.
         reason: String,
     },
+    /// The model id cannot be sent (see [`crate::model_id`]).
+    #[error("backend `{backend}`: {error}")]
+    BadModelId {
+        /// The backend.
+        backend: String,
+        /// The id and why it was refused.
+        error: crate::model_id::BadModelId,
+    },
     /// A required key is unset.
     #[error("backend `{backend}` needs a key: set the environment variable {variable}")]
     MissingKey {
@@ -209,12 +217,18 @@ impl Backend {
     /// | responses | `base_url` + `/responses` |
     /// | messages | [`messages_root`](Self::messages_root) + `/v1/messages` |
     /// | gemini | [`gemini_root`](Self::gemini_root) + `/models/{model}:generateContent` (`:streamGenerateContent?alt=sse` when streaming) |
+    ///
+    /// In Gemini's URL the model is one path segment, every byte but the unreserved ones
+    /// escaped ([`crate::model_id::escape_segment`]: `a/b` goes as `a%2Fb`). A model id that
+    /// [`crate::model_id::check`] refuses is an error for every dialect, whether or not its
+    /// URL holds the id: one rule for what may be sent.
     pub fn endpoint_template(
         &self,
         dialect: Dialect,
         model: &str,
         stream: bool,
     ) -> Result<String, EndpointError> {
+        self.check_model_id(model)?;
         let Some(base) = self
             .base_url
             .as_ref()
@@ -248,7 +262,7 @@ impl Backend {
             ),
             Dialect::Gemini => {
                 let root = self.gemini_root().unwrap_or_else(|| base.clone());
-                let model = path_escape(model);
+                let model = crate::model_id::escape_segment(model);
                 if stream {
                     format!("{root}/models/{model}:streamGenerateContent?alt=sse")
                 } else {
@@ -398,6 +412,15 @@ impl Backend {
         }))
     }
 
+    /// Refuses a model id that is not data (see [`crate::model_id::check`]): every URL
+    /// built for a model checks it, whoever asked.
+    pub(super) fn check_model_id(&self, model: &str) -> Result<(), EndpointError> {
+        crate::model_id::check(model).map_err(|error| EndpointError::BadModelId {
+            backend: self.name.clone(),
+            error,
+        })
+    }
+
     fn alias(&self, model: &str) -> Option<String> {
         self.models.get(model).map(|r| r.value.clone())
     }
@@ -451,21 +474,6 @@ fn vertex_global_host(url: &str) -> String {
         "://aiplatform.googleapis.com",
         1,
     )
-}
-
-/// `model` made safe as URL path text: Gemini names the model in the path, where a space,
-/// `?`, `#`, `%` or `{` would change the URL's meaning (or read as a placeholder).
-/// Letters, digits, `-._~`, the sub-delimiters, `:`, `@` and `/` (tuned-model paths) stay.
-pub(super) fn path_escape(model: &str) -> String {
-    let mut out = String::with_capacity(model.len());
-    for b in model.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b) {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 fn not_set(r: &Resolved<bool>) -> bool {

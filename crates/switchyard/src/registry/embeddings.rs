@@ -8,7 +8,7 @@
 //! `/embeddings` under `base_url` (an embeddings-only server, `apis: [embeddings]`,
 //! is OpenAI-compatible).
 
-use super::backend::{path_escape, Backend, EndpointError};
+use super::backend::{Backend, EndpointError};
 use super::types::{Dialect, Kind};
 use crate::env::EnvSource;
 use switchyard_wire::embed::EmbedShape;
@@ -43,6 +43,7 @@ impl Backend {
     /// The URL embeddings of `model` are called at, placeholders left in: `base_url` +
     /// `/embeddings`, or the Gemini root + `/models/{model}:batchEmbedContents`.
     pub fn embed_url_template(&self, model: &str) -> Result<String, EndpointError> {
+        self.check_model_id(model)?;
         let Some(base) = self
             .base_url
             .as_ref()
@@ -61,7 +62,7 @@ impl Backend {
             Some(EmbedShape::Gemini) => Ok(format!(
                 "{}/models/{}:batchEmbedContents",
                 self.gemini_root().unwrap_or_else(|| base.value.clone()),
-                path_escape(model)
+                crate::model_id::escape_segment(model)
             )),
         }
     }

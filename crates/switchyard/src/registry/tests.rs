@@ -273,6 +273,77 @@ fn not_a_reference_is_its_own_result() {
 }
 
 #[test]
+fn a_reference_whose_model_id_is_no_model_is_refused_after_aliases() {
+    let r = Registry::builtin().unwrap();
+    for text in [
+        "mock/mock-small+x/../mock-large",
+        "mock/../../v1/fine_tuning/jobs#",
+        "mock/a#b",
+        "mock/a?b",
+        "mock/a%2Fb",
+        "mock/a\\b",
+        "mock/a\u{1b}[31m",
+        "mock//a",
+    ] {
+        let e = r.parse_reference(text).unwrap_err();
+        assert!(
+            matches!(&e, ReferenceError::BadModelId { backend, .. } if backend == "mock"),
+            "{text}: {e}"
+        );
+        assert!(
+            e.to_string().contains("a model id is 1 to 512 bytes"),
+            "{e}"
+        );
+    }
+    // The alias is expanded first: the id checked is the id that would be sent.
+    let e = r.require_reference("mock/small+x/../y").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("`mock-small+x/../y` has a `..` segment"),
+        "{e}"
+    );
+    // A text naming no backend is not read as an id at all.
+    assert_eq!(
+        r.parse_reference("a/../b").unwrap(),
+        Parsed::NotAReference("a/../b".into())
+    );
+}
+
+#[test]
+fn a_gemini_or_vertex_url_holds_the_model_id_as_one_segment() {
+    let r = Registry::builtin().unwrap();
+    let g = r.backend("gemini").unwrap();
+    assert_eq!(
+        g.endpoint_template(Dialect::Gemini, "tunedModels/my-model", false)
+            .unwrap(),
+        "https://generativelanguage.googleapis.com/v1beta/models/tunedModels%2Fmy-model:generateContent"
+    );
+    let v = r.backend("vertex").unwrap();
+    let env = MapEnv::new([
+        ("GOOGLE_CLOUD_PROJECT", "p1"),
+        ("GOOGLE_CLOUD_LOCATION", "us-east5"),
+    ]);
+    let url = v
+        .endpoint(Dialect::Gemini, "claude@2025 x/y", true, &env)
+        .unwrap();
+    assert_eq!(
+        url.path(),
+        "/v1/projects/p1/locations/us-east5/publishers/google/models/claude%402025%20x%2Fy:streamGenerateContent"
+    );
+    // A `{VARIABLE}` in an id is data, not a placeholder of the URL template.
+    assert!(v
+        .endpoint(Dialect::Gemini, "{GOOGLE_CLOUD_PROJECT}", false, &env)
+        .unwrap()
+        .path()
+        .ends_with("/models/%7BGOOGLE_CLOUD_PROJECT%7D:generateContent"));
+    let e = g
+        .endpoint(Dialect::Gemini, "a/../b", false, &env)
+        .unwrap_err();
+    assert!(matches!(e, EndpointError::BadModelId { .. }), "{e}");
+    assert!(g.embed_url_template("x/../y").is_err());
+}
+
+#[test]
 fn unknown_backend_names_known_ones_and_nearest() {
     let r = Registry::builtin().unwrap();
     let e = r.require_reference("opnai/gpt-5").unwrap_err();

@@ -6,6 +6,7 @@
 use serde_json::{json, Value};
 use std::sync::Arc;
 use switchyard::env::MapEnv;
+use switchyard::model_id::escape_segment as escape;
 use switchyard::registry::{LoadOptions, Registry};
 use switchyard::wire::{Tool, ToolKind};
 use switchyard::{connect, Dialect, Llm};
@@ -63,11 +64,15 @@ pub(crate) fn expected_path(
         Dialect::Chat => ("/v1/chat/completions".into(), None),
         Dialect::Responses => ("/v1/responses".into(), None),
         Dialect::Messages => ("/v1/messages".into(), None),
+        // The id is one path segment: every byte but the unreserved ones escaped.
         Dialect::Gemini if stream => (
-            format!("/v1beta/models/{model}:streamGenerateContent"),
+            format!("/v1beta/models/{}:streamGenerateContent", escape(model)),
             Some("alt=sse"),
         ),
-        Dialect::Gemini => (format!("/v1beta/models/{model}:generateContent"), None),
+        Dialect::Gemini => (
+            format!("/v1beta/models/{}:generateContent", escape(model)),
+            None,
+        ),
     }
 }
 

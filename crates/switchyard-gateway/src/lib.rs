@@ -37,7 +37,6 @@ mod fallback;
 mod guard;
 mod host;
 pub mod ids;
-mod json_depth;
 pub mod keys;
 mod lanes;
 pub mod limits;

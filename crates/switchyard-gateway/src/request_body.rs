@@ -4,7 +4,7 @@
 //! (`listen.max_json_depth`: 400), all judged before anything is forwarded.
 
 use crate::errors::{ApiError, Category};
-use crate::json_depth::first_too_deep;
+use switchyard::record::first_too_deep;
 use crate::listener_refusals::Reason;
 use crate::state::State;
 use axum::body::Body;

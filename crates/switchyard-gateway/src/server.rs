@@ -139,7 +139,10 @@ impl Gateway {
                 store,
                 pg,
                 body_timeout: config.body_timeout,
-                max_json_depth: config.max_json_depth,
+                // A config made in code is held to what a config file may say.
+                max_json_depth: config
+                    .max_json_depth
+                    .min(crate::config::DEFAULT_MAX_JSON_DEPTH),
                 drain_expired: AtomicBool::new(false),
                 state_key,
                 cache: config.cache,

@@ -275,6 +275,7 @@ impl Observed {
             cache_hit: rec.cache_hit,
             cache_hit_call: None,
             cache_run: rec.cache_run,
+            depth_capped: false,
         };
         if rec.traced {
             crate::trace::emit_record(&record);
@@ -402,6 +403,7 @@ impl Observed {
             cache_hit: rec.cache_hit,
             cache_hit_call: None,
             cache_run: rec.cache_run,
+            depth_capped: false,
         };
         if rec.traced {
             crate::trace::emit_record(&record);

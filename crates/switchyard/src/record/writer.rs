@@ -11,6 +11,7 @@
 //! to any reader. The SQLite index is fed from there by a second thread, in batched
 //! transactions, off every caller's path.
 
+use super::depth::{cap_depth, first_too_deep, MAX_RECORD_DEPTH};
 use super::index::IndexWriter;
 use super::index_row::IndexRow;
 use super::read::{last_record, log_dir};
@@ -96,6 +97,8 @@ pub struct Recorder {
     tx: Mutex<Option<mpsc::Sender<Job>>>,
     thread: Mutex<Option<JoinHandle<Option<String>>>>,
     failure: Mutex<Failures>,
+    /// The log's lines set aside as unreadable (see `quarantine.rs`) when it was opened.
+    quarantined: u64,
 }
 
 /// The recording failures of a run: the first one, kept for [`Recorder::failure`], and
@@ -136,7 +139,7 @@ impl Recorder {
                 super::FORMAT
             )));
         }
-        let last = last_record(&log)?;
+        let (last, mut set_aside) = last_record(&log)?;
         let holds_run = run_file.exists() || last.is_some();
         if holds_run && !options.resume {
             return Err(Error::Config(format!(
@@ -155,6 +158,10 @@ impl Recorder {
         let next = last.map_or(0, |(n, _)| n) + 1;
         let segments = SegmentWriter::open(&log, options.durability)?;
         let index = IndexWriter::open(dir, next - 1, options.courtesy.clone())?;
+        // The lines that do not read, found on the way (the log's tail after a killed
+        // run, a whole log without an index): listed and counted, never fatal.
+        set_aside.extend(index.set_aside.iter().cloned());
+        let quarantined = super::quarantine::keep(dir, &set_aside);
         let courtesy = options.courtesy;
         let cache = options.cache;
         let (tx, rx) = mpsc::channel::<Job>();
@@ -168,12 +175,19 @@ impl Recorder {
             tx: Mutex::new(Some(tx)),
             thread: Mutex::new(Some(thread)),
             failure,
+            quarantined,
         }))
     }
 
     /// The run directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// How many lines of the log are set aside as unreadable (listed in
+    /// `quarantine/set-aside.jsonl`), as found when the recorder opened it.
+    pub fn quarantined(&self) -> u64 {
+        self.quarantined
     }
 
     fn send(&self, job: Job) -> bool {
@@ -432,9 +446,30 @@ const BATCH_RECORDS: usize = 256;
 
 /// Appends `record` as JSON (without its newline). The raw bytes, most of a record and
 /// dense with quotes, are escaped by [`super::escape`] and written as the last field.
-fn write_line(buf: &mut Vec<u8>, record: &mut CallRecord) -> serde_json::Result<()> {
+///
+/// The line never nests deeper than a reader reads ([`MAX_RECORD_DEPTH`]): the rest is
+/// scanned (the raw bytes are a string, they add no depth), and a record that would pass
+/// the bound is written again marked `depth_capped`, its values past the bound as strings
+/// of their JSON text ([`cap_depth`]), and read back before it is kept; one that still
+/// does not read is not written (an error, as a record that does not serialise).
+fn write_line(buf: &mut Vec<u8>, record: &mut CallRecord) -> std::result::Result<(), String> {
+    let start = buf.len();
     let raw = record.raw.take();
-    let written = serde_json::to_writer(&mut *buf, &*record);
+    let mut written = serde_json::to_writer(&mut *buf, &*record).map_err(|e| e.to_string());
+    if written.is_ok() && first_too_deep(&buf[start..], MAX_RECORD_DEPTH).is_some() {
+        buf.truncate(start);
+        record.depth_capped = true;
+        written = serde_json::to_writer(&mut *buf, &*record)
+            .map_err(|e| e.to_string())
+            .and_then(|()| {
+                let capped = cap_depth(&buf[start..], MAX_RECORD_DEPTH);
+                buf.truncate(start);
+                buf.extend_from_slice(&capped);
+                super::read::parse_record_line(&capped).map(|_| ()).map_err(|e| {
+                    format!("it nests deeper than a record may ({MAX_RECORD_DEPTH} levels) and does not read once its deepest values are kept as text: {e}")
+                })
+            });
+    }
     if let (Ok(()), Some(raw)) = (&written, &raw) {
         // A record serialises as an object: its closing brace is the last byte.
         debug_assert_eq!(buf.last(), Some(&b'}'));

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the fuzz targets: `fuzz/run.sh [TARGET...]` (no target: all of them, one after
 # the other). RUNS (default 10,000,000 executions per target) and MAX_LEN (default 2048
-# bytes per input) can be set. Each target's corpus is seeded from the wire crate's
+# bytes per input) can be set, and TIME (seconds; default 0, no limit) bounds a target's
+# wall time. Each target's corpus is seeded from the wire crate's
 # fixtures and examples/, its log goes to fuzz/logs/TARGET.log and a crash to
 # fuzz/artifacts/TARGET/.
 #
@@ -16,8 +17,9 @@ cd "$(dirname "$0")"
 
 export RUSTC_BOOTSTRAP=1
 RUNS="${RUNS:-10000000}"
+TIME="${TIME:-0}"
 MAX_LEN="${MAX_LEN:-2048}"
-ALL=(sse_parser usage_scan raw_body config
+ALL=(sse_parser usage_scan raw_body config record_reader
     request_chat request_responses request_messages request_gemini
     reply_chat reply_responses reply_messages reply_gemini
     stream_chat stream_responses stream_messages stream_gemini)
@@ -64,6 +66,16 @@ seed() {
         for f in ../examples/*.yaml; do
             cp "$f" "$dir/seed-$(basename "$f")"
         done ;;
+    record_reader)
+        # A bound byte, then a recorded segment: whole, and each of its lines alone.
+        for f in ../examples/runs/*/llm_log/*.jsonl; do
+            { printf '\4'; cat "$f"; } >"$dir/seed-$(basename "$f")"
+            i=0
+            while IFS= read -r line; do
+                i=$((i + 1))
+                printf '\7%s\n' "$line" >"$dir/seed-line-$i-$(basename "$f")"
+            done <"$f"
+        done ;;
     esac
 }
 
@@ -75,6 +87,7 @@ dict() {
     mkdir -p dicts
     case $target in
     config) files=(../examples/*.yaml ../crates/switchyard/src/registry/builtins.yaml) ;;
+    record_reader) files=(../examples/runs/*/llm_log/*.jsonl) ;;
     *_chat | *_responses | *_messages | *_gemini) files=("$fixtures/${target#*_}"/*) ;;
     *) files=("$fixtures"/*/*) ;;
     esac
@@ -96,6 +109,6 @@ for target in "${targets[@]}"; do
     dict "$target"
     echo "== $target: $RUNS runs" >&2
     nice -n 19 cargo fuzz run --sanitizer none -a --no-trace-compares "$target" \
-        "corpus/$target" -- -runs="$RUNS" -max_len="$MAX_LEN" -dict="dicts/$target" \
+        "corpus/$target" -- -runs="$RUNS" -max_total_time="$TIME" -max_len="$MAX_LEN" -dict="dicts/$target" \
         -print_final_stats=1 2>&1 | tee "logs/$target.log"
 done

@@ -156,3 +156,111 @@ mod tests {
         assert_eq!(keep(dir.path(), &[]), 1, "the list is what is counted");
     }
 }
+
+#[cfg(test)]
+mod opening {
+    use crate::record::{
+        read_log, read_record, record_numbers, Recorder, RecorderOptions, RunInfo, LOG_DIR,
+        QUARANTINE_DIR, QUARANTINE_FILE,
+    };
+    use std::io::Write;
+
+    /// A log of two records, then every kind of line that does not read, is opened by a
+    /// recorder (as the gateway's store opens its data directory after a `kill -9`): the
+    /// lines are listed and counted, the records read, and new calls numbered after the
+    /// last numbered line.
+    #[test]
+    fn a_log_with_unreadable_lines_opens_reads_the_rest_and_lists_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let recorder =
+            Recorder::create(dir.path(), &RunInfo::new(), RecorderOptions::default()).unwrap();
+        for _ in 0..2 {
+            let r = crate::record::writer::tests::sample();
+            futures::executor::block_on(recorder.record(r)).unwrap();
+        }
+        recorder.close().unwrap();
+        drop(recorder);
+        let segment = dir.path().join(LOG_DIR).join("segment-000001.jsonl");
+        let good = std::fs::read(&segment).unwrap();
+        let first = &good[..good.iter().position(|&b| b == b'\n').unwrap()];
+        let as_number = |n: u64| {
+            String::from_utf8_lossy(first)
+                .replacen("\"number\":1,", &format!("\"number\":{n},"), 1)
+                .into_bytes()
+        };
+        let mut bad: Vec<Vec<u8>> = Vec::new();
+        // Cut short, then followed by another line.
+        bad.push(as_number(3)[..first.len() / 2].to_vec());
+        // Not UTF-8 inside a string.
+        let mut not_utf8 = as_number(4);
+        let at = not_utf8.windows(3).position(|w| w == b"\"ro").unwrap() + 1;
+        not_utf8.insert(at, 0xff);
+        bad.push(not_utf8);
+        // Deeper than any record.
+        bad.push(
+            format!(
+                "{{\"format\":2,\"number\":5,\"x\":{}7{}}}",
+                "[".repeat(400),
+                "]".repeat(400)
+            )
+            .into_bytes(),
+        );
+        // Wrong types.
+        bad.push(br#"{"format":2,"number":6,"role":5,"reference":[],"stream":"yes"}"#.to_vec());
+        // Garbage, no number.
+        bad.push(b"\x00\x01 not json at all".to_vec());
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&segment)
+            .unwrap();
+        for line in &bad {
+            f.write_all(line).unwrap();
+            f.write_all(b"\n").unwrap();
+        }
+        drop(f);
+
+        let read = read_log(dir.path()).unwrap();
+        assert_eq!(read.records.len(), 2);
+        assert_eq!(read.set_aside.len(), 5, "{:?}", read.set_aside);
+        let reasons: Vec<String> = read.set_aside.iter().map(|s| s.to_string()).collect();
+        assert!(reasons[0].contains("call 3") && reasons[0].contains("EOF"), "{reasons:?}");
+        assert!(reasons[1].contains("call 4") && reasons[1].contains("invalid unicode"), "{reasons:?}");
+        assert!(reasons[2].contains(&format!("more than {} levels deep", crate::record::MAX_RECORD_DEPTH)), "{reasons:?}");
+        assert!(reasons[3].contains("call 6") && reasons[3].contains("invalid type"), "{reasons:?}");
+        assert!(reasons[4].contains("segment-000001.jsonl at offset"), "{reasons:?}");
+
+        // The index holds rows 1 and 2: opening catches up over the bad lines.
+        let recorder = Recorder::create(
+            dir.path(),
+            &RunInfo::new(),
+            RecorderOptions {
+                resume: true,
+                ..RecorderOptions::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(recorder.quarantined(), 5);
+        let r = crate::record::writer::tests::sample();
+        assert_eq!(futures::executor::block_on(recorder.record(r)), Some(7));
+        recorder.close().unwrap();
+        drop(recorder);
+        assert_eq!(record_numbers(dir.path()).unwrap(), vec![1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(read_record(dir.path(), 7).unwrap().number, 7);
+        assert!(read_record(dir.path(), 6).is_err());
+        let list = std::fs::read_to_string(dir.path().join(QUARANTINE_DIR).join(QUARANTINE_FILE))
+            .unwrap();
+        assert_eq!(list.lines().count(), 5);
+        // Opened again, nothing is listed twice.
+        let recorder = Recorder::create(
+            dir.path(),
+            &RunInfo::new(),
+            RecorderOptions {
+                resume: true,
+                ..RecorderOptions::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(recorder.quarantined(), 5);
+        recorder.close().unwrap();
+    }
+}

@@ -612,3 +612,63 @@ pub(crate) fn write_atomic(
     }
     std::fs::rename(&tmp, path)
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::record::{first_too_deep, read_record, read_records, CallRecord};
+    use serde_json::Value;
+
+    /// A record as the recorder wrote it (the example run's first call).
+    pub(crate) fn sample() -> CallRecord {
+        let segment = include_str!("../../../../examples/runs/mock_campaign/llm_log/segment-000001.jsonl");
+        super::super::parse_record_line(segment.lines().next().unwrap().as_bytes()).unwrap()
+    }
+
+    fn nested(levels: usize) -> Value {
+        (0..levels).fold(Value::from(7), |v, _| Value::Array(vec![v]))
+    }
+
+    #[test]
+    fn a_record_nested_past_the_bound_is_written_with_its_deepest_values_as_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let recorder =
+            Recorder::create(dir.path(), &RunInfo::new(), RecorderOptions::default()).unwrap();
+        // A usage object no bound held (an upstream's), and a shallow one.
+        let mut deep = sample();
+        deep.usage_reported = Some(serde_json::json!({"n": nested(300)}));
+        let shallow = sample();
+        for r in [deep, shallow] {
+            assert!(futures::executor::block_on(recorder.record(r)).is_some());
+        }
+        recorder.close().unwrap();
+        let mut lines = Vec::new();
+        crate::record::for_each_record_line(dir.path(), |_, l| {
+            lines.push(l.to_vec());
+            Ok(())
+        })
+        .unwrap();
+        assert!(lines
+            .iter()
+            .all(|l| first_too_deep(l, MAX_RECORD_DEPTH).is_none()));
+        let back = read_record(dir.path(), 1).unwrap();
+        assert!(back.depth_capped);
+        // Down to the bound as it was, then the rest as its JSON text: nothing lost.
+        let mut at = &back.usage_reported.unwrap()["n"];
+        let mut levels = 0;
+        while let Value::Array(inner) = at {
+            at = &inner[0];
+            levels += 1;
+        }
+        // The record is level 1, `usage_reported` 2, `n` 3.
+        assert_eq!(levels, MAX_RECORD_DEPTH - 2);
+        let rest: Value = crate::record::from_slice_bounded(
+            at.as_str().unwrap().as_bytes(),
+            MAX_RECORD_DEPTH,
+        )
+        .unwrap();
+        assert_eq!(rest, nested(300 - levels));
+        assert!(!read_record(dir.path(), 2).unwrap().depth_capped);
+        assert_eq!(read_records(dir.path()).unwrap().len(), 2);
+    }
+}

@@ -161,6 +161,7 @@ impl Recorder {
         // The lines that do not read, found on the way (the log's tail after a killed
         // run, a whole log without an index): listed and counted, never fatal.
         set_aside.extend(index.set_aside.iter().cloned());
+        set_aside.sort_by_key(|s| (s.at.segment, s.at.offset));
         let quarantined = super::quarantine::keep(dir, &set_aside);
         let courtesy = options.courtesy;
         let cache = options.cache;

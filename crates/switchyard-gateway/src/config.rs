@@ -595,6 +595,15 @@ mod tests {
             e[1].contains("listen.cors_origins[1]: `*` is not an origin"),
             "{e:?}"
         );
+        // Deeper than the gateway's parsers (and so its store's records) read.
+        let e = GatewayConfig::from_sections(&sections(json!({
+            "listen": {"max_json_depth": 128}
+        })))
+        .unwrap_err();
+        assert_eq!(
+            e,
+            ["listen.max_json_depth: 128 levels is more than the gateway's parsers read (127, the default and the most it may be); lower it"]
+        );
     }
 
     #[test]

@@ -25,7 +25,9 @@ fn deep_call(dialect: &str, depth: usize) -> (String, String) {
     match dialect {
         "chat" => (
             "/v1/chat/completions".into(),
-            format!(r#"{{"model":"mock/echo","messages":[{{"role":"user","content":"d{depth}"}}],"metadata":{value}}}"#),
+            format!(
+                r#"{{"model":"mock/echo","messages":[{{"role":"user","content":"d{depth}"}}],"metadata":{value}}}"#
+            ),
         ),
         "responses" => (
             "/v1/responses".into(),
@@ -33,11 +35,15 @@ fn deep_call(dialect: &str, depth: usize) -> (String, String) {
         ),
         "messages" => (
             "/v1/messages".into(),
-            format!(r#"{{"model":"mock/echo","max_tokens":5,"messages":[{{"role":"user","content":"d{depth}"}}],"metadata":{value}}}"#),
+            format!(
+                r#"{{"model":"mock/echo","max_tokens":5,"messages":[{{"role":"user","content":"d{depth}"}}],"metadata":{value}}}"#
+            ),
         ),
         _ => (
             "/v1beta/models/mock/echo:generateContent".into(),
-            format!(r#"{{"contents":[{{"role":"user","parts":[{{"text":"d{depth}"}}]}}],"labels":{value}}}"#),
+            format!(
+                r#"{{"contents":[{{"role":"user","parts":[{{"text":"d{depth}"}}]}}],"labels":{value}}}"#
+            ),
         ),
     }
 }
@@ -146,11 +152,7 @@ fn the_deepest_bodies_on_every_endpoint_survive_kill_9_and_every_reader_reads_th
     }
     let (code, err) = stop(child);
     assert_eq!(code, Some(0), "{err}");
-    every_log_command_reads(
-        home.path(),
-        data_arg,
-        &(1..=calls + 1).collect::<Vec<_>>(),
-    );
+    every_log_command_reads(home.path(), data_arg, &(1..=calls + 1).collect::<Vec<_>>());
 }
 
 #[test]
@@ -238,18 +240,26 @@ fn a_store_with_lines_that_do_not_read_opens_serves_the_rest_and_counts_them() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(listed[0]["number"], 4);
-    assert_eq!(listed[1]["line"]["encoding"], "base64", "not UTF-8: kept as base64");
+    assert_eq!(
+        listed[1]["line"]["encoding"], "base64",
+        "not UTF-8: kept as base64"
+    );
 
     // Every log command reads the rest, and says what it set aside.
     let data_arg = data.to_str().unwrap();
     let stats_err = every_log_command_reads(home.path(), data_arg, &[1, 2, 3, 8]);
     assert!(
-        stats_err.contains("5 lines of") && stats_err.contains("set aside as unreadable, 4 calls read"),
+        stats_err.contains("5 lines of")
+            && stats_err.contains("set aside as unreadable, 4 calls read"),
         "{stats_err}"
     );
     let show = log(home.path(), &["show", data_arg, "6"]);
     assert!(!show.ok);
-    assert!(show.err.contains("more than 160 levels deep"), "{}", show.err);
+    assert!(
+        show.err.contains("more than 160 levels deep"),
+        "{}",
+        show.err
+    );
 
     // Opened again: the same five, not listed twice.
     let (child, addr) = serve_store(home.path(), &data);

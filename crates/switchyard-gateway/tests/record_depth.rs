@@ -84,7 +84,9 @@ fn body(client: Dialect, model: &str, place: Place, value: &str) -> String {
             let tools = if tools.is_empty() {
                 String::new()
             } else {
-                format!(r#","tools":[{{"functionDeclarations":[{{"name":"f","parameters":{tools}}}]}}]"#)
+                format!(
+                    r#","tools":[{{"functionDeclarations":[{{"name":"f","parameters":{tools}}}]}}]"#
+                )
             };
             format!(
                 r#"{{"contents":[{{"role":"user","parts":[{{"text":"deep"}}]}}],"labels":{extra}{tools}}}"#
@@ -98,12 +100,18 @@ fn recorded_value(client: Dialect, place: Place, body: &Value) -> Value {
     match (place, client) {
         (Place::TopLevel, Dialect::Gemini) => body["labels"].clone(),
         (Place::TopLevel, _) => body["metadata"].clone(),
-        (Place::ToolSchema, Dialect::Chat) => body["tools"][0]["function"]["parameters"]["default"].clone(),
+        (Place::ToolSchema, Dialect::Chat) => {
+            body["tools"][0]["function"]["parameters"]["default"].clone()
+        }
         (Place::ToolSchema, Dialect::Gemini) => {
             body["tools"][0]["functionDeclarations"][0]["parameters"]["default"].clone()
         }
-        (Place::ToolSchema, Dialect::Responses) => body["tools"][0]["parameters"]["default"].clone(),
-        (Place::ToolSchema, Dialect::Messages) => body["tools"][0]["input_schema"]["default"].clone(),
+        (Place::ToolSchema, Dialect::Responses) => {
+            body["tools"][0]["parameters"]["default"].clone()
+        }
+        (Place::ToolSchema, Dialect::Messages) => {
+            body["tools"][0]["input_schema"]["default"].clone()
+        }
     }
 }
 
@@ -136,7 +144,9 @@ async fn recording_gateway(
         ..GatewayConfig::default()
     };
     let gateway = gateway_for(&mock.base_url(), config, MapEnv::default(), &[]);
-    start(gateway, "127.0.0.1:0".parse().unwrap()).await.unwrap()
+    start(gateway, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap()
 }
 
 async fn post(http: &reqwest::Client, url: &str, body: String) -> (u16, String) {
@@ -166,12 +176,19 @@ async fn every_depth_the_gateway_accepts_is_answered_and_its_record_reads_back()
                 let value = nested(levels);
                 // The body's deepest level along the value (its other fields are shallower).
                 let deepest = first - 1 + levels;
-                let (status, reply) = post(&http, &url, body(client, "mock/echo", place, &value)).await;
+                let (status, reply) =
+                    post(&http, &url, body(client, "mock/echo", place, &value)).await;
                 if deepest <= MAX_BODY_DEPTH {
-                    assert_eq!(status, 200, "{client} {place:?} at depth {deepest}: {reply}");
+                    assert_eq!(
+                        status, 200,
+                        "{client} {place:?} at depth {deepest}: {reply}"
+                    );
                     sent.push((client, place, deepest, value));
                 } else {
-                    assert_eq!(status, 400, "{client} {place:?} at depth {deepest}: {reply}");
+                    assert_eq!(
+                        status, 400,
+                        "{client} {place:?} at depth {deepest}: {reply}"
+                    );
                     assert!(
                         reply.contains(&format!("more than {MAX_BODY_DEPTH} levels deep"))
                             && reply.contains("listen.max_json_depth"),
@@ -187,7 +204,11 @@ async fn every_depth_the_gateway_accepts_is_answered_and_its_record_reads_back()
 
     let log = read_log(dir.path()).unwrap();
     assert!(log.set_aside.is_empty(), "{:?}", log.set_aside);
-    assert_eq!(log.records.len(), sent.len(), "one record per answered call");
+    assert_eq!(
+        log.records.len(),
+        sent.len(),
+        "one record per answered call"
+    );
     // How much deeper a record is than its body: what RECORD_WRAPPING leaves room for.
     let mut lines = Vec::new();
     record::for_each_record_line(dir.path(), |_, line| {
@@ -210,7 +231,10 @@ async fn every_depth_the_gateway_accepts_is_answered_and_its_record_reads_back()
     for (n, (client, place, deepest, value)) in sent.iter().enumerate() {
         // As `log show N` reads it: by number, through the index.
         let r = read_record(dir.path(), n as u64 + 1).unwrap_or_else(|e| {
-            panic!("{client} {place:?} at depth {deepest}: call {} does not read: {e}", n + 1)
+            panic!(
+                "{client} {place:?} at depth {deepest}: call {} does not read: {e}",
+                n + 1
+            )
         });
         assert!(!r.depth_capped, "{client} {place:?} at depth {deepest}");
         assert_eq!(r.client_dialect, Some(*client));
@@ -237,8 +261,12 @@ async fn translated_the_deepest_bodies_still_make_records_that_read() {
             let url = format!("{}{}", gw.url(), path(client, &model, false));
             let first = opens_at(client, Place::ToolSchema);
             for levels in (MAX_BODY_DEPTH - 2 - first)..=(MAX_BODY_DEPTH + 2 - first) {
-                let (status, reply) =
-                    post(&http, &url, body(client, &model, Place::ToolSchema, &nested(levels))).await;
+                let (status, reply) = post(
+                    &http,
+                    &url,
+                    body(client, &model, Place::ToolSchema, &nested(levels)),
+                )
+                .await;
                 // Translated, the schema may sit deeper upstream than the client had it:
                 // the upstream may refuse it (the mock reads 127 levels, as the gateway
                 // does). Whatever it answers, the call is answered and recorded.

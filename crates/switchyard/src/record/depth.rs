@@ -25,9 +25,9 @@
 use memchr::memchr2;
 use serde::de::DeserializeOwned;
 
-/// The deepest JSON (arrays and objects inside one another, the outermost value counting
-/// 1) that the gateway's parsers read: serde_json's default recursion limit of 128 refuses
-/// the 128th level. `listen.max_json_depth` defaults to it and may not be set above it.
+/// The deepest JSON (arrays and objects inside one another, counting the outermost value
+/// as level one) that the gateway's parsers read: serde_json's default recursion limit of
+/// 128 refuses the 128th level. `listen.max_json_depth` defaults to it and may not be set above it.
 pub const MAX_BODY_DEPTH: usize = 127;
 
 /// The levels a record may add around what it keeps of a body, with room to spare: the
@@ -209,9 +209,11 @@ mod tests {
         assert!(serde_json::from_str::<Value>(&deep).is_err());
         let v: Value = from_slice_bounded(deep.as_bytes(), MAX_RECORD_DEPTH).unwrap();
         assert_eq!(v.to_string(), deep);
-        let e = from_slice_bounded::<Value>(nested(MAX_RECORD_DEPTH + 1).as_bytes(), MAX_RECORD_DEPTH)
-            .unwrap_err();
-        let expected = format!("more than {MAX_RECORD_DEPTH} levels deep (at byte {MAX_RECORD_DEPTH})");
+        let e =
+            from_slice_bounded::<Value>(nested(MAX_RECORD_DEPTH + 1).as_bytes(), MAX_RECORD_DEPTH)
+                .unwrap_err();
+        let expected =
+            format!("more than {MAX_RECORD_DEPTH} levels deep (at byte {MAX_RECORD_DEPTH})");
         assert!(e.contains(&expected), "{e}");
         let e = from_slice_bounded::<Value>(b"[1] x", 4).unwrap_err();
         assert!(e.contains("trailing characters"), "{e}");

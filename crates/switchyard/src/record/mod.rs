@@ -22,6 +22,10 @@ mod segment;
 mod timestamp;
 mod writer;
 
+pub use depth::{
+    cap_depth, first_too_deep, from_slice_bounded, MAX_BODY_DEPTH, MAX_RECORD_DEPTH,
+    RECORD_WRAPPING,
+};
 pub(crate) use digest::lower_hex;
 pub use digest::{
     embed_digest, likeness as digest_likeness, prompt_digest, prompt_lines, short_diff,
@@ -33,12 +37,8 @@ pub use index::{client_key_spend, run_spend_in};
 pub use index::{rebuild as rebuild_index, run_spend, spend_by_client_key};
 pub use index_row::{IndexRow, INDEX_FILE, INDEX_SCHEMA, INDEX_VERSION};
 pub(crate) use observe::{Handle, Observed, Outcome};
-pub use raw::RawBytes;
-pub use depth::{
-    cap_depth, first_too_deep, from_slice_bounded, MAX_BODY_DEPTH, MAX_RECORD_DEPTH,
-    RECORD_WRAPPING,
-};
 pub use quarantine::{QUARANTINE_DIR, QUARANTINE_FILE};
+pub use raw::RawBytes;
 pub use read::{
     for_each_record_line, log_dir, parse_record_line, position_after, read_lines_from, read_log,
     read_record, read_record_at, read_records, record_location, record_locations, record_numbers,

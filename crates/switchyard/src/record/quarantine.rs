@@ -145,8 +145,8 @@ mod tests {
         assert_eq!(keep(dir.path(), std::slice::from_ref(&aside)), 1);
         // Found again at the next open: still one.
         assert_eq!(keep(dir.path(), std::slice::from_ref(&aside)), 1);
-        let list = std::fs::read_to_string(dir.path().join(QUARANTINE_DIR).join(QUARANTINE_FILE))
-            .unwrap();
+        let list =
+            std::fs::read_to_string(dir.path().join(QUARANTINE_DIR).join(QUARANTINE_FILE)).unwrap();
         assert_eq!(list.lines().count(), 1);
         let v: serde_json::Value = serde_json::from_str(list.trim()).unwrap();
         assert_eq!(v["file"], "llm_log/segment-000001.jsonl");
@@ -223,11 +223,29 @@ mod opening {
         assert_eq!(read.records.len(), 2);
         assert_eq!(read.set_aside.len(), 5, "{:?}", read.set_aside);
         let reasons: Vec<String> = read.set_aside.iter().map(|s| s.to_string()).collect();
-        assert!(reasons[0].contains("call 3") && reasons[0].contains("EOF"), "{reasons:?}");
-        assert!(reasons[1].contains("call 4") && reasons[1].contains("invalid unicode"), "{reasons:?}");
-        assert!(reasons[2].contains(&format!("more than {} levels deep", crate::record::MAX_RECORD_DEPTH)), "{reasons:?}");
-        assert!(reasons[3].contains("call 6") && reasons[3].contains("invalid type"), "{reasons:?}");
-        assert!(reasons[4].contains("segment-000001.jsonl at offset"), "{reasons:?}");
+        assert!(
+            reasons[0].contains("call 3") && reasons[0].contains("EOF"),
+            "{reasons:?}"
+        );
+        assert!(
+            reasons[1].contains("call 4") && reasons[1].contains("invalid unicode"),
+            "{reasons:?}"
+        );
+        assert!(
+            reasons[2].contains(&format!(
+                "more than {} levels deep",
+                crate::record::MAX_RECORD_DEPTH
+            )),
+            "{reasons:?}"
+        );
+        assert!(
+            reasons[3].contains("call 6") && reasons[3].contains("invalid type"),
+            "{reasons:?}"
+        );
+        assert!(
+            reasons[4].contains("segment-000001.jsonl at offset"),
+            "{reasons:?}"
+        );
 
         // The index holds rows 1 and 2: opening catches up over the bad lines.
         let recorder = Recorder::create(
@@ -244,11 +262,14 @@ mod opening {
         assert_eq!(futures::executor::block_on(recorder.record(r)), Some(7));
         recorder.close().unwrap();
         drop(recorder);
-        assert_eq!(record_numbers(dir.path()).unwrap(), vec![1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(
+            record_numbers(dir.path()).unwrap(),
+            vec![1, 2, 3, 4, 5, 6, 7]
+        );
         assert_eq!(read_record(dir.path(), 7).unwrap().number, 7);
         assert!(read_record(dir.path(), 6).is_err());
-        let list = std::fs::read_to_string(dir.path().join(QUARANTINE_DIR).join(QUARANTINE_FILE))
-            .unwrap();
+        let list =
+            std::fs::read_to_string(dir.path().join(QUARANTINE_DIR).join(QUARANTINE_FILE)).unwrap();
         assert_eq!(list.lines().count(), 5);
         // Opened again, nothing is listed twice.
         let recorder = Recorder::create(

@@ -118,10 +118,13 @@ pub fn record_numbers(run_dir: &Path) -> Result<Vec<u64>> {
         .collect())
 }
 
+/// A record's number and where its line lies.
+pub(crate) type NumberedAt = (u64, Location);
+
 /// The last numbered line of a log folder and where it lies, read from its last segment
 /// holding one; the lines without a number after it are given too, to be set aside (a
 /// writer numbers new calls from it).
-pub(crate) fn last_record(log: &Path) -> Result<(Option<(u64, Location)>, Vec<SetAside>)> {
+pub(crate) fn last_record(log: &Path) -> Result<(Option<NumberedAt>, Vec<SetAside>)> {
     let mut unnumbered = Vec::new();
     for segment in segment::segment_ids(log)?.into_iter().rev() {
         let bytes = segment::read_segment(log, segment)?;

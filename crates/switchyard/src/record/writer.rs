@@ -622,7 +622,8 @@ pub(crate) mod tests {
 
     /// A record as the recorder wrote it (the example run's first call).
     pub(crate) fn sample() -> CallRecord {
-        let segment = include_str!("../../../../examples/runs/mock_campaign/llm_log/segment-000001.jsonl");
+        let segment =
+            include_str!("../../../../examples/runs/mock_campaign/llm_log/segment-000001.jsonl");
         super::super::parse_record_line(segment.lines().next().unwrap().as_bytes()).unwrap()
     }
 
@@ -663,11 +664,9 @@ pub(crate) mod tests {
         }
         // The record is level 1, `usage_reported` 2, `n` 3.
         assert_eq!(levels, MAX_RECORD_DEPTH - 2);
-        let rest: Value = crate::record::from_slice_bounded(
-            at.as_str().unwrap().as_bytes(),
-            MAX_RECORD_DEPTH,
-        )
-        .unwrap();
+        let rest: Value =
+            crate::record::from_slice_bounded(at.as_str().unwrap().as_bytes(), MAX_RECORD_DEPTH)
+                .unwrap();
         assert_eq!(rest, nested(300 - levels));
         assert!(!read_record(dir.path(), 2).unwrap().depth_capped);
         assert_eq!(read_records(dir.path()).unwrap().len(), 2);

@@ -15,7 +15,8 @@ use switchyard::record::{
 fn run_dir() -> &'static std::path::Path {
     static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("switchyard-fuzz-records-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("switchyard-fuzz-records-{}", std::process::id()));
         std::fs::create_dir_all(dir.join(LOG_DIR)).expect("a temporary run directory");
         dir
     })
@@ -42,7 +43,11 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
             expected.push(once);
         }
         let capped = cap_depth(line, bound);
-        assert_eq!(first_too_deep(&capped, bound), None, "capped past its bound");
+        assert_eq!(
+            first_too_deep(&capped, bound),
+            None,
+            "capped past its bound"
+        );
         if first_too_deep(line, bound).is_none() {
             assert_eq!(&capped, line, "a text within the bound is left alone");
         }

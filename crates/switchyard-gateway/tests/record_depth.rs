@@ -288,3 +288,40 @@ async fn translated_the_deepest_bodies_still_make_records_that_read() {
         read_record(dir.path(), n).unwrap();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streamed_the_deepest_bodies_are_answered_and_their_records_read_back() {
+    let mock = MockServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let gw = recording_gateway(&mock, dir.path()).await;
+    let http = reqwest::Client::new();
+    let mut calls = 0;
+    for client in DIALECTS {
+        let url = format!("{}{}", gw.url(), path(client, "mock/echo", true));
+        for place in [Place::TopLevel, Place::ToolSchema] {
+            let first = opens_at(client, place);
+            for levels in (MAX_BODY_DEPTH - 2 - first)..=(MAX_BODY_DEPTH + 2 - first) {
+                let mut body = body(client, "mock/echo", place, &nested(levels));
+                if client != Dialect::Gemini {
+                    body.replace_range(0..1, r#"{"stream":true,"#);
+                }
+                let (status, reply) = post(&http, &url, body).await;
+                if first - 1 + levels <= MAX_BODY_DEPTH {
+                    assert_eq!(status, 200, "{client} {place:?} at {levels}: {reply}");
+                    assert!(reply.contains("data:"), "{client}: not a stream: {reply}");
+                    calls += 1;
+                } else {
+                    assert_eq!(status, 400, "{client} {place:?} at {levels}: {reply}");
+                }
+            }
+        }
+    }
+    gw.shutdown().await.unwrap();
+    let log = read_log(dir.path()).unwrap();
+    assert!(log.set_aside.is_empty(), "{:?}", log.set_aside);
+    assert_eq!(log.records.len(), calls);
+    for n in 1..=calls as u64 {
+        let r = read_record(dir.path(), n).unwrap();
+        assert!(r.stream && !r.depth_capped, "call {n}");
+    }
+}

@@ -19,7 +19,7 @@ export RUSTC_BOOTSTRAP=1
 RUNS="${RUNS:-10000000}"
 MAX_LEN="${MAX_LEN:-2048}"
 MAX_TIME="${MAX_TIME:-0}"
-ALL=(sse_parser usage_scan raw_body config
+ALL=(sse_parser usage_scan raw_body config record_reader
     request_chat request_responses request_messages request_gemini
     reply_chat reply_responses reply_messages reply_gemini
     stream_chat stream_responses stream_messages stream_gemini model_url)
@@ -86,6 +86,16 @@ a\..\b
 x?alt=json
 IDS
         ;;
+    record_reader)
+        # A bound byte, then a recorded segment: whole, and each of its lines alone.
+        for f in ../examples/runs/*/llm_log/*.jsonl; do
+            { printf '\4'; cat "$f"; } >"$dir/seed-$(basename "$f")"
+            i=0
+            while IFS= read -r line; do
+                i=$((i + 1))
+                printf '\7%s\n' "$line" >"$dir/seed-line-$i-$(basename "$f")"
+            done <"$f"
+        done ;;
     esac
 }
 
@@ -98,6 +108,7 @@ dict() {
     case $target in
     config) files=(../examples/*.yaml ../crates/switchyard/src/registry/builtins.yaml) ;;
     model_url) files=() ;;
+    record_reader) files=(../examples/runs/*/llm_log/*.jsonl) ;;
     *_chat | *_responses | *_messages | *_gemini) files=("$fixtures/${target#*_}"/*) ;;
     *) files=("$fixtures"/*/*) ;;
     esac

@@ -9,10 +9,11 @@ use switchyard::Dialect;
 /// The gateway request that makes the call again: method, path and body (the body as
 /// sent, its model set to the call's reference, which the gateway resolves the same way).
 pub(crate) fn replay(r: &CallRecord) -> Value {
-    let Some(body) = &r.body else {
+    if r.body.is_none() {
         return json!({"available": false, "why": "the call sent no HTTP body (a CLI agent or a program's own backend): nothing to send again"});
-    };
-    let Ok(mut body) = serde_json::from_str::<Value>(body.get()) else {
+    }
+    // The library's reader: bounded by the record depth, not serde_json's default.
+    let Some(mut body) = record::body_json(r) else {
         return json!({"available": false, "why": "the recorded body is not JSON"});
     };
     let reference = &r.reference;

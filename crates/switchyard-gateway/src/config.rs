@@ -61,8 +61,12 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Connections served at once (see docs/gateway.md, *The listener*, for the reasoning).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
-/// How deep a request body may nest arrays and objects (serde_json's own limit).
-pub const DEFAULT_MAX_JSON_DEPTH: usize = 128;
+/// How deep a request body may nest arrays and objects: the most the gateway's parsers
+/// read (serde_json's own limit refuses a 128th level), which is also the most
+/// `listen.max_json_depth` may be. The store's records are read up to this plus the levels
+/// a record adds (`switchyard::record::MAX_RECORD_DEPTH`), so every call answered is
+/// readable.
+pub const DEFAULT_MAX_JSON_DEPTH: usize = switchyard::record::MAX_BODY_DEPTH;
 
 /// Requests in flight at once, over every connection and HTTP/2 stream: as many as
 /// connections, so that an h2c client's streams get no more than HTTP/1 clients'
@@ -447,9 +451,14 @@ fn read_listen(value: &Value, config: &mut GatewayConfig, errors: &mut Vec<Strin
                         }
                     }
                     ("max_json_depth", v) => match v.as_u64() {
-                        Some(n) if n > 0 => config.max_json_depth = n as usize,
+                        Some(n) if n > 0 && n <= DEFAULT_MAX_JSON_DEPTH as u64 => {
+                            config.max_json_depth = n as usize
+                        }
+                        Some(n) if n > 0 => errors.push(format!(
+                            "listen.max_json_depth: {n} levels is more than the gateway's parsers read ({DEFAULT_MAX_JSON_DEPTH}, the default and the most it may be); lower it"
+                        )),
                         _ => errors.push(format!(
-                            "listen.max_json_depth: expected a whole number of levels > 0, found {v}"
+                            "listen.max_json_depth: expected a whole number of levels from 1 to {DEFAULT_MAX_JSON_DEPTH}, found {v}"
                         )),
                     },
                     ("allowed_hosts", v) => {
@@ -711,7 +720,7 @@ mod tests {
             "listen.body_timeout_secs: expected seconds",
             "listen.idle_timeout_secs: expected seconds",
             "listen.max_connections: expected a whole number of connections > 0, found 0",
-            "listen.max_json_depth: expected a whole number of levels > 0, found 1.5",
+            "listen.max_json_depth: expected a whole number of levels from 1 to 127, found 1.5",
             "listen.allowed_hosts[0]: `http://gw.internal` is not a host name",
             "listen.allowed_hosts[1]: expected a string, found 3",
             "listen.cors_origins: expected a list of strings",
@@ -731,6 +740,15 @@ mod tests {
         assert!(
             e[1].contains("listen.cors_origins[1]: `*` is not an origin"),
             "{e:?}"
+        );
+        // Deeper than the gateway's parsers (and so its store's records) read.
+        let e = GatewayConfig::from_sections(&sections(json!({
+            "listen": {"max_json_depth": 128}
+        })))
+        .unwrap_err();
+        assert_eq!(
+            e,
+            ["listen.max_json_depth: 128 levels is more than the gateway's parsers read (127, the default and the most it may be); lower it"]
         );
     }
 

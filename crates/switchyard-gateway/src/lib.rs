@@ -39,7 +39,6 @@ mod guard;
 mod head_guard;
 mod host;
 pub mod ids;
-mod json_depth;
 pub mod keys;
 mod lanes;
 pub mod limits;

@@ -4,7 +4,6 @@
 //! (`listen.max_json_depth`: 400), all judged before anything is forwarded.
 
 use crate::errors::{ApiError, Category};
-use crate::json_depth::first_too_deep;
 use crate::listener_refusals::Reason;
 use crate::state::State;
 use axum::body::Body;
@@ -12,6 +11,7 @@ use axum::http::{HeaderMap, StatusCode};
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 use std::time::Duration;
+use switchyard::record::first_too_deep;
 
 /// How much of a body refused as too large is still read and thrown away, and for how
 /// long, before the connection closes. Closing a socket with bytes unread makes the kernel

@@ -141,7 +141,10 @@ impl Gateway {
                 store,
                 pg,
                 body_timeout: config.body_timeout,
-                max_json_depth: config.max_json_depth,
+                // A config made in code is held to what a config file may say.
+                max_json_depth: config
+                    .max_json_depth
+                    .min(crate::config::DEFAULT_MAX_JSON_DEPTH),
                 max_recorded_reply_bytes: config.max_recorded_reply_bytes,
                 drain_expired: AtomicBool::new(false),
                 state_key,

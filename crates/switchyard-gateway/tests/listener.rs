@@ -729,7 +729,7 @@ async fn a_body_nested_too_deep_is_refused_before_it_is_forwarded() {
     assert_eq!(s, 400, "{b}");
     let m = b["error"]["message"].as_str().unwrap();
     assert!(
-        m.contains("more than 128 levels deep") && m.contains("listen.max_json_depth"),
+        m.contains("more than 127 levels deep") && m.contains("listen.max_json_depth"),
         "{m}"
     );
     let messages = format!(

@@ -204,6 +204,7 @@ fn synthetic(i: usize, prompt_size: usize) -> CallRecord {
         cache_hit: None,
         cache_hit_call: None,
         cache_run: None,
+        depth_capped: false,
         request,
     }
 }

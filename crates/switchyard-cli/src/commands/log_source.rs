@@ -71,14 +71,14 @@ pub(crate) fn records(source: &Source) -> Result<Vec<CallRecord>, String> {
 }
 
 /// [`records`], each with its call id when the source is a PostgreSQL store (where
-/// numbers are per replica).
+/// numbers are per replica). A line of a run directory's log that does not read is set
+/// aside, named in a warning on stderr, and the other calls are read.
 pub(crate) fn records_with_ids(
     source: &Source,
 ) -> Result<Vec<(Option<String>, CallRecord)>, String> {
     let (records, place) = match source {
         Source::Dir(dir) => (
-            record::read_records(dir)
-                .map_err(|e| format!("error: {e}"))?
+            read_dir(dir)?
                 .into_iter()
                 .map(|r| (None, r))
                 .collect::<Vec<_>>(),
@@ -109,6 +109,26 @@ pub(crate) fn records_with_ids(
         return Err(format!("error: {place} holds no recorded calls"));
     }
     Ok(records)
+}
+
+/// The records of a run directory; the lines set aside are said on stderr, with the
+/// count.
+fn read_dir(dir: &std::path::Path) -> Result<Vec<CallRecord>, String> {
+    let read = record::read_log(dir).map_err(|e| format!("error: {e}"))?;
+    for aside in &read.set_aside {
+        eprintln!("warning: {aside}; set aside, the other calls are read");
+    }
+    if !read.set_aside.is_empty() {
+        eprintln!(
+            "warning: {} line{} of {} set aside as unreadable, {} call{} read",
+            read.set_aside.len(),
+            if read.set_aside.len() == 1 { "" } else { "s" },
+            record::log_dir(dir).display(),
+            read.records.len(),
+            if read.records.len() == 1 { "" } else { "s" },
+        );
+    }
+    Ok(read.records)
 }
 
 /// One call of a PostgreSQL store, by id or by a number only one replica has.

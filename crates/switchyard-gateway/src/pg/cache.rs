@@ -53,7 +53,7 @@ pub async fn find(
     let mut records = Vec::with_capacity(rows.len());
     for row in &rows {
         let replica: String = row.get(0);
-        let Ok(record) = serde_json::from_slice::<CallRecord>(row.get::<_, &[u8]>(1)) else {
+        let Ok(record) = switchyard::record::parse_record_line(row.get::<_, &[u8]>(1)) else {
             continue;
         };
         let Some((entry_key, mut entry)) = Entry::of(&record, None) else {

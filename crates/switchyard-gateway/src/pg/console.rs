@@ -179,7 +179,7 @@ impl CallSource for PgCallSource {
                 .map_err(|e| failed("reading a call", e))?;
             match found {
                 None => Ok(None),
-                Some(r) => serde_json::from_slice(r.get::<_, &[u8]>(0))
+                Some(r) => switchyard::record::parse_record_line(r.get::<_, &[u8]>(0))
                     .map(Some)
                     .map_err(|e| {
                         SourceError(format!(

@@ -87,7 +87,7 @@ pub async fn insert_lines(
 ) -> Result<u64, PgError> {
     let mut c = Columns::default();
     for (number, line) in lines {
-        match serde_json::from_slice::<CallRecord>(&line) {
+        match switchyard::record::parse_record_line(&line) {
             Ok(r) => c.push(replica, &r, line),
             Err(e) => tracing::error!(
                 number,
@@ -189,7 +189,8 @@ pub async fn read_all(client: &Client) -> Result<Vec<CallRecord>, PgError> {
         .collect())
 }
 
-/// [`read_all`], each record with its call id.
+/// [`read_all`], each record with its call id. A record that does not read is set aside
+/// (logged as a warning, naming its call id) and the others are read.
 pub async fn read_with_ids(client: &Client) -> Result<Vec<(String, CallRecord)>, PgError> {
     let rows = client
         .query(
@@ -198,17 +199,21 @@ pub async fn read_with_ids(client: &Client) -> Result<Vec<(String, CallRecord)>,
         )
         .await
         .map_err(|e| PgError::of("reading call records", e))?;
-    rows.iter()
-        .map(|row| {
+    Ok(rows
+        .iter()
+        .filter_map(|row| {
             let id: String = row.get(0);
-            match serde_json::from_slice(row.get::<_, &[u8]>(1)) {
-                Ok(r) => Ok((id, r)),
-                Err(e) => Err(PgError(format!(
-                    "PostgreSQL store: the record of {id} does not read: {e}"
-                ))),
+            match switchyard::record::parse_record_line(row.get::<_, &[u8]>(1)) {
+                Ok(r) => Some((id, r)),
+                Err(e) => {
+                    tracing::warn!(
+                        "PostgreSQL store: the record of {id} does not read ({e}); it is set aside, the others are read"
+                    );
+                    None
+                }
             }
         })
-        .collect()
+        .collect())
 }
 
 /// One record: by its call id (`<replica>-<number>`), or by a number only one replica
@@ -234,7 +239,7 @@ pub async fn read_call(client: &Client, call: &str) -> Result<CallRecord, PgErro
     }
     .map_err(|e| PgError::of(&format!("reading call {call}"), e))?;
     match rows.as_slice() {
-        [row] => serde_json::from_slice(row.get::<_, &[u8]>(1)).map_err(|e| {
+        [row] => switchyard::record::parse_record_line(row.get::<_, &[u8]>(1)).map_err(|e| {
             PgError(format!(
                 "PostgreSQL store: the record of {} does not read: {e}",
                 row.get::<_, &str>(0)

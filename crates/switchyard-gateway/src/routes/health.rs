@@ -40,6 +40,7 @@ pub(crate) async fn healthz(S(state): S<Arc<State>>) -> Response {
             "durability": s.options().durability.as_str(),
             "backlog": backlog,
             "lost_records": h.lost,
+            "quarantined_records": h.quarantined,
             "error": h.error,
         });
     }
@@ -93,6 +94,11 @@ pub(crate) async fn metrics(S(state): S<Arc<State>>) -> Response {
             text,
             "# HELP switchyard_gateway_store_failing 1 while the store cannot write (its last write failed).\n# TYPE switchyard_gateway_store_failing gauge\nswitchyard_gateway_store_failing {}",
             u8::from(health.failing)
+        );
+        let _ = writeln!(
+            text,
+            "# HELP switchyard_gateway_store_quarantined_records Lines of the store's call log set aside as unreadable when it opened (listed in quarantine/set-aside.jsonl).\n# TYPE switchyard_gateway_store_quarantined_records gauge\nswitchyard_gateway_store_quarantined_records {}",
+            health.quarantined
         );
     }
     let _ = writeln!(

@@ -159,6 +159,7 @@ pub(super) fn build_record(call: Finished) -> CallRecord {
         cache_hit: draft.cache_hit,
         cache_hit_call: draft.cache_hit_call,
         cache_run: None,
+        depth_capped: false,
     }
 }
 

@@ -300,6 +300,9 @@ pub struct StoreHealth {
     pub failing: bool,
     /// The first error, as the recorder reported it.
     pub error: Option<String>,
+    /// Lines of the call log set aside as unreadable when the store opened (each named in
+    /// a warning and listed in `quarantine/set-aside.jsonl`; every other record is served).
+    pub quarantined: u64,
 }
 
 /// The store a gateway records into.
@@ -473,6 +476,7 @@ impl Store {
             lost,
             failing: self.outcome.failing.load(Ordering::Relaxed),
             error: (lost > 0).then(|| self.recorder.failure()).flatten(),
+            quarantined: self.recorder.quarantined(),
         }
     }
 

@@ -435,13 +435,18 @@ struct RowFields {
 fn rows_from_records(dir: &Path) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     record::for_each_record_line(dir, |at, line| {
-        let f: RowFields = serde_json::from_slice(line).map_err(|e| {
-            Error::Config(format!(
-                "{} at offset {}: not a call record: {e}",
-                record::segment_path(&record::log_dir(dir), at.segment).display(),
-                at.offset
-            ))
-        })?;
+        // A line that does not read is passed over (and said): the others replay.
+        let f: RowFields = match record::from_slice_bounded(line, record::MAX_RECORD_DEPTH) {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::warn!(
+                    "replay: {} at offset {} is not a call record ({e}); it is set aside, the other calls replay",
+                    record::segment_path(&record::log_dir(dir), at.segment).display(),
+                    at.offset
+                );
+                return Ok(());
+            }
+        };
         rows.push(Row {
             number: f.number,
             role: f.role.unwrap_or_default(),

@@ -176,7 +176,7 @@ fn from_log(dir: &Path) -> Vec<(String, Entry)> {
     let mut out = Vec::new();
     let _ = crate::record::for_each_record_line(dir, |at, line| {
         if contains(line, b"\"cache_key\"") {
-            if let Ok(record) = serde_json::from_slice::<CallRecord>(line) {
+            if let Ok(record) = crate::record::parse_record_line(line) {
                 out.extend(Entry::of(&record, Some(at)));
             }
         }

@@ -5,7 +5,7 @@
 //! caller ever waits on SQLite. The log files are the truth: an index that missed rows
 //! (a killed run) is caught up from them when the run is opened again.
 
-use super::read::{log_dir, parse_record};
+use super::read::{log_dir, parse_or_set_aside, parse_record, SetAside};
 use super::segment::{self, Location};
 use crate::error::{Error, Result};
 use crate::internal::background::Courtesy;
@@ -299,8 +299,9 @@ fn insert(conn: &Connection, rows: &[IndexRow], courtesy: &Courtesy) -> rusqlite
 }
 
 /// Adds rows for records on disk that the index lacks (after a killed run): the lines
-/// after the last indexed one.
-fn catch_up(conn: &Connection, dir: &Path) -> Result<()> {
+/// after the last indexed one. A line that does not read is set aside (given back, with
+/// no row) and the others are indexed.
+fn catch_up(conn: &Connection, dir: &Path) -> Result<Vec<SetAside>> {
     let path = dir.join(INDEX_FILE);
     let last: Option<(i64, u32, i64, u32)> = conn
         .query_row(
@@ -323,17 +324,21 @@ fn catch_up(conn: &Connection, dir: &Path) -> Result<()> {
     };
     let log = log_dir(dir);
     let mut missing: Vec<IndexRow> = Vec::new();
+    let mut set_aside = Vec::new();
     segment::for_each_line(&log, from, |at, line| {
-        if segment::line_number(line).is_some_and(|n| n > max) {
-            let record = parse_record(line, &log, at)?;
-            missing.push(IndexRow::new(&record, at));
+        // A line numbered at or below the index's last row is one it holds.
+        if segment::line_number(line).is_none_or(|n| n > max) {
+            match parse_or_set_aside(line, &log, at) {
+                Ok(record) => missing.push(IndexRow::new(&record, at)),
+                Err(aside) => set_aside.push(aside),
+            }
         }
         Ok(())
     })?;
     if !missing.is_empty() {
         insert(conn, &missing, &Courtesy::default()).map_err(|e| db_error(&path, e))?;
     }
-    Ok(())
+    Ok(set_aside)
 }
 
 /// Where record `number` lies, as the index of `run_dir` has it (`None` without an index
@@ -369,7 +374,7 @@ pub fn rebuild(dir: &Path) -> Result<usize> {
             .map_err(|e| db_error(&path, e))?;
     }
     let conn = open(&path)?;
-    catch_up(&conn, dir)?;
+    catch_up(&conn, dir)?.iter().for_each(SetAside::warn);
     conn.query_row("SELECT COUNT(*) FROM llm_calls", [], |r| r.get::<_, i64>(0))
         .map(|n| n as usize)
         .map_err(|e| db_error(&path, e))
@@ -381,6 +386,8 @@ pub(crate) struct IndexWriter {
     /// thread per batch, not per row.
     tx: Option<mpsc::Sender<Vec<IndexRow>>>,
     thread: Option<JoinHandle<Option<String>>>,
+    /// The lines the catch-up found unreadable (no row made for them).
+    pub(crate) set_aside: Vec<SetAside>,
 }
 
 impl IndexWriter {
@@ -390,7 +397,7 @@ impl IndexWriter {
         let path = dir.join(INDEX_FILE);
         let conn = open(&path)?;
         drop_rows_after(&conn, last, &path)?;
-        catch_up(&conn, dir)?;
+        let set_aside = catch_up(&conn, dir)?;
         let (tx, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("switchyard-index".into())
@@ -399,6 +406,7 @@ impl IndexWriter {
         Ok(IndexWriter {
             tx: Some(tx),
             thread: Some(thread),
+            set_aside,
         })
     }
 

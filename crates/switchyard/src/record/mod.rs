@@ -2,6 +2,7 @@
 //! calls index (SQLite), `run.yaml`, and reading them back for `switchyard log` and
 //! replay. The format is described in `docs/recording.md`.
 
+mod depth;
 mod digest;
 mod error_record;
 mod escape;
@@ -13,6 +14,7 @@ mod index;
 mod index;
 mod index_row;
 mod observe;
+mod quarantine;
 mod raw;
 mod read;
 mod run_dir;
@@ -20,6 +22,10 @@ mod segment;
 mod timestamp;
 mod writer;
 
+pub use depth::{
+    cap_depth, first_too_deep, from_slice_bounded, MAX_BODY_DEPTH, MAX_RECORD_DEPTH,
+    RECORD_WRAPPING,
+};
 pub(crate) use digest::lower_hex;
 pub use digest::{
     embed_digest, likeness as digest_likeness, prompt_digest, prompt_lines, short_diff,
@@ -31,10 +37,12 @@ pub use index::{client_key_spend, run_spend_in};
 pub use index::{rebuild as rebuild_index, run_spend, spend_by_client_key};
 pub use index_row::{IndexRow, INDEX_FILE, INDEX_SCHEMA, INDEX_VERSION};
 pub(crate) use observe::{Handle, Observed, Outcome};
+pub use quarantine::{QUARANTINE_DIR, QUARANTINE_FILE};
 pub use raw::RawBytes;
 pub use read::{
-    for_each_record_line, log_dir, position_after, read_lines_from, read_record, read_record_at,
-    read_records, record_location, record_locations, record_numbers, LogPosition, NumberedLines,
+    for_each_record_line, log_dir, parse_record_line, position_after, read_lines_from, read_log,
+    read_record, read_record_at, read_records, record_location, record_locations, record_numbers,
+    LogPosition, LogRead, NumberedLines, SetAside,
 };
 pub use run_dir::{read_run_file, run_dir_of, RunInfo, LOG_DIR, RUN_FILE};
 pub use segment::{segment_ids, segment_name, segment_path, Location, SEGMENT_BYTES};
@@ -147,6 +155,11 @@ pub struct CallRecord {
     /// store`), that directory; absent when the call is in the same log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_run: Option<String>,
+    /// True when values of the call nested deeper than a record may
+    /// ([`MAX_RECORD_DEPTH`]): each value that would have opened a level past it is kept
+    /// as a string holding its JSON text, so the record stays readable. Absent otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub depth_capped: bool,
 }
 
 /// What an embeddings call's record holds beside the fields every call has.
@@ -284,7 +297,7 @@ pub fn body_json(record: &CallRecord) -> Option<Value> {
     record
         .body
         .as_ref()
-        .and_then(|b| serde_json::from_str(b.get()).ok())
+        .and_then(|b| from_slice_bounded(b.get().as_bytes(), MAX_RECORD_DEPTH).ok())
 }
 
 /// The usage object of a parsed reply or stream event: `usage` or `usageMetadata`, or one

@@ -276,6 +276,7 @@ impl Observed {
             cache_hit: rec.cache_hit,
             cache_hit_call: None,
             cache_run: rec.cache_run,
+            depth_capped: false,
         };
         if rec.traced {
             crate::trace::emit_record(&record);
@@ -404,6 +405,7 @@ impl Observed {
             cache_hit: rec.cache_hit,
             cache_hit_call: None,
             cache_run: rec.cache_run,
+            depth_capped: false,
         };
         if rec.traced {
             crate::trace::emit_record(&record);

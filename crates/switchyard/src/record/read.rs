@@ -1,10 +1,67 @@
 //! Reading a run's records back from its segments.
 
+use super::depth::{from_slice_bounded, MAX_RECORD_DEPTH};
 use super::run_dir::LOG_DIR;
 use super::segment::{self, Location};
 use super::CallRecord;
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
+
+/// A line of a log that is not a record this version reads (cut short and followed by
+/// another, not UTF-8, not JSON, nested deeper than [`MAX_RECORD_DEPTH`], a field of the
+/// wrong type…): readers set it aside, say so, and read the rest of the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetAside {
+    /// The segment file holding it.
+    pub path: PathBuf,
+    /// Where it lies.
+    pub at: Location,
+    /// The record number it starts with, when one can be read.
+    pub number: Option<u64>,
+    /// Why it does not read.
+    pub reason: String,
+}
+
+impl std::fmt::Display for SetAside {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} at offset {} ({} bytes",
+            self.path.display(),
+            self.at.offset,
+            self.at.len
+        )?;
+        if let Some(n) = self.number {
+            write!(f, ", call {n}")?;
+        }
+        write!(f, "): {}", self.reason)
+    }
+}
+
+impl SetAside {
+    fn new(log: &Path, at: Location, line: &[u8], reason: String) -> SetAside {
+        SetAside {
+            path: segment::segment_path(log, at.segment),
+            at,
+            number: segment::line_number(line),
+            reason,
+        }
+    }
+
+    /// Logs it as a warning (the rest of the log is read).
+    pub fn warn(&self) {
+        tracing::warn!("set aside a line of the call log that does not read: {self}; the rest of the log is read");
+    }
+}
+
+/// What a log holds: its records in order, and the lines set aside.
+#[derive(Debug, Default)]
+pub struct LogRead {
+    /// The records, in the log's order.
+    pub records: Vec<CallRecord>,
+    /// The lines that are not records this version reads.
+    pub set_aside: Vec<SetAside>,
+}
 
 /// The call log folder of a run directory.
 pub fn log_dir(run_dir: &Path) -> PathBuf {
@@ -24,13 +81,7 @@ fn check_format(log: &Path) -> Result<()> {
     Ok(())
 }
 
-fn no_number(log: &Path, at: Location) -> Error {
-    Error::Config(format!(
-        "{} at offset {}: a line that is not a call record (no number)",
-        segment::segment_path(log, at.segment).display(),
-        at.offset
-    ))
-}
+const NO_NUMBER: &str = "a line that is not a call record (no number)";
 
 /// Every record line of a run, in order: calls `f` with its location and bytes (whole
 /// lines only; a line cut short at the end of the log is not one). Stops at `f`'s first
@@ -45,12 +96,15 @@ pub fn for_each_record_line(
 }
 
 /// Every record of a run with where it lies, in order. An absent `llm_log/` holds none.
+/// A line without a number is set aside (logged as a warning).
 pub fn record_locations(run_dir: &Path) -> Result<Vec<(u64, Location)>> {
     let log = log_dir(run_dir);
     let mut found = Vec::new();
     for_each_record_line(run_dir, |at, line| {
-        let n = segment::line_number(line).ok_or_else(|| no_number(&log, at))?;
-        found.push((n, at));
+        match segment::line_number(line) {
+            Some(n) => found.push((n, at)),
+            None => SetAside::new(&log, at, line, NO_NUMBER.into()).warn(),
+        }
         Ok(())
     })?;
     Ok(found)
@@ -64,49 +118,71 @@ pub fn record_numbers(run_dir: &Path) -> Result<Vec<u64>> {
         .collect())
 }
 
-/// The last record of a log folder and where it lies, read from its last non-empty
-/// segment alone.
-pub(crate) fn last_record(log: &Path) -> Result<Option<(u64, Location)>> {
+/// A record's number and where its line lies.
+pub(crate) type NumberedAt = (u64, Location);
+
+/// The last numbered line of a log folder and where it lies, read from its last segment
+/// holding one; the lines without a number after it are given too, to be set aside (a
+/// writer numbers new calls from it).
+pub(crate) fn last_record(log: &Path) -> Result<(Option<NumberedAt>, Vec<SetAside>)> {
+    let mut unnumbered = Vec::new();
     for segment in segment::segment_ids(log)?.into_iter().rev() {
         let bytes = segment::read_segment(log, segment)?;
-        if let Some((offset, line)) = segment::lines(&bytes, 0).last() {
+        let lines: Vec<_> = segment::lines(&bytes, 0).collect();
+        for (offset, line) in lines.into_iter().rev() {
             let at = Location {
                 segment,
                 offset,
                 len: line.len() as u32,
             };
-            let n = segment::line_number(line).ok_or_else(|| no_number(log, at))?;
-            return Ok(Some((n, at)));
+            match segment::line_number(line) {
+                Some(n) => {
+                    unnumbered.reverse();
+                    return Ok((Some((n, at)), unnumbered));
+                }
+                None => unnumbered.push(SetAside::new(log, at, line, NO_NUMBER.into())),
+            }
         }
     }
-    Ok(None)
+    unnumbered.reverse();
+    Ok((None, unnumbered))
 }
 
-/// Parses a record line, checking its format.
-pub(crate) fn parse_record(line: &[u8], log: &Path, at: Location) -> Result<CallRecord> {
-    let place = || {
-        format!(
-            "{} at offset {}",
-            segment::segment_path(log, at.segment).display(),
-            at.offset
-        )
-    };
-    let record: CallRecord = serde_json::from_slice(line).map_err(|e| {
-        Error::Config(format!(
-            "{}: not a call record of format {}: {e}",
-            place(),
-            super::FORMAT
-        ))
-    })?;
+/// Parses a record line: its depth checked against [`MAX_RECORD_DEPTH`] before anything
+/// else, then the record and its format. The error says why it does not read (not where:
+/// see [`parse_record`]). For lines that come from elsewhere than a log folder (the
+/// PostgreSQL store keeps them too).
+pub fn parse_record_line(line: &[u8]) -> std::result::Result<CallRecord, String> {
+    let record: CallRecord = from_slice_bounded(line, MAX_RECORD_DEPTH)
+        .map_err(|e| format!("not a call record of format {}: {e}", super::FORMAT))?;
     if record.format != super::FORMAT {
-        return Err(Error::Config(format!(
-            "{}: record format {} is not one this version reads (it reads {})",
-            place(),
+        return Err(format!(
+            "record format {} is not one this version reads (it reads {})",
             record.format,
             super::FORMAT
-        )));
+        ));
     }
     Ok(record)
+}
+
+/// Parses a record line of a log folder; the error names where it lies.
+pub(crate) fn parse_record(line: &[u8], log: &Path, at: Location) -> Result<CallRecord> {
+    parse_record_line(line).map_err(|e| {
+        Error::Config(format!(
+            "{} at offset {}: {e}",
+            segment::segment_path(log, at.segment).display(),
+            at.offset
+        ))
+    })
+}
+
+/// Parses a record line of a log folder, or says why it is set aside.
+pub(crate) fn parse_or_set_aside(
+    line: &[u8],
+    log: &Path,
+    at: Location,
+) -> std::result::Result<CallRecord, SetAside> {
+    parse_record_line(line).map_err(|reason| SetAside::new(log, at, line, reason))
 }
 
 /// Reads the record at `at` in a run directory.
@@ -149,16 +225,29 @@ pub fn read_record(run_dir: &Path, number: u64) -> Result<CallRecord> {
     read_record_at(run_dir, record_location(run_dir, number)?)
 }
 
-/// Reads every record of a run, in number order.
+/// Reads every record of a run, in number order; a line that does not read is set aside
+/// (logged as a warning) and the others are read. [`read_log`] gives the lines set aside.
 pub fn read_records(run_dir: &Path) -> Result<Vec<CallRecord>> {
+    let read = read_log(run_dir)?;
+    read.set_aside.iter().for_each(SetAside::warn);
+    Ok(read.records)
+}
+
+/// Reads every record of a run, in number order, and the lines set aside: one line that
+/// does not read never keeps the others from being read. Fails only when the log folder
+/// cannot be read at all.
+pub fn read_log(run_dir: &Path) -> Result<LogRead> {
     let log = log_dir(run_dir);
     check_format(&log)?;
-    let mut records = Vec::new();
+    let mut read = LogRead::default();
     segment::for_each_line(&log, None, |at, line| {
-        records.push(parse_record(line, &log, at)?);
+        match parse_or_set_aside(line, &log, at) {
+            Ok(record) => read.records.push(record),
+            Err(aside) => read.set_aside.push(aside),
+        }
         Ok(())
     })?;
-    Ok(records)
+    Ok(read)
 }
 
 /// Where to go on reading a log: a segment and an offset in it (see [`read_lines_from`]).
@@ -170,7 +259,8 @@ pub type NumberedLines = Vec<(u64, Vec<u8>)>;
 /// Up to `limit` whole record lines from `from` on, each with its number, and the
 /// position after the last one read (what a reader that tails a log being written
 /// passes next; an unterminated line at the end is left for the next read). For the
-/// gateway's shipping of its records to a shared store: it reads only what is new.
+/// gateway's shipping of its records to a shared store: it reads only what is new. A
+/// line without a number is set aside (logged as a warning) and passed over.
 pub fn read_lines_from(
     run_dir: &Path,
     from: LogPosition,
@@ -200,7 +290,10 @@ pub fn read_lines_from(
                 offset: at.1 + offset,
                 len: line.len() as u32,
             };
-            let n = segment::line_number(line).ok_or_else(|| no_number(&log, place))?;
+            let Some(n) = segment::line_number(line) else {
+                SetAside::new(&log, place, line, NO_NUMBER.into()).warn();
+                continue;
+            };
             out.push((n, line.to_vec()));
             if out.len() >= limit {
                 return Ok((out, (segment, place.offset + line.len() as u64 + 1)));

@@ -129,7 +129,7 @@ pub(super) fn line_number(line: &[u8]) -> Option<u64> {
     struct Number {
         number: u64,
     }
-    serde_json::from_slice::<Number>(line)
+    super::depth::from_slice_bounded::<Number>(line, super::depth::MAX_RECORD_DEPTH)
         .ok()
         .map(|n| n.number)
 }

@@ -11,6 +11,7 @@
 //! to any reader. The SQLite index is fed from there by a second thread, in batched
 //! transactions, off every caller's path.
 
+use super::depth::{cap_depth, first_too_deep, MAX_RECORD_DEPTH};
 use super::index::IndexWriter;
 use super::index_row::IndexRow;
 use super::read::{last_record, log_dir};
@@ -96,6 +97,8 @@ pub struct Recorder {
     tx: Mutex<Option<mpsc::Sender<Job>>>,
     thread: Mutex<Option<JoinHandle<Option<String>>>>,
     failure: Mutex<Failures>,
+    /// The log's lines set aside as unreadable (see `quarantine.rs`) when it was opened.
+    quarantined: u64,
 }
 
 /// The recording failures of a run: the first one, kept for [`Recorder::failure`], and
@@ -136,7 +139,7 @@ impl Recorder {
                 super::FORMAT
             )));
         }
-        let last = last_record(&log)?;
+        let (last, mut set_aside) = last_record(&log)?;
         let holds_run = run_file.exists() || last.is_some();
         if holds_run && !options.resume {
             return Err(Error::Config(format!(
@@ -155,6 +158,11 @@ impl Recorder {
         let next = last.map_or(0, |(n, _)| n) + 1;
         let segments = SegmentWriter::open(&log, options.durability)?;
         let index = IndexWriter::open(dir, next - 1, options.courtesy.clone())?;
+        // The lines that do not read, found on the way (the log's tail after a killed
+        // run, a whole log without an index): listed and counted, never fatal.
+        set_aside.extend(index.set_aside.iter().cloned());
+        set_aside.sort_by_key(|s| (s.at.segment, s.at.offset));
+        let quarantined = super::quarantine::keep(dir, &set_aside);
         let courtesy = options.courtesy;
         let cache = options.cache;
         let (tx, rx) = mpsc::channel::<Job>();
@@ -168,12 +176,19 @@ impl Recorder {
             tx: Mutex::new(Some(tx)),
             thread: Mutex::new(Some(thread)),
             failure,
+            quarantined,
         }))
     }
 
     /// The run directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// How many lines of the log are set aside as unreadable (listed in
+    /// `quarantine/set-aside.jsonl`), as found when the recorder opened it.
+    pub fn quarantined(&self) -> u64 {
+        self.quarantined
     }
 
     fn send(&self, job: Job) -> bool {
@@ -434,7 +449,7 @@ const BATCH_RECORDS: usize = 256;
 /// dense with quotes, are escaped by [`super::escape`] and written as the last field.
 /// Every key the process holds is redacted from the line (the request, the reply, the
 /// attempts' errors, the headers kept), whatever field it came in by.
-fn write_line(buf: &mut Vec<u8>, record: &mut CallRecord) -> serde_json::Result<()> {
+fn write_line(buf: &mut Vec<u8>, record: &mut CallRecord) -> std::result::Result<(), String> {
     let start = buf.len();
     let written = write_fields(buf, record);
     if written.is_ok() {
@@ -447,9 +462,31 @@ fn write_line(buf: &mut Vec<u8>, record: &mut CallRecord) -> serde_json::Result<
     written
 }
 
-fn write_fields(buf: &mut Vec<u8>, record: &mut CallRecord) -> serde_json::Result<()> {
+/// The record's fields, then its raw bytes, as one line.
+///
+/// The line never nests deeper than a reader reads ([`MAX_RECORD_DEPTH`]): the rest is
+/// scanned (the raw bytes are a string, they add no depth), and a record that would pass
+/// the bound is written again marked `depth_capped`, its values past the bound as strings
+/// of their JSON text ([`cap_depth`]), and read back before it is kept; one that still
+/// does not read is not written (an error, as a record that does not serialise).
+fn write_fields(buf: &mut Vec<u8>, record: &mut CallRecord) -> std::result::Result<(), String> {
+    let start = buf.len();
     let raw = record.raw.take();
-    let written = serde_json::to_writer(&mut *buf, &*record);
+    let mut written = serde_json::to_writer(&mut *buf, &*record).map_err(|e| e.to_string());
+    if written.is_ok() && first_too_deep(&buf[start..], MAX_RECORD_DEPTH).is_some() {
+        buf.truncate(start);
+        record.depth_capped = true;
+        written = serde_json::to_writer(&mut *buf, &*record)
+            .map_err(|e| e.to_string())
+            .and_then(|()| {
+                let capped = cap_depth(&buf[start..], MAX_RECORD_DEPTH);
+                buf.truncate(start);
+                buf.extend_from_slice(&capped);
+                super::read::parse_record_line(&capped).map(|_| ()).map_err(|e| {
+                    format!("it nests deeper than a record may ({MAX_RECORD_DEPTH} levels) and does not read once its deepest values are kept as text: {e}")
+                })
+            });
+    }
     if let (Ok(()), Some(raw)) = (&written, &raw) {
         // A record serialises as an object: its closing brace is the last byte.
         debug_assert_eq!(buf.last(), Some(&b'}'));
@@ -591,4 +628,63 @@ pub(crate) fn write_atomic(
         }
     }
     std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::record::{first_too_deep, read_record, read_records, CallRecord};
+    use serde_json::Value;
+
+    /// A record as the recorder wrote it (the example run's first call).
+    pub(crate) fn sample() -> CallRecord {
+        let segment =
+            include_str!("../../../../examples/runs/mock_campaign/llm_log/segment-000001.jsonl");
+        super::super::parse_record_line(segment.lines().next().unwrap().as_bytes()).unwrap()
+    }
+
+    fn nested(levels: usize) -> Value {
+        (0..levels).fold(Value::from(7), |v, _| Value::Array(vec![v]))
+    }
+
+    #[test]
+    fn a_record_nested_past_the_bound_is_written_with_its_deepest_values_as_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let recorder =
+            Recorder::create(dir.path(), &RunInfo::new(), RecorderOptions::default()).unwrap();
+        // A usage object no bound held (an upstream's), and a shallow one.
+        let mut deep = sample();
+        deep.usage_reported = Some(serde_json::json!({"n": nested(300)}));
+        let shallow = sample();
+        for r in [deep, shallow] {
+            assert!(futures::executor::block_on(recorder.record(r)).is_some());
+        }
+        recorder.close().unwrap();
+        let mut lines = Vec::new();
+        crate::record::for_each_record_line(dir.path(), |_, l| {
+            lines.push(l.to_vec());
+            Ok(())
+        })
+        .unwrap();
+        assert!(lines
+            .iter()
+            .all(|l| first_too_deep(l, MAX_RECORD_DEPTH).is_none()));
+        let back = read_record(dir.path(), 1).unwrap();
+        assert!(back.depth_capped);
+        // Down to the bound as it was, then the rest as its JSON text: nothing lost.
+        let mut at = &back.usage_reported.unwrap()["n"];
+        let mut levels = 0;
+        while let Value::Array(inner) = at {
+            at = &inner[0];
+            levels += 1;
+        }
+        // The record is level 1, `usage_reported` 2, `n` 3.
+        assert_eq!(levels, MAX_RECORD_DEPTH - 2);
+        let rest: Value =
+            crate::record::from_slice_bounded(at.as_str().unwrap().as_bytes(), MAX_RECORD_DEPTH)
+                .unwrap();
+        assert_eq!(rest, nested(300 - levels));
+        assert!(!read_record(dir.path(), 2).unwrap().depth_capped);
+        assert_eq!(read_records(dir.path()).unwrap().len(), 2);
+    }
 }

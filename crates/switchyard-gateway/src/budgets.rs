@@ -299,6 +299,11 @@ fn budget(usd: f64) -> Budget {
     }
 }
 
+/// A budget for people: `$0.1 per day (UTC)`.
+pub(crate) fn describe(b: &KeyBudget) -> String {
+    format!("${} {}", trim(b.usd), period_words(b.period))
+}
+
 fn trim(usd: f64) -> String {
     let text = format!("{usd:.6}");
     text.trim_end_matches('0').trim_end_matches('.').to_string()

@@ -122,7 +122,7 @@ impl RateLimiter {
                 return Err(Limited {
                     what: "tokens",
                     per_minute: tpm,
-                    retry_after: Duration::from_secs_f64(minutes * 60.0),
+                    retry_after: wait(minutes),
                 });
             }
         }
@@ -132,7 +132,7 @@ impl RateLimiter {
                 return Err(Limited {
                     what: "requests",
                     per_minute: rpm as u64,
-                    retry_after: Duration::from_secs_f64(minutes * 60.0),
+                    retry_after: wait(minutes),
                 });
             }
             b.requests -= 1.0;
@@ -149,6 +149,12 @@ impl RateLimiter {
         self.refill(&mut b, Instant::now());
         b.tokens -= tokens as f64;
     }
+}
+
+/// A wait of `minutes`, saturating: a key in debt for an absurd usage (a provider's
+/// `2^64 − 1` tokens) waits the longest wait a `Duration` holds, never a panic.
+fn wait(minutes: f64) -> Duration {
+    Duration::try_from_secs_f64(minutes * 60.0).unwrap_or(Duration::MAX)
 }
 
 #[cfg(test)]

@@ -203,6 +203,8 @@ fn synthetic(i: usize, prompt_size: usize) -> CallRecord {
         cache_hit: None,
         cache_hit_call: None,
         cache_run: None,
+        usage_suspect: None,
+        over_reservation: None,
         request,
     }
 }

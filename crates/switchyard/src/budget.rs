@@ -424,7 +424,9 @@ impl Reservation {
             let mut spend = tracker.lock();
             spend.in_flight = spend.in_flight.saturating_sub(1);
             spend.reserved_usd = (spend.reserved_usd - self.reserved_usd).max(0.0);
-            spend.tokens += usage.map(Usage::total).unwrap_or(0);
+            spend.tokens = spend
+                .tokens
+                .saturating_add(usage.map(Usage::total).unwrap_or(0));
             spend.usd += cost.unwrap_or(0.0);
         }
     }

@@ -156,6 +156,8 @@ pub(super) fn build_record(call: Finished) -> CallRecord {
         cache_hit: draft.cache_hit,
         cache_hit_call: draft.cache_hit_call,
         cache_run: None,
+        usage_suspect: usage.and_then(|u| u.suspect()),
+        over_reservation: draft.over_reservation,
     }
 }
 

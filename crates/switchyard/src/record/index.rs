@@ -192,7 +192,9 @@ pub fn run_spend(
     run_spend_in(&conn, exclude_roles).map_err(|e| db_error(&path, e))
 }
 
-/// [`run_spend`] over an index already open, read-only or not (the console's).
+/// [`run_spend`] over an index already open, read-only or not (the console's). The
+/// tokens are summed with `TOTAL` (a float, which never overflows; SQLite's `SUM` of
+/// integers fails past `i64::MAX`) and cast back, which saturates at `i64::MAX`.
 pub fn run_spend_in(
     conn: &Connection,
     exclude_roles: &std::collections::BTreeSet<String>,
@@ -200,7 +202,7 @@ pub fn run_spend_in(
     let mut spend = crate::budget::Spend::default();
     let mut stmt = conn.prepare_cached(
         "SELECT role, COUNT(*), COALESCE(SUM(cost_usd), 0),
-                COALESCE(SUM(COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)), 0)
+                CAST(TOTAL(COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)) AS INTEGER)
          FROM llm_calls WHERE error_kind IS NOT 'BudgetExceeded' GROUP BY role",
     )?;
     let rows = stmt.query_map([], |r| {
@@ -218,7 +220,7 @@ pub fn run_spend_in(
         }
         spend.calls += calls.max(0) as u64;
         spend.usd += usd;
-        spend.tokens += tokens.max(0) as u64;
+        spend.tokens = spend.tokens.saturating_add(tokens.max(0) as u64);
     }
     Ok(spend)
 }
@@ -274,11 +276,11 @@ fn insert(conn: &Connection, rows: &[IndexRow], courtesy: &Courtesy) -> rusqlite
                     "ok"
                 },
                 r.error_kind,
-                u.map(|u| u.input as i64),
-                u.map(|u| u.cached_input as i64),
-                u.map(|u| u.cache_write as i64),
-                u.map(|u| u.output as i64),
-                u.map(|u| u.reasoning as i64),
+                u.map(|u| big(u.input)),
+                u.map(|u| big(u.cached_input)),
+                u.map(|u| big(u.cache_write)),
+                u.map(|u| big(u.output)),
+                u.map(|u| big(u.reasoning)),
                 r.cost_usd,
                 r.provider_cost_usd,
                 r.latency_ms,
@@ -452,6 +454,12 @@ fn index_loop(
         }
     }
     failure
+}
+
+/// A token count as SQLite's integer, saturating at `i64::MAX` (a provider's absurd
+/// `2^64 − 1` is kept as the largest count, not wrapped to -1).
+fn big(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]

@@ -42,7 +42,9 @@ pub fn run_spend(dir: &Path, exclude_roles: &BTreeSet<String>) -> Result<Spend> 
         }
         spend.calls += 1;
         spend.usd += r.cost_usd.unwrap_or(0.0);
-        spend.tokens += r.usage.map(|u| u.input + u.output).unwrap_or(0);
+        spend.tokens = spend
+            .tokens
+            .saturating_add(r.usage.map(|u| u.total()).unwrap_or(0));
     }
     Ok(spend)
 }

@@ -275,6 +275,8 @@ impl Observed {
             cache_hit: rec.cache_hit,
             cache_hit_call: None,
             cache_run: rec.cache_run,
+            usage_suspect: usage.and_then(|u| u.suspect()),
+            over_reservation: None,
         };
         if rec.traced {
             crate::trace::emit_record(&record);
@@ -402,6 +404,8 @@ impl Observed {
             cache_hit: rec.cache_hit,
             cache_hit_call: None,
             cache_run: rec.cache_run,
+            usage_suspect: usage.and_then(|u| u.suspect()),
+            over_reservation: None,
         };
         if rec.traced {
             crate::trace::emit_record(&record);

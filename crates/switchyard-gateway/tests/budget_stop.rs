@@ -411,3 +411,120 @@ async fn absurd_upstream_usage_saturates_every_counter_and_flags_the_record() {
         "{spend:?}"
     );
 }
+
+/// A stub upstream streaming chat deltas every millisecond, forever, whatever the
+/// request's `max_tokens`: how many it sent, and whether the gateway closed the stream
+/// (its body dropped).
+struct Endless {
+    origin: String,
+    sent: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    closed: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// Counts a stream's closing when dropped.
+struct Closing(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Closing {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+async fn endless() -> Endless {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let sent = Arc::new(AtomicUsize::new(0));
+    let closed = Arc::new(AtomicUsize::new(0));
+    let (s, c) = (sent.clone(), closed.clone());
+    let app = axum::Router::new().fallback(move || {
+        let (sent, closing) = (s.clone(), Closing(c.clone()));
+        async move {
+            let events = futures::stream::unfold((sent, closing), |(sent, closing)| async move {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                sent.fetch_add(1, Ordering::SeqCst);
+                let chunk = "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lorem \"}}]}\n\n";
+                Some((Ok::<_, std::io::Error>(chunk), (sent, closing)))
+            });
+            axum::response::Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(axum::body::Body::from_stream(events))
+                .unwrap()
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    Endless {
+        origin: format!("http://{addr}"),
+        sent,
+        closed,
+    }
+}
+
+/// An upstream that never ends its stream: stopped at the hold, its connection closed
+/// (the generation ends there), passed through and translated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_stream_closes_its_upstream_connection() {
+    use std::sync::atomic::Ordering;
+    let stub = endless().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = switchyard_gateway::GatewayConfig {
+        retry: switchyard::RetryPolicy::never(),
+        keys: vec![key("alice", "ALICE_KEY", Some((5.0, BudgetPeriod::Day)))],
+        store: Some(dir.path().to_path_buf()),
+        ..Default::default()
+    };
+    let extra: Vec<String> = ["mock", "up-chat"]
+        .iter()
+        .flat_map(|b| {
+            [
+                format!("backends.{b}.api_key_env=UPSTREAM_KEY"),
+                format!("backends.{b}.prices.endless={{input: 1, output: 2}}"),
+            ]
+        })
+        .collect();
+    let g = common::gateway_for(
+        &format!("{}/v1", stub.origin),
+        config,
+        common::recording::env(),
+        &extra,
+    );
+    let gw = switchyard_gateway::start(g, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    for (n, (client, reference)) in [
+        (Dialect::Chat, "mock/endless"),
+        (Dialect::Messages, "up-chat/endless"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let started = Instant::now();
+        let (status, _, body) = send(&gw, ALICE, client, reference, &limited("go on"), true).await;
+        assert_eq!(status, 200);
+        let message = error_event(client, &body);
+        assert!(
+            message.contains("stopped at the budget's reservation"),
+            "{message}"
+        );
+        // The stub sees its stream dropped, and sends no more: at once, not after the
+        // two seconds a finished stream's connection is drained for reuse.
+        while stub.closed.load(Ordering::SeqCst) <= n {
+            assert!(
+                started.elapsed() < Duration::from_secs(1),
+                "{reference}: the upstream stream was not closed"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let sent = stub.sent.load(Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(
+            stub.sent.load(Ordering::SeqCst) <= sent + 1,
+            "{reference}: still sending"
+        );
+        let all = settle(dir.path(), n + 1).await;
+        let r = all.last().unwrap();
+        assert!(r.over_reservation.is_some_and(|o| o.stopped), "{reference}");
+    }
+    gw.shutdown().await.unwrap();
+}

@@ -163,6 +163,12 @@ impl ErrorRecord {
                 put("backend", json!(backend));
                 put("during", json!(during));
             }
+            Error::BudgetStopped { max, spent, stream } => {
+                put("limit", json!("max_usd"));
+                put("max", json!(max));
+                put("spent", json!(spent));
+                put("stream", json!(stream));
+            }
             Error::ReplayExhausted {
                 role,
                 digest,
@@ -277,6 +283,11 @@ impl ErrorRecord {
             "Cancelled" if self.fields.contains_key("during") => Error::Cancelled {
                 backend: self.str_field("backend"),
                 during: self.str_field("during"),
+            },
+            "BudgetExceeded" if self.fields.contains_key("stream") => Error::BudgetStopped {
+                max: self.str_field("max"),
+                spent: self.str_field("spent"),
+                stream: self.str_field("stream"),
             },
             "BudgetExceeded" => Error::BudgetExceeded {
                 limit: self.str_field("limit"),

@@ -192,7 +192,9 @@ pub fn run_spend(
     run_spend_in(&conn, exclude_roles).map_err(|e| db_error(&path, e))
 }
 
-/// [`run_spend`] over an index already open, read-only or not (the console's). The
+/// [`run_spend`] over an index already open, read-only or not (the console's). A call
+/// the budget refused was never sent (no attempt); one it stopped mid-stream was, and
+/// counts. The
 /// tokens are summed with `TOTAL` (a float, which never overflows; SQLite's `SUM` of
 /// integers fails past `i64::MAX`) and cast back, which saturates at `i64::MAX`.
 pub fn run_spend_in(
@@ -203,7 +205,7 @@ pub fn run_spend_in(
     let mut stmt = conn.prepare_cached(
         "SELECT role, COUNT(*), COALESCE(SUM(cost_usd), 0),
                 CAST(TOTAL(COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)) AS INTEGER)
-         FROM llm_calls WHERE error_kind IS NOT 'BudgetExceeded' GROUP BY role",
+         FROM llm_calls WHERE error_kind IS NOT 'BudgetExceeded' OR attempts > 0 GROUP BY role",
     )?;
     let rows = stmt.query_map([], |r| {
         Ok((

@@ -36,7 +36,9 @@ pub fn run_spend(dir: &Path, exclude_roles: &BTreeSet<String>) -> Result<Spend> 
         return Ok(spend);
     }
     for r in read_records(dir)? {
-        let refused = r.error.as_ref().is_some_and(|e| e.kind == "BudgetExceeded");
+        // Refused by the budget: never sent. A stream it stopped was sent, and counts.
+        let refused =
+            r.error.as_ref().is_some_and(|e| e.kind == "BudgetExceeded") && r.attempts.is_empty();
         if refused || exclude_roles.contains(r.role_name()) {
             continue;
         }

@@ -507,4 +507,34 @@ mod tests {
         // Old rows have no key: they count for nobody's budget.
         assert!(spend_by_client_key(dir.path(), None).unwrap().is_empty());
     }
+
+    /// A provider's absurd usage (`i64::MAX`, what `2^64 − 1` is stored as): the run's
+    /// token spend saturates instead of failing (SQLite's `SUM` of integers fails past
+    /// `i64::MAX`) or wrapping, and a stream the budget stopped (an attempt made) counts
+    /// while a call it refused (none) does not.
+    #[test]
+    fn absurd_token_counts_saturate_the_run_spend() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = open(&dir.path().join(INDEX_FILE)).unwrap();
+        for (n, error, attempts) in [
+            (1, None, 1),
+            (2, None, 1),
+            (3, Some("BudgetExceeded"), 1),
+            (4, Some("BudgetExceeded"), 0),
+        ] {
+            conn.execute(
+                "INSERT INTO llm_calls (number, time, role, reference, backend, model, dialect, stream,
+                     status, error_kind, input_tokens, output_tokens, cost_usd, latency_ms, attempts,
+                     prompt_digest, segment, line_offset, line_length)
+                 VALUES (?1, '2025-01-01T00:00:00.000000Z', '', 'mock/x', 'mock', 'x', 'chat', 0,
+                     'ok', ?2, ?3, ?3, 0.5, 1.0, ?4, 'd', 1, 0, 100)",
+                rusqlite::params![n, error, big(u64::MAX), attempts],
+            )
+            .unwrap();
+        }
+        let spend = run_spend_in(&conn, &Default::default()).unwrap();
+        assert_eq!(spend.calls, 3);
+        assert_eq!(spend.tokens, i64::MAX as u64);
+        assert!((spend.usd - 1.5).abs() < 1e-9);
+    }
 }

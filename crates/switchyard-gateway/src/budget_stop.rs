@@ -21,9 +21,11 @@ use crate::meter::{unfinished_usage, SeenSoFar};
 use switchyard::registry::Price;
 use switchyard::Usage;
 
-/// A stream whose running cost passed its hold.
+/// A stream whose running cost reached its hold.
 #[derive(Debug, Clone)]
 pub(crate) struct Passed {
+    /// The hold.
+    pub held: CallBound,
     /// The usage billed: what was generated.
     pub usage: Usage,
     /// Its cost.
@@ -57,7 +59,11 @@ impl Running {
             self.largest_step_usd = self.largest_step_usd.max(cost_usd - self.last_usd);
         }
         self.last_usd = cost_usd;
-        over(held, cost_usd + self.largest_step_usd).then_some(Passed { usage, cost_usd })
+        over(held, cost_usd + self.largest_step_usd).then_some(Passed {
+            held: *held,
+            usage,
+            cost_usd,
+        })
     }
 }
 
@@ -69,18 +75,17 @@ pub(crate) fn over(held: &CallBound, cost_usd: f64) -> bool {
 /// The error a stream stopped at its hold ends with (its dialect's error event), and the
 /// record's: which key and budget, what was held and how it was reckoned, what was
 /// generated, and what to do.
-pub(crate) fn stopped(key: &crate::keys::Key, held: &CallBound, passed: &Passed) -> ApiError {
+pub(crate) fn stopped(key: Option<&crate::keys::Key>, passed: &Passed) -> ApiError {
     let budget = key
-        .budget
-        .as_ref()
+        .and_then(|k| k.budget.as_ref())
         .map(|b| format!("its budget of {}", crate::budgets::describe(b)))
         .unwrap_or_else(|| "its budget".into());
-    let b = held;
+    let b = &passed.held;
     ApiError::new(
         Category::Quota,
         format!(
-            "stopped at the budget's reservation: key `{key}` held ${held:.6} of {budget} for this call ({prompt} prompt tokens at most and {output} output tokens, {from}, at the model's prices), and the provider went on past that: {generated} output tokens generated, ${cost:.6} with the prompt, and its next delta would pass the hold. The stream was stopped and the upstream request cancelled; what was generated is billed. Ask for less output (`max_tokens`), or use a model that keeps to it.",
-            key = key.name,
+            "stopped at the budget's reservation: key `{key}` held ${held:.6} of {budget} for this call ({prompt} prompt tokens at most and {output} output tokens, {from}, at the model's prices), and the stream reached that: {generated} output tokens generated, ${cost:.6} with the prompt, its next delta past it (the provider went on past the output limit). The stream was stopped and the upstream request cancelled; what was generated is billed. Ask for less output (`max_tokens`), or use a model that keeps to it.",
+            key = key.map_or("-", |k| k.name.as_str()),
             held = b.usd,
             prompt = b.prompt_tokens,
             output = b.output_tokens,

@@ -184,22 +184,19 @@ impl Meter {
         passed: budget_stop::Passed,
         seen: SeenSoFar,
     ) -> crate::errors::ApiError {
-        let error = match (&self.key, &self.held) {
-            (Some(key), Some(held)) => budget_stop::stopped(key, held, &passed),
-            // Not reached: only a call with a key's hold is checked.
-            _ => crate::errors::ApiError::new(
-                crate::errors::Category::Quota,
-                "stopped at the budget's reservation",
-            ),
-        };
+        let error = budget_stop::stopped(self.key.as_deref(), &passed);
         self.stopped = true;
         let sent_bytes = self.draft.sent_body.as_ref().map_or(0, Bytes::len);
-        let (_, how) = bill_unfinished(seen.usage, sent_bytes, seen.output_bytes);
+        let (_, how) = bill_unfinished(
+            seen.usage,
+            sent_bytes,
+            seen.output_bytes,
+            "before the stream was stopped",
+        );
         self.summary.usage = Some(passed.usage);
         self.outcome(0, Some(budget_stop::STOPPED_KIND.to_string()));
         let draft = self.draft();
-        draft.usage_estimated =
-            Some(how.replace("before the client left", "before the stream was stopped"));
+        draft.usage_estimated = Some(how);
         draft.error = Some(switchyard::record::ErrorRecord {
             kind: budget_stop::STOPPED_KIND.to_string(),
             message: error.message.clone(),
@@ -438,6 +435,7 @@ impl Meter {
                     s.usage.or(self.seen.usage),
                     sent_bytes,
                     self.seen.output_bytes,
+                    "before the client left",
                 );
                 s.usage = Some(usage);
                 self.draft.usage_estimated = Some(how);
@@ -527,11 +525,13 @@ impl Drop for Meter {
 /// prompt as the provider reported it, else estimated from the bytes sent (÷ 4, the
 /// estimate the context check uses); the output as reported, or the bytes of output
 /// relayed ÷ 4 when that is more (a stream reports its output count only at its end). Gives the
-/// usage and a sentence saying how it was made, for the record.
+/// usage and a sentence saying how it was made (relayed `until`: before the client left…),
+/// for the record.
 pub(crate) fn bill_unfinished(
     reported: Option<Usage>,
     sent_bytes: usize,
     output_bytes: usize,
+    until: &str,
 ) -> (Usage, String) {
     let usage = unfinished_usage(reported, sent_bytes, output_bytes);
     let reported = reported.unwrap_or_default();
@@ -545,7 +545,7 @@ pub(crate) fn bill_unfinished(
     }
     if usage.output > reported.output {
         how.push(format!(
-            "output estimated from the {output_bytes} bytes of output relayed before the client left (÷ 4)"
+            "output estimated from the {output_bytes} bytes of output relayed {until} (÷ 4)"
         ));
     } else {
         how.push("output as the provider reported it".to_string());

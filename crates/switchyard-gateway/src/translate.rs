@@ -165,7 +165,8 @@ impl Relay {
                 if let Some(written) = self.meter.finish() {
                     let _ = written.await;
                 }
-                // Over: a stream stopped at its reservation closes its connection now.
+                // Over: the upstream goes now (a stream stopped at its reservation closes
+                // its connection here, which ends the generation).
                 self.upstream = None;
             }
             if !out.is_empty() {

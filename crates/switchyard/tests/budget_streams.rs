@@ -98,3 +98,43 @@ async fn concurrent_streams_past_max_tokens_are_stopped_at_the_run_budget() {
     );
     assert!(unstopped > 3.0 * max_usd);
 }
+
+/// A route's stream is held at the price of the member that serves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_routes_stream_past_max_tokens_is_stopped_at_the_run_budget() {
+    let mock = MockServer::start().await;
+    let env = MapEnv::new([("MOCK_API_KEY", "sk-test")]);
+    let mut opts = LoadOptions::new(&env);
+    opts.user_file = false;
+    opts.overrides = vec![
+        format!("backends.mock.base_url={}", mock.base_url()),
+        format!("backends.mock.prices.{RUNAWAY}={{input: 1, output: 2}}"),
+        "backends.mock.prices.echo={input: 1, output: 2}".into(),
+        format!("routes.r.try=[mock/{RUNAWAY}, mock/echo]"),
+    ];
+    let config = Config::load(&opts).expect("config loads");
+    let max_usd = 0.000_1;
+    let budget = Arc::new(BudgetTracker::new(Budget {
+        max_usd: Some(max_usd),
+        ..Budget::default()
+    }));
+    let llm = Llm::resolve_with(
+        &config.registry,
+        "r",
+        &env,
+        switchyard::CallPolicy::default(),
+    )
+    .expect("the route resolves")
+    .with_budget(budget.clone());
+    let stream = llm
+        .stream(Request::user("go on").with_max_tokens(16))
+        .await
+        .expect("a stream");
+    let e = stream.into_reply().await.expect_err("stopped");
+    assert!(matches!(e, Error::BudgetStopped { .. }), "{e}");
+    let spend = budget.spend();
+    assert!(
+        spend.usd > 0.5 * max_usd && spend.usd <= max_usd + 44e-6,
+        "{spend:?}"
+    );
+}

@@ -185,4 +185,15 @@ mod tests {
         assert_eq!(refused.what, "tokens");
         assert!(refused.retry_after >= Duration::from_secs(9), "{refused:?}");
     }
+
+    /// A provider's `2^64 − 1` tokens charged to a small `tpm`: the wait saturates (it
+    /// panicked converting 10^20 seconds to a `Duration`).
+    #[test]
+    fn an_absurd_token_debt_waits_the_longest_wait_without_a_panic() {
+        let l = RateLimiter::new(None, Some(1));
+        assert!(l.admit().is_ok());
+        l.charge_tokens(u64::MAX);
+        let refused = l.admit().unwrap_err();
+        assert_eq!(refused.retry_after, Duration::MAX);
+    }
 }

@@ -247,3 +247,45 @@ fn log_reads_a_gateways_records_with_their_client_and_its_old_refusals() {
     assert!(out.contains("(refused) mock/nope"), "{out}");
     assert!(!out.lines().any(|l| l.starts_with("/ ")), "{out}");
 }
+
+/// A provider reporting `2^64 − 1` tokens (the mock's `usage-<N>`): the call is
+/// answered and recorded with the count kept and flagged (`usage_suspect`), and `log
+/// stats` over two such calls saturates its totals instead of wrapping them.
+#[test]
+fn absurd_usage_is_recorded_flagged_and_summed_saturated() {
+    let mock =
+        MockServer::start_in_thread("127.0.0.1:0".parse().unwrap(), MockConfig::default()).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let run_dir = home.path().join("run");
+    let dir = run_dir.to_str().unwrap();
+    let base = format!("backends.mock.base_url={}", mock.base_url());
+    let (ok, _, err) = run(switchyard(home.path()).args([
+        "ask",
+        "mock/usage-18446744073709551615",
+        "hi",
+        "--no-stream",
+        "--log",
+        dir,
+        &base,
+    ]));
+    assert!(ok, "{err}");
+    let segment = run_dir.join("llm_log/segment-000001.jsonl");
+    let first: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&segment).unwrap().trim()).unwrap();
+    assert_eq!(first["usage"]["output"], u64::MAX);
+    let note = first["usage_suspect"].as_str().unwrap_or_default();
+    assert!(note.contains("past 4294967296"), "{first}");
+    let mut second = first.clone();
+    second["number"] = 2.into();
+    let mut text = std::fs::read_to_string(&segment).unwrap();
+    text.push_str(&format!("{second}\n"));
+    std::fs::write(&segment, text).unwrap();
+    let (ok, out, err) = run(switchyard(home.path()).args(["log", "stats", dir]));
+    assert!(ok, "{err}");
+    let max = u64::MAX.to_string();
+    assert!(
+        out.contains(&format!("2 calls, 0 errors, {max} tokens in"))
+            && out.contains(&format!("{max} out")),
+        "{out}"
+    );
+}

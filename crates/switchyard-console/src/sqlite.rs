@@ -289,7 +289,7 @@ fn spend(conn: &Connection, q: &SpendQuery) -> rusqlite::Result<Vec<SpendPoint>>
     };
     let sql = format!(
         "SELECT substr(time, 1, {}), {group}, cost_usd,
-                COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)
+                CAST(COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0) AS INTEGER)
          FROM llm_calls{clause}",
         q.bucket.prefix_len()
     );
@@ -327,7 +327,7 @@ fn spend(conn: &Connection, q: &SpendQuery) -> rusqlite::Result<Vec<SpendPoint>>
             Some(usd) => p.cost_usd += usd,
             None => p.unknown_cost_calls += 1,
         }
-        p.tokens += r.get::<_, i64>(3)?.max(0) as u64;
+        p.tokens = p.tokens.saturating_add(r.get::<_, i64>(3)?.max(0) as u64);
     }
     let mut out: Vec<SpendPoint> = points
         .into_values()

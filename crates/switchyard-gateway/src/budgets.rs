@@ -13,6 +13,9 @@
 //! cannot be held to a dollar budget: it is refused, saying so, unless the key says
 //! `unknown_cost: allow` (then it counts nothing).
 //!
+//! A provider that ignores the output limit it was sent would spend past the hold: a
+//! stream is stopped there, and a whole reply past it flagged (`budget_stop.rs`).
+//!
 //! At start the spend of the current period is read back from the store's
 //! `calls.sqlite` (`client_key`, `cost_usd`, `time`), so a restarted gateway keeps
 //! counting.
@@ -297,6 +300,11 @@ fn budget(usd: f64) -> Budget {
         max_usd: Some(usd),
         ..Budget::default()
     }
+}
+
+/// A budget for people: `$0.1 per day (UTC)`.
+pub(crate) fn describe(b: &KeyBudget) -> String {
+    format!("${} {}", trim(b.usd), period_words(b.period))
 }
 
 fn trim(usd: f64) -> String {

@@ -156,6 +156,7 @@ async fn run(
             let bound = bound(&target, dialect, &raw, bytes.len());
             meter.set_reservation(
                 crate::budgets::hold(state, key, budget, &target.reference, bound).await?,
+                bound,
             );
         }
     }

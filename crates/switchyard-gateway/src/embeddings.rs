@@ -187,7 +187,10 @@ async fn run(
                 })
                 .collect();
             let dearest = bounds.and_then(|b| b.into_iter().max_by(|x, y| x.usd.total_cmp(&y.usd)));
-            meter.set_reservation(crate::budgets::hold(state, key, budget, &name, dearest).await?);
+            meter.set_reservation(
+                crate::budgets::hold(state, key, budget, &name, dearest).await?,
+                dearest,
+            );
         }
     }
     let order = match &router {

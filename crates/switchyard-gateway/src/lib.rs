@@ -22,6 +22,7 @@
 //! ```
 
 mod access_log;
+mod budget_stop;
 mod budgets;
 pub mod cache;
 mod call;

@@ -122,7 +122,7 @@ impl RateLimiter {
                 return Err(Limited {
                     what: "tokens",
                     per_minute: tpm,
-                    retry_after: Duration::from_secs_f64(minutes * 60.0),
+                    retry_after: wait(minutes),
                 });
             }
         }
@@ -132,7 +132,7 @@ impl RateLimiter {
                 return Err(Limited {
                     what: "requests",
                     per_minute: rpm as u64,
-                    retry_after: Duration::from_secs_f64(minutes * 60.0),
+                    retry_after: wait(minutes),
                 });
             }
             b.requests -= 1.0;
@@ -149,6 +149,12 @@ impl RateLimiter {
         self.refill(&mut b, Instant::now());
         b.tokens -= tokens as f64;
     }
+}
+
+/// A wait of `minutes`, saturating: a key in debt for an absurd usage (a provider's
+/// `2^64 − 1` tokens) waits the longest wait a `Duration` holds, never a panic.
+fn wait(minutes: f64) -> Duration {
+    Duration::try_from_secs_f64(minutes * 60.0).unwrap_or(Duration::MAX)
 }
 
 #[cfg(test)]
@@ -178,5 +184,16 @@ mod tests {
         let refused = l.admit().unwrap_err();
         assert_eq!(refused.what, "tokens");
         assert!(refused.retry_after >= Duration::from_secs(9), "{refused:?}");
+    }
+
+    /// A provider's `2^64 − 1` tokens charged to a small `tpm`: the wait saturates (it
+    /// panicked converting 10^20 seconds to a `Duration`).
+    #[test]
+    fn an_absurd_token_debt_waits_the_longest_wait_without_a_panic() {
+        let l = RateLimiter::new(None, Some(1));
+        assert!(l.admit().is_ok());
+        l.charge_tokens(u64::MAX);
+        let refused = l.admit().unwrap_err();
+        assert_eq!(refused.retry_after, Duration::MAX);
     }
 }

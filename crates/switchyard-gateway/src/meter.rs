@@ -6,6 +6,8 @@
 //! the store says so ([`crate::store::Store::must_wait`]), `finish` gives the wait for the
 //! record that the reply's last byte must follow.
 
+use crate::budget_stop;
+use crate::budgets::CallBound;
 use crate::keys::Key;
 use crate::limits::InFlight;
 use crate::metrics::{cost, CallSummary};
@@ -44,6 +46,13 @@ pub(crate) struct Meter {
     reference: String,
     client_body: Option<Bytes>,
     reservation: Option<crate::budgets::Held>,
+    /// What the reservation holds (`None` without a budget, or for a model without a
+    /// price): a stream is stopped once its running cost passes it (`budget_stop.rs`).
+    held: Option<CallBound>,
+    /// A stream's running cost, checked against `held`.
+    running: budget_stop::Running,
+    /// The stream was stopped at its reservation.
+    stopped: bool,
     in_flight: Option<InFlight>,
     seen: SeenSoFar,
     record: bool,
@@ -105,6 +114,9 @@ impl Meter {
             reference: String::new(),
             client_body: None,
             reservation: None,
+            held: None,
+            running: budget_stop::Running::default(),
+            stopped: false,
             in_flight: None,
             seen: SeenSoFar::default(),
             record: true,
@@ -144,9 +156,58 @@ impl Meter {
         self.draft.sent_body = body.as_ref().map(crate::store::compact);
     }
 
-    /// The key's budget reservation, settled with the call's cost when it ends.
-    pub(crate) fn set_reservation(&mut self, reservation: crate::budgets::Held) {
+    /// The key's budget reservation, settled with the call's cost when it ends, and the
+    /// bound it holds (`None`: the model has no price, nothing is held).
+    pub(crate) fn set_reservation(
+        &mut self,
+        reservation: crate::budgets::Held,
+        held: Option<CallBound>,
+    ) {
         self.reservation = Some(reservation);
+        self.held = held;
+    }
+
+    /// What a stream that has shown `seen` has cost, when that reached its reservation
+    /// (never for a call without one, nor twice): see [`budget_stop::Running`].
+    pub(crate) fn over_reservation(&mut self, seen: SeenSoFar) -> Option<budget_stop::Passed> {
+        let (held, price) = (self.held.as_ref()?, self.price.as_ref()?);
+        if self.stopped {
+            return None;
+        }
+        let sent_bytes = self.draft.sent_body.as_ref().map_or(0, Bytes::len);
+        self.running.passed(held, price, sent_bytes, seen)
+    }
+
+    /// The stream is stopped at its reservation: billed what was generated (`seen`), the
+    /// error recorded, and given back for the client's error event.
+    pub(crate) fn stop_at_reservation(
+        &mut self,
+        passed: budget_stop::Passed,
+        seen: SeenSoFar,
+    ) -> crate::errors::ApiError {
+        let error = budget_stop::stopped(self.key.as_deref(), &passed);
+        self.stopped = true;
+        let sent_bytes = self.draft.sent_body.as_ref().map_or(0, Bytes::len);
+        let (_, how) = bill_unfinished(
+            seen.usage,
+            sent_bytes,
+            seen.output_bytes,
+            "before the stream was stopped",
+        );
+        self.summary.usage = Some(passed.usage);
+        self.outcome(0, Some(budget_stop::STOPPED_KIND.to_string()));
+        let draft = self.draft();
+        draft.usage_estimated = Some(how);
+        draft.error = Some(switchyard::record::ErrorRecord {
+            kind: budget_stop::STOPPED_KIND.to_string(),
+            message: error.message.clone(),
+            provider: None,
+            fields: serde_json::Map::new(),
+        });
+        // Output had reached the client: a cut.
+        draft.cut = true;
+        self.complete();
+        error
     }
 
     /// The key's place among its calls in flight, given back when the call ends.
@@ -329,6 +390,9 @@ impl Meter {
             reference: std::mem::take(&mut self.reference),
             client_body: self.client_body.take(),
             reservation: self.reservation.take(),
+            held: self.held,
+            running: self.running,
+            stopped: self.stopped,
             in_flight: self.in_flight.take(),
             seen: self.seen,
             record: self.record,
@@ -372,6 +436,7 @@ impl Meter {
                     s.usage.or(self.seen.usage),
                     sent_bytes,
                     self.seen.output_bytes,
+                    "before the client left",
                 );
                 s.usage = Some(usage);
                 self.draft.usage_estimated = Some(how);
@@ -388,6 +453,21 @@ impl Meter {
         }
         if let Some(r) = self.reservation.take() {
             r.settle(s.usage.as_ref(), s.cost_usd);
+        }
+        if let (Some(held), Some(cost)) = (&self.held, s.cost_usd) {
+            // A whole reply past its hold (a provider that ignored `max_tokens`) cannot
+            // be cut: billed whole, flagged and counted; a stopped stream is too.
+            if self.stopped || budget_stop::over(held, cost) {
+                self.draft.over_reservation = Some(switchyard::record::OverReservation {
+                    reserved_usd: held.usd,
+                    cost_usd: cost,
+                    stopped: self.stopped,
+                });
+                state.metrics.over_reservation(self.stopped);
+            }
+        }
+        if s.usage.is_some_and(|u| u.suspect().is_some()) {
+            state.metrics.usage_suspect();
         }
         self.in_flight.take();
         if let Some(target) = self.target.take() {
@@ -446,30 +526,45 @@ impl Drop for Meter {
 /// prompt as the provider reported it, else estimated from the bytes sent (÷ 4, the
 /// estimate the context check uses); the output as reported, or the bytes of output
 /// relayed ÷ 4 when that is more (a stream reports its output count only at its end). Gives the
-/// usage and a sentence saying how it was made, for the record.
+/// usage and a sentence saying how it was made (relayed `until`: before the client left…),
+/// for the record.
 pub(crate) fn bill_unfinished(
     reported: Option<Usage>,
     sent_bytes: usize,
     output_bytes: usize,
+    until: &str,
 ) -> (Usage, String) {
-    let mut usage = reported.unwrap_or_default();
+    let usage = unfinished_usage(reported, sent_bytes, output_bytes);
+    let reported = reported.unwrap_or_default();
     let mut how = Vec::new();
-    if usage.input == 0 {
-        usage.input = (sent_bytes as u64).div_ceil(4);
+    if reported.input == 0 {
         how.push(format!(
             "prompt estimated from the {sent_bytes} bytes sent (÷ 4)"
         ));
     } else {
         how.push("prompt as the provider reported it".to_string());
     }
-    let counted = (output_bytes as u64).div_ceil(4);
-    if counted > usage.output {
-        usage.output = counted;
+    if usage.output > reported.output {
         how.push(format!(
-            "output estimated from the {output_bytes} bytes of output relayed before the client left (÷ 4)"
+            "output estimated from the {output_bytes} bytes of output relayed {until} (÷ 4)"
         ));
     } else {
         how.push("output as the provider reported it".to_string());
     }
     (usage, how.join("; "))
+}
+
+/// The usage of [`bill_unfinished`] without its sentence (checked on every chunk of a
+/// budgeted stream, `budget_stop.rs`).
+pub(crate) fn unfinished_usage(
+    reported: Option<Usage>,
+    sent_bytes: usize,
+    output_bytes: usize,
+) -> Usage {
+    let mut usage = reported.unwrap_or_default();
+    if usage.input == 0 {
+        usage.input = (sent_bytes as u64).div_ceil(4);
+    }
+    usage.output = usage.output.max((output_bytes as u64).div_ceil(4));
+    usage
 }

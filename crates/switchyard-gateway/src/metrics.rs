@@ -197,6 +197,19 @@ pub struct Metrics {
     refusals: crate::listener_refusals::Refusals,
     cache_hits: std::sync::atomic::AtomicU64,
     cache_misses: std::sync::atomic::AtomicU64,
+    over_reservation: OverReservation,
+}
+
+/// Calls that cost more than their budget reservation (`budget_stop.rs`), and calls whose
+/// reported usage cannot be real.
+#[derive(Default)]
+struct OverReservation {
+    /// Streams stopped at their reservation.
+    stopped: std::sync::atomic::AtomicU64,
+    /// Whole replies (and streams that ended whole) billed past it.
+    billed: std::sync::atomic::AtomicU64,
+    /// Calls whose usage has a count past `MOST_TOKENS_PER_CALL`.
+    usage_suspect: std::sync::atomic::AtomicU64,
 }
 
 impl Default for Metrics {
@@ -216,6 +229,7 @@ impl Metrics {
             refusals: Default::default(),
             cache_hits: Default::default(),
             cache_misses: Default::default(),
+            over_reservation: Default::default(),
         }
     }
 
@@ -263,6 +277,21 @@ impl Metrics {
         counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// A call cost more than its budget reservation: a stream `stopped` there, or a
+    /// whole reply billed past it.
+    pub(crate) fn over_reservation(&self, stopped: bool) {
+        let o = &self.over_reservation;
+        let counter = if stopped { &o.stopped } else { &o.billed };
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// A call's reported usage cannot be real (`Usage::suspect`).
+    pub(crate) fn usage_suspect(&self) {
+        self.over_reservation
+            .usage_suspect
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// A call finished: counted, then handed to the recorder.
     pub fn finished(&self, call: &CallSummary) {
         {
@@ -287,9 +316,10 @@ impl Metrics {
                 s.errors += 1;
             }
             if let Some(u) = call.usage {
-                s.input_tokens += u.input;
-                s.cached_input_tokens += u.cached_input;
-                s.output_tokens += u.output;
+                // Saturating: one provider's absurd count must not wrap the totals.
+                s.input_tokens = s.input_tokens.saturating_add(u.input);
+                s.cached_input_tokens = s.cached_input_tokens.saturating_add(u.cached_input);
+                s.output_tokens = s.output_tokens.saturating_add(u.output);
             }
             match call.cost_usd {
                 Some(c) => s.cost_usd += c,
@@ -414,6 +444,21 @@ impl Metrics {
         let _ = writeln!(
             out,
             "# HELP {name} Series of the call metrics shown summed under (other) in this text, to keep it under limits.max_metrics_bytes.\n# TYPE {name} gauge\n{name} {folded}"
+        );
+        let o = &self.over_reservation;
+        let load = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+        let name = "switchyard_gateway_over_reservation_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Calls that cost more than their key's budget reserved for them (a provider past max_tokens): streams stopped there, whole replies billed past it.\n# TYPE {name} counter\n{name}{{how=\"stopped\"}} {}\n{name}{{how=\"billed\"}} {}",
+            load(&o.stopped),
+            load(&o.billed)
+        );
+        let name = "switchyard_gateway_usage_suspect_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Calls whose reported usage has a count past 2^32 tokens (billed as reported, saturated, the record flagged).\n# TYPE {name} counter\n{name} {}",
+            load(&o.usage_suspect)
         );
         self.refusals.render(&mut out);
         render_otel(&mut out);

@@ -91,6 +91,7 @@ pub(crate) async fn run(
             let dearest = bounds.and_then(|b| b.into_iter().max_by(|x, y| x.usd.total_cmp(&y.usd)));
             meter.set_reservation(
                 crate::budgets::hold(state, key, budget, &route.name, dearest).await?,
+                dearest,
             );
         }
     }

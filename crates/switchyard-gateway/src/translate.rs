@@ -83,7 +83,8 @@ pub(crate) async fn forward(
     meter.answered();
     meter.head();
     let state = Relay {
-        upstream,
+        upstream: Some(upstream),
+        generated: SeenSoFar::default(),
         encoder: codec(dialect).stream_encoder(&context),
         restore: std::mem::take(&mut restore),
         sealer: StreamSealer::new(dialect, key),
@@ -128,7 +129,11 @@ fn failed(meter: &mut Meter, e: switchyard::Error) -> ApiError {
 }
 
 struct Relay {
-    upstream: ReplyStream,
+    /// Dropped (closing its connection) when the stream is stopped at its reservation.
+    upstream: Option<ReplyStream>,
+    /// The latest usage and the bytes of output generated, checked against the call's
+    /// budget reservation (`budget_stop.rs`).
+    generated: SeenSoFar,
     encoder: Box<dyn StreamEncoder>,
     restore: Restore,
     sealer: Option<StreamSealer>,
@@ -148,11 +153,15 @@ impl Relay {
                 return None;
             }
             let mut out = Vec::new();
-            let first = self.upstream.next().await;
+            let upstream = self.upstream.as_mut()?;
+            let first = upstream.next().await;
             self.take(first, &mut out);
             // Events already decoded from the same network chunk go out in one write.
             while !self.ended {
-                match self.upstream.next().now_or_never() {
+                let Some(upstream) = self.upstream.as_mut() else {
+                    break;
+                };
+                match upstream.next().now_or_never() {
                     Some(item) => self.take(item, &mut out),
                     None => break,
                 }
@@ -163,6 +172,9 @@ impl Relay {
                 if let Some(written) = self.meter.finish() {
                     let _ = written.await;
                 }
+                // Over: the upstream goes now (a stream stopped at its reservation closes
+                // its connection here, which ends the generation).
+                self.upstream = None;
             }
             if !out.is_empty() {
                 self.meter.first_byte();
@@ -174,6 +186,9 @@ impl Relay {
     fn take(&mut self, item: Option<switchyard::Result<Event>>, out: &mut Vec<u8>) {
         match item {
             Some(Ok(event)) => {
+                if self.past_reservation(&event, out) {
+                    return;
+                }
                 // Taken out for the loop, so that encoding may borrow the rest of `self`.
                 let mut sealer = self.sealer.take();
                 for event in self.restore.event(event) {
@@ -209,6 +224,31 @@ impl Relay {
         }
     }
 
+    /// Counts what `event` generated and, once the stream's cost passed what its key's
+    /// budget reserved for it (`budget_stop.rs`), ends the stream there with the
+    /// dialect's error event instead of `event` (true).
+    fn past_reservation(&mut self, event: &Event, out: &mut Vec<u8>) -> bool {
+        let g = &mut self.generated;
+        match event {
+            Event::TextDelta { text, .. } | Event::ThinkingDelta { text, .. } => {
+                g.output_bytes += text.len()
+            }
+            Event::ToolCallStart { name, .. } => g.output_bytes += name.len(),
+            Event::ToolCallDelta { arguments, .. } => g.output_bytes += arguments.len(),
+            Event::Usage(u) => g.usage = Some(*u),
+            _ => return false,
+        }
+        let Some(passed) = self.meter.over_reservation(self.generated) else {
+            return false;
+        };
+        let error = self.meter.stop_at_reservation(passed, self.generated);
+        self.encoder
+            .event(&Event::Error(error.stream_error(self.dialect)), out);
+        self.encoder.finish(out);
+        self.ended = true;
+        true
+    }
+
     fn encode(&mut self, event: Event, out: &mut Vec<u8>) {
         if let Event::Usage(u) = &event {
             self.meter.usage(*u);
@@ -222,7 +262,11 @@ impl Relay {
     /// The reply assembled so far and every byte received go to the record; what was
     /// generated is what a client that leaves is billed on.
     fn note_seen(&mut self) {
-        let mut reply = self.upstream.reply();
+        let Some(upstream) = &self.upstream else {
+            return;
+        };
+        let mut reply = upstream.reply();
+        let received = upstream.raw_received();
         let raw = std::mem::take(&mut reply.raw);
         let output_bytes = reply
             .content
@@ -238,7 +282,6 @@ impl Relay {
             usage: reply.usage,
             output_bytes,
         });
-        let received = self.upstream.raw_received();
         let draft = self.meter.draft();
         if !raw.is_empty() {
             // Already a copy of its own (`ReplyStream::reply`); kept as far as the

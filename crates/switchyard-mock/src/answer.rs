@@ -237,9 +237,13 @@ pub fn build_reply(
         ..Usage::default()
     };
     if let Some((read, write)) = behaviour.cache {
-        usage.input += read + write;
+        usage.input = usage.input.saturating_add(read).saturating_add(write);
         usage.cached_input = read;
         usage.cache_write = write;
+    }
+    if let Some(n) = behaviour.usage {
+        usage.input = n;
+        usage.output = n;
     }
     if let Some(u) = script.and_then(|s| s.usage) {
         usage = u;

@@ -16,6 +16,7 @@
 //! | `cache` / `cache-<read>-<write>` | usage with cached and cache-write input tokens (default 1024 and 256) |
 //! | `length` | finish reason "length" instead of a natural stop |
 //! | `ignore-stream` | a streamed request answered with one whole JSON body |
+//! | `usage-<N>` | report N as the input and the output token count (up to `18446744073709551615`, 2^64 − 1), however long the reply |
 //! | `chunk-<N>` | stream text in deltas of N characters (default 4, about a token) |
 //! | `delay-<dur>` / `slow` | wait `<dur>` (`5ms`, `1s`) before each streamed delta; `slow` is 25 ms |
 //! | `slow-first-byte[-<dur>]` | wait before sending the status line (default 500 ms) |
@@ -85,6 +86,9 @@ pub struct Behaviour {
     /// Answer a streamed request with one whole JSON body, as a server that ignores
     /// `stream: true` does (LiteLLM's proxy on a mocked model).
     pub ignore_stream: bool,
+    /// Report this as the input and the output token count (a broken provider's absurd
+    /// usage: `usage-18446744073709551615`).
+    pub usage: Option<u64>,
 }
 
 impl Default for Behaviour {
@@ -103,6 +107,7 @@ impl Default for Behaviour {
             first_byte_delay: Duration::ZERO,
             fault: None,
             ignore_stream: false,
+            usage: None,
         }
     }
 }
@@ -270,6 +275,10 @@ fn component_into(c: &str, b: &mut Behaviour) -> Result<(), GrammarError> {
         _ => {
             if let Some(n) = c.strip_prefix("lorem-") {
                 b.content = Content::Lorem(number(n).ok_or_else(|| bad("not a word count"))?);
+            } else if let Some(n) = c.strip_prefix("usage-") {
+                b.usage = Some(n.parse().map_err(|_| {
+                    bad("not a token count from 0 to 18446744073709551615 (2^64 - 1)")
+                })?);
             } else if let Some(n) = c.strip_prefix("chunk-") {
                 let n = number(n).filter(|n| *n > 0);
                 b.chunk_chars = n.ok_or_else(|| bad("not a positive character count"))?;

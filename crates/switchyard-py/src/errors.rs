@@ -97,6 +97,12 @@ fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
             d.set_item("spent", spent)?;
             d.set_item("in_flight", in_flight)?;
         }
+        Error::BudgetStopped { max, spent, stream } => {
+            d.set_item("limit", "max_usd")?;
+            d.set_item("max", max)?;
+            d.set_item("spent", spent)?;
+            d.set_item("stream", stream)?;
+        }
         Error::ReplayExhausted {
             role,
             digest,

@@ -39,7 +39,7 @@ pub use dialect::codec;
 pub use dialect_name::{Dialect, UnknownDialect};
 pub use event::{Event, StreamError};
 pub use part::{flat_name, Image, Opaque, Part, Thinking, ToolCall, ToolKind, ToolResult};
-pub use reply::{FinishReason, Reply, Usage};
+pub use reply::{FinishReason, Reply, Usage, MOST_TOKENS_PER_CALL};
 pub use request::{
     Message, Passthrough, Reasoning, Request, ResponseFormat, Role, Tool, ToolChoice,
 };

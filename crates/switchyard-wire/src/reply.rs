@@ -39,22 +39,52 @@ impl Usage {
             .saturating_sub(self.cache_write)
     }
 
-    /// Input plus output.
+    /// Input plus output (at most `u64::MAX`: a provider's absurd count saturates, it
+    /// does not wrap).
     pub fn total(&self) -> u64 {
-        self.input + self.output
+        self.input.saturating_add(self.output)
     }
 
-    /// The sum of two usages (turns of one call).
+    /// The sum of two usages (turns of one call), each count saturating at `u64::MAX`.
     pub fn add(&self, other: &Usage) -> Usage {
         Usage {
-            input: self.input + other.input,
-            cached_input: self.cached_input + other.cached_input,
-            cache_write: self.cache_write + other.cache_write,
-            output: self.output + other.output,
-            reasoning: self.reasoning + other.reasoning,
+            input: self.input.saturating_add(other.input),
+            cached_input: self.cached_input.saturating_add(other.cached_input),
+            cache_write: self.cache_write.saturating_add(other.cache_write),
+            output: self.output.saturating_add(other.output),
+            reasoning: self.reasoning.saturating_add(other.reasoning),
         }
     }
+
+    /// Why these counts cannot be a call's real usage, when they cannot: a count past
+    /// [`MOST_TOKENS_PER_CALL`] (no call reads or writes four billion tokens; a provider
+    /// that reports more is broken, or `2^64 − 1` came through a bad cast). Such usage is
+    /// kept and billed as reported — saturated, never wrapped — and its record flagged.
+    pub fn suspect(&self) -> Option<String> {
+        let counts = [
+            ("input", self.input),
+            ("cached_input", self.cached_input),
+            ("cache_write", self.cache_write),
+            ("output", self.output),
+            ("reasoning", self.reasoning),
+        ];
+        let past: Vec<String> = counts
+            .iter()
+            .filter(|(_, n)| *n > MOST_TOKENS_PER_CALL)
+            .map(|(name, n)| format!("{name} {n}"))
+            .collect();
+        (!past.is_empty()).then(|| {
+            format!(
+                "the provider reported {} tokens, past {MOST_TOKENS_PER_CALL} (more than any call reads or writes): billed as reported, saturated at 2^64 - 1",
+                past.join(", ")
+            )
+        })
+    }
 }
+
+/// The most tokens one count of one call's usage can plausibly hold (2^32): past it,
+/// [`Usage::suspect`] flags the usage. Far above any context window or output limit.
+pub const MOST_TOKENS_PER_CALL: u64 = 1 << 32;
 
 /// Why the model stopped, normalised across dialects.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -205,6 +205,8 @@ fn synthetic(i: usize, prompt_size: usize) -> CallRecord {
         cache_hit_call: None,
         cache_run: None,
         depth_capped: false,
+        usage_suspect: None,
+        over_reservation: None,
         request,
     }
 }

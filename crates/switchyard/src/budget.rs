@@ -5,6 +5,11 @@
 //! - `max_calls` is exact: a call counts from the moment it is let through;
 //! - `max_usd` and `max_tokens` let a call through only while the settled spend is under
 //!   the limit, so the overshoot is at most what the calls already in flight spend.
+//! - a stream holds what it has spent so far in `max_usd` while it streams
+//!   ([`RunningHold`]), and is stopped once the run's settled spend and what its streams
+//!   in flight hold would pass `max_usd` with its next step (as large as its largest yet):
+//!   a provider that goes on past `max_tokens` cannot take the run past its budget by
+//!   more than a step per stream. A whole reply arrives whole: it is billed whole.
 
 use crate::error::{Error, Result};
 use crate::registry::Price;
@@ -386,7 +391,8 @@ impl BudgetTracker {
             let over = if hold > 0.0 {
                 spend.usd + spend.reserved_usd + hold > max + ROUNDING_SLACK_USD
             } else {
-                spend.usd >= max
+                // What streams in flight have spent counts as spent.
+                spend.usd + spend.reserved_usd >= max
             };
             if over {
                 return Err(Error::BudgetExceeded {
@@ -418,13 +424,28 @@ impl BudgetTracker {
 }
 
 impl Reservation {
+    /// The hold of a stream's running cost, when the budget has `max_usd` (`None` for a
+    /// role the budget leaves out).
+    pub(crate) fn running_hold(&self) -> Option<RunningHold> {
+        let tracker = self.tracker.as_ref()?;
+        let max_usd = tracker.budget.max_usd?;
+        Some(RunningHold {
+            tracker: tracker.clone(),
+            max_usd,
+            held_usd: 0.0,
+            largest_step_usd: 0.0,
+        })
+    }
+
     /// Settles the call: its tokens and cost (unknown cost adds no dollars).
     pub fn settle(mut self, usage: Option<&Usage>, cost: Option<f64>) {
         if let Some(tracker) = self.tracker.take() {
             let mut spend = tracker.lock();
             spend.in_flight = spend.in_flight.saturating_sub(1);
             spend.reserved_usd = (spend.reserved_usd - self.reserved_usd).max(0.0);
-            spend.tokens += usage.map(Usage::total).unwrap_or(0);
+            spend.tokens = spend
+                .tokens
+                .saturating_add(usage.map(Usage::total).unwrap_or(0));
             spend.usd += cost.unwrap_or(0.0);
         }
     }
@@ -437,6 +458,49 @@ impl Drop for Reservation {
             spend.in_flight = spend.in_flight.saturating_sub(1);
             spend.reserved_usd = (spend.reserved_usd - self.reserved_usd).max(0.0);
         }
+    }
+}
+
+/// What a stream has spent so far, held in its run's budget while it streams: other
+/// calls see it as spent, and the stream is stopped once the run would pass `max_usd`
+/// with its next step. Given back when dropped (the call then settles its real cost).
+#[derive(Debug)]
+pub(crate) struct RunningHold {
+    tracker: std::sync::Arc<BudgetTracker>,
+    max_usd: f64,
+    /// What the stream holds now.
+    held_usd: f64,
+    /// The largest rise between two holds: what the next step may add.
+    largest_step_usd: f64,
+}
+
+impl RunningHold {
+    /// Holds `cost_usd`, the stream's cost so far; an error once the run's settled spend
+    /// and what its streams hold, with one more step as large as this stream's largest,
+    /// would pass `max_usd`.
+    pub(crate) fn hold(&mut self, cost_usd: f64) -> Result<()> {
+        let mut spend = self.tracker.lock();
+        if self.held_usd > 0.0 {
+            self.largest_step_usd = self.largest_step_usd.max(cost_usd - self.held_usd);
+        }
+        spend.reserved_usd = (spend.reserved_usd + cost_usd - self.held_usd).max(0.0);
+        self.held_usd = cost_usd;
+        let spent = spend.usd + spend.reserved_usd;
+        if spent + self.largest_step_usd > self.max_usd + ROUNDING_SLACK_USD {
+            return Err(Error::BudgetStopped {
+                max: crate::internal::cost::fmt_cost(Some(self.max_usd)),
+                spent: crate::internal::cost::fmt_cost(Some(spent)),
+                stream: crate::internal::cost::fmt_cost(Some(cost_usd)),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Drop for RunningHold {
+    fn drop(&mut self) {
+        let mut spend = self.tracker.lock();
+        spend.reserved_usd = (spend.reserved_usd - self.held_usd).max(0.0);
     }
 }
 
@@ -641,5 +705,41 @@ mod tests {
         // A call whose bound alone passes what is left is refused.
         let e = t.reserve_up_to("w", 0.5).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::BudgetExceeded);
+    }
+
+    #[test]
+    fn a_stream_past_max_tokens_is_stopped_before_its_next_step_passes_the_budget() {
+        let t = std::sync::Arc::new(BudgetTracker::new(Budget {
+            max_usd: Some(1.0),
+            ..Budget::default()
+        }));
+        let settled = t.reserve("").unwrap();
+        settled.settle(Some(&usage(1, 1)), Some(0.5));
+        let a = t.reserve("").unwrap();
+        let b = t.reserve("").unwrap();
+        let (mut ha, mut hb) = (a.running_hold().unwrap(), b.running_hold().unwrap());
+        // Two streams of $0.05 steps, side by side: the run's $0.5 left is shared out.
+        let mut stopped = None;
+        for step in 1..=20 {
+            let cost = 0.05 * f64::from(step);
+            ha.hold(cost).unwrap();
+            if let Err(e) = hb.hold(cost) {
+                stopped = Some((step, e));
+                break;
+            }
+        }
+        let (step, e) = stopped.expect("stopped");
+        assert_eq!(e.kind(), ErrorKind::BudgetExceeded);
+        assert!(e.to_string().contains("the stream was stopped"), "{e}");
+        // $0.5 settled + 2 × $0.20 held + a $0.05 step would pass $1 by $0.05... at step 5
+        // (0.5 + 0.25 + 0.25 = 1.0, one more step passes).
+        assert_eq!(step, 5);
+        // While they hold it, a new call is refused: what streams spent counts.
+        assert!(t.reserve("").is_err());
+        drop((ha, hb));
+        assert!(t.spend().reserved_usd.abs() < 1e-12);
+        a.settle(Some(&usage(1, 1)), Some(0.25));
+        b.settle(Some(&usage(1, 1)), Some(0.25));
+        assert!((t.spend().usd - 1.0).abs() < 1e-9);
     }
 }

@@ -266,6 +266,18 @@ pub enum Error {
         /// Calls still running when this one was refused.
         in_flight: u64,
     },
+    /// A stream stopped because its cost, with the run's spend, reached the budget's
+    /// `max_usd`: a provider that went on past `max_tokens`. What came before stays in
+    /// the reply, and is billed. Its kind is [`ErrorKind::BudgetExceeded`].
+    #[error("budget exceeded: max_usd is {max}, and spent so far: {spent}, this stream's {stream} included, with its next step past the limit; the stream was stopped and its request cancelled (what it generated is billed)")]
+    BudgetStopped {
+        /// The limit as written for people (`$1.50`).
+        max: String,
+        /// The run's settled spend and what its streams in flight have spent.
+        spent: String,
+        /// What this stream has spent.
+        stream: String,
+    },
     /// A replay has no recorded reply for a request.
     #[error("replay has no recorded reply for role `{role}` and prompt {digest}{}", nearest_prompt(.nearest))]
     ReplayExhausted {
@@ -379,7 +391,7 @@ impl Error {
             Error::BadRequest(_) => ErrorKind::BadRequest,
             Error::Provider(_) => ErrorKind::Provider,
             Error::Unsupported(_) => ErrorKind::Unsupported,
-            Error::BudgetExceeded { .. } => ErrorKind::BudgetExceeded,
+            Error::BudgetExceeded { .. } | Error::BudgetStopped { .. } => ErrorKind::BudgetExceeded,
             Error::ReplayExhausted { .. } => ErrorKind::ReplayExhausted,
             Error::Cancelled { .. } => ErrorKind::Cancelled,
             Error::ReplyTooLarge { .. } => ErrorKind::ReplyTooLarge,

@@ -316,6 +316,11 @@ impl Llm {
         let result = match result {
             Ok(stream) => {
                 let recorded = attempts.clone();
+                // Under a run budget, the stream's running cost is held and checked.
+                let stream = match observed.stream_guard(&call.request) {
+                    Some(guard) => stream.guarded(guard),
+                    None => stream,
+                };
                 Ok(stream.on_end(Box::new(move |reply, end, first_byte| {
                     let seen = Outcome::of_stream(reply, end);
                     observed.end(call, Some(sent), seen, first_byte, &recorded)

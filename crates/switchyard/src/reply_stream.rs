@@ -37,6 +37,11 @@ pub(crate) enum StreamEnd<'a> {
 pub(crate) type EndHook =
     Box<dyn FnOnce(&Reply, StreamEnd<'_>, Option<Instant>) -> BoxFuture<'static, ()> + Send>;
 
+/// Looks at each event before it is handed out; an error ends the stream there, billed
+/// the usage given with it (a run budget's hold of a stream's running cost,
+/// [`crate::budget::RunningHold`]).
+pub(crate) type Guard = Box<dyn FnMut(&Event) -> Option<(Error, switchyard_wire::Usage)> + Send>;
+
 /// A stream of [`Event`]s that assembles the [`Reply`] as it goes.
 ///
 /// Poll it as a `Stream<Item = Result<Event>>`; at any point [`ReplyStream::reply`]
@@ -60,6 +65,8 @@ pub struct ReplyStream {
     finishing: Option<(BoxFuture<'static, ()>, Option<Result<Event>>)>,
     /// Kept for as long as the stream lives (a route member's place in flight).
     held: Option<Box<dyn std::any::Any + Send>>,
+    /// Checks each event before it is handed out.
+    guard: Option<Guard>,
 }
 
 impl ReplyStream {
@@ -78,6 +85,7 @@ impl ReplyStream {
             first_byte: None,
             finishing: None,
             held: None,
+            guard: None,
         }
     }
 
@@ -101,6 +109,29 @@ impl ReplyStream {
         self.raw.extend_from_slice(&raw[..raw.len().min(room)]);
     }
 
+    /// Checks each event with `guard` before it is handed out.
+    pub(crate) fn guarded(mut self, guard: Guard) -> Self {
+        self.guard = Some(guard);
+        self
+    }
+
+    /// The guard refused `event` (not handed out): the upstream is dropped, which ends
+    /// the generation, `usage` is what the reply is billed, and the stream ends with
+    /// `error`.
+    fn stop(
+        &mut self,
+        error: Error,
+        usage: switchyard_wire::Usage,
+    ) -> Option<Option<Result<Event>>> {
+        self.guard = None;
+        self.pending.clear();
+        self.inner = futures::stream::empty().boxed();
+        self.end_check = None;
+        // Usage may come at any point of a stream: the assembler takes it.
+        let _ = self.assembler.push(&Event::Usage(usage));
+        self.end_with(Some(Err(error)))
+    }
+
     /// Keeps `value` alive until the stream is dropped.
     pub(crate) fn holding(mut self, value: Box<dyn std::any::Any + Send>) -> Self {
         self.held = Some(value);
@@ -117,6 +148,8 @@ impl ReplyStream {
     /// means the item waits for the hook's future.
     fn end_with(&mut self, item: Option<Result<Event>>) -> Option<Option<Result<Event>>> {
         self.ended = true;
+        // A budget's hold is given back before the call settles its cost.
+        self.guard = None;
         match self.hook.take() {
             Some(hook) => {
                 let reply = self.reply();
@@ -222,6 +255,12 @@ impl Stream for ReplyStream {
                 return Poll::Ready(item);
             }
             if let Some(event) = self.pending.pop_front() {
+                if let Some(refused) = self.guard.as_mut().and_then(|g| g(&event)) {
+                    match self.stop(refused.0, refused.1) {
+                        Some(item) => return Poll::Ready(item),
+                        None => continue,
+                    }
+                }
                 if let Err(e) = self.assembler.push(&event) {
                     self.end_check = None;
                     match self.end_with(Some(Err(order_error(e)))) {
@@ -271,6 +310,8 @@ impl Stream for ReplyStream {
 
 impl Drop for ReplyStream {
     fn drop(&mut self) {
+        // A budget's hold is given back before the call settles its cost.
+        self.guard = None;
         // A stream dropped before its end is still a call that was made: its hook records
         // it (the returned future only waits for the write, which is already queued).
         if let Some(hook) = self.hook.take() {

@@ -29,11 +29,12 @@ impl Totals {
         self.calls += 1;
         self.errors += u64::from(r.failed());
         if let Some(u) = r.usage {
-            self.input += u.input;
-            self.cached += u.cached_input;
-            self.cache_write += u.cache_write;
-            self.output += u.output;
-            self.reasoning += u.reasoning;
+            // Saturating: one provider's absurd count must not wrap the totals.
+            self.input = self.input.saturating_add(u.input);
+            self.cached = self.cached.saturating_add(u.cached_input);
+            self.cache_write = self.cache_write.saturating_add(u.cache_write);
+            self.output = self.output.saturating_add(u.output);
+            self.reasoning = self.reasoning.saturating_add(u.reasoning);
         }
         match r.cost_usd {
             Some(c) => self.cost += c,

@@ -139,6 +139,13 @@ impl Relay {
                 return;
             }
         }
+        // The reservation is the promise: a stream whose cost passed it goes no further.
+        if !self.watch.ended() {
+            if let Some(passed) = self.meter.over_reservation(self.watch.seen()) {
+                self.stop_at_reservation(passed).await;
+                return;
+            }
+        }
         let complete = self.align(bytes);
         if let Some(e) = self.watch.error.clone() {
             // The provider's own error event, already in the client's dialect: relayed
@@ -210,6 +217,20 @@ impl Relay {
         self.note_failure(&error);
         self.tail.clear();
         let api = ApiError::from_upstream(&error);
+        let event = codec(self.dialect).stream_error_event(
+            &api.stream_error(self.dialect),
+            self.watch.response_id.as_deref(),
+        );
+        self.release(Bytes::from(event)).await;
+    }
+
+    /// The stream's running cost passed what its key's budget reserved for it
+    /// (`budget_stop.rs`): nothing more is relayed, the upstream connection is dropped
+    /// (which ends the generation), and the client gets its dialect's error event.
+    async fn stop_at_reservation(&mut self, passed: crate::budget_stop::Passed) {
+        self.upstream = None;
+        self.tail.clear();
+        let api = self.meter.stop_at_reservation(passed, self.watch.seen());
         let event = codec(self.dialect).stream_error_event(
             &api.stream_error(self.dialect),
             self.watch.response_id.as_deref(),

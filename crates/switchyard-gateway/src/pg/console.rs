@@ -104,7 +104,7 @@ fn order_by(sort: Sort, descending: bool) -> String {
         Sort::Cost => format!("cost_usd {dir} NULLS LAST, {time}"),
         Sort::Latency => format!("latency_ms {dir}, {time}"),
         Sort::Tokens => {
-            format!("COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0) {dir}, {time}")
+            format!("COALESCE(input_tokens, 0)::numeric + COALESCE(output_tokens, 0) {dir}, {time}")
         }
     }
 }
@@ -211,7 +211,7 @@ impl CallSource for PgCallSource {
             let sql = format!(
                 "SELECT substr(started_at, 1, {}) AS b, {group} AS g, COALESCE(SUM(cost_usd), 0),
                         count(*), count(*) FILTER (WHERE cost_usd IS NULL),
-                        COALESCE(SUM(COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)), 0)::bigint
+                        LEAST(COALESCE(SUM(COALESCE(input_tokens, 0)::numeric + COALESCE(output_tokens, 0)), 0), 9223372036854775807)::bigint
                  FROM llm_calls{clause} GROUP BY 1, 2 ORDER BY 1, 2",
                 q.bucket.prefix_len()
             );

@@ -124,7 +124,7 @@ pub async fn charge_tokens(
     client
         .execute_typed(
             "INSERT INTO rate_windows AS w (key, window_start, tokens) VALUES ($1, $2, $3)
-             ON CONFLICT (key, window_start) DO UPDATE SET tokens = w.tokens + EXCLUDED.tokens",
+             ON CONFLICT (key, window_start) DO UPDATE SET tokens = LEAST(w.tokens::numeric + EXCLUDED.tokens, 9223372036854775807)::bigint",
             &[
                 (&key, Type::TEXT),
                 (&window_start, Type::INT8),

@@ -160,6 +160,8 @@ pub(super) fn build_record(call: Finished) -> CallRecord {
         cache_hit_call: draft.cache_hit_call,
         cache_run: None,
         depth_capped: false,
+        usage_suspect: usage.and_then(|u| u.suspect()),
+        over_reservation: draft.over_reservation,
     }
 }
 

@@ -174,6 +174,8 @@ pub struct Draft {
     pub cache_hit: Option<u64>,
     /// A hit from the shared store: the answering call's id there.
     pub cache_hit_call: Option<String>,
+    /// The call cost more than its budget reservation (`budget_stop.rs`).
+    pub over_reservation: Option<switchyard::record::OverReservation>,
 }
 
 /// What a draft kept of a reply's bytes, against its bound.

@@ -175,6 +175,12 @@ impl ErrorRecord {
                 put("bound", json!(bound.setting()));
                 put("limit", json!(limit));
             }
+            Error::BudgetStopped { max, spent, stream } => {
+                put("limit", json!("max_usd"));
+                put("max", json!(max));
+                put("spent", json!(spent));
+                put("stream", json!(stream));
+            }
             Error::ReplayExhausted {
                 role,
                 digest,
@@ -298,6 +304,11 @@ impl ErrorRecord {
                     head: bytes::Bytes::new(),
                 },
                 None => Error::Unsupported(self.message.clone()),
+            },
+            "BudgetExceeded" if self.fields.contains_key("stream") => Error::BudgetStopped {
+                max: self.str_field("max"),
+                spent: self.str_field("spent"),
+                stream: self.str_field("stream"),
             },
             "BudgetExceeded" => Error::BudgetExceeded {
                 limit: self.str_field("limit"),

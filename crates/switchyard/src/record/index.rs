@@ -192,7 +192,11 @@ pub fn run_spend(
     run_spend_in(&conn, exclude_roles).map_err(|e| db_error(&path, e))
 }
 
-/// [`run_spend`] over an index already open, read-only or not (the console's).
+/// [`run_spend`] over an index already open, read-only or not (the console's). A call
+/// the budget refused was never sent (no attempt); one it stopped mid-stream was, and
+/// counts. The
+/// tokens are summed with `TOTAL` (a float, which never overflows; SQLite's `SUM` of
+/// integers fails past `i64::MAX`) and cast back, which saturates at `i64::MAX`.
 pub fn run_spend_in(
     conn: &Connection,
     exclude_roles: &std::collections::BTreeSet<String>,
@@ -200,8 +204,8 @@ pub fn run_spend_in(
     let mut spend = crate::budget::Spend::default();
     let mut stmt = conn.prepare_cached(
         "SELECT role, COUNT(*), COALESCE(SUM(cost_usd), 0),
-                COALESCE(SUM(COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)), 0)
-         FROM llm_calls WHERE error_kind IS NOT 'BudgetExceeded' GROUP BY role",
+                CAST(TOTAL(COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)) AS INTEGER)
+         FROM llm_calls WHERE error_kind IS NOT 'BudgetExceeded' OR attempts > 0 GROUP BY role",
     )?;
     let rows = stmt.query_map([], |r| {
         Ok((
@@ -218,7 +222,7 @@ pub fn run_spend_in(
         }
         spend.calls += calls.max(0) as u64;
         spend.usd += usd;
-        spend.tokens += tokens.max(0) as u64;
+        spend.tokens = spend.tokens.saturating_add(tokens.max(0) as u64);
     }
     Ok(spend)
 }
@@ -274,11 +278,11 @@ fn insert(conn: &Connection, rows: &[IndexRow], courtesy: &Courtesy) -> rusqlite
                     "ok"
                 },
                 r.error_kind,
-                u.map(|u| u.input as i64),
-                u.map(|u| u.cached_input as i64),
-                u.map(|u| u.cache_write as i64),
-                u.map(|u| u.output as i64),
-                u.map(|u| u.reasoning as i64),
+                u.map(|u| big(u.input)),
+                u.map(|u| big(u.cached_input)),
+                u.map(|u| big(u.cache_write)),
+                u.map(|u| big(u.output)),
+                u.map(|u| big(u.reasoning)),
                 r.cost_usd,
                 r.provider_cost_usd,
                 r.latency_ms,
@@ -462,6 +466,12 @@ fn index_loop(
     failure
 }
 
+/// A token count as SQLite's integer, saturating at `i64::MAX` (a provider's absurd
+/// `2^64 − 1` is kept as the largest count, not wrapped to -1).
+fn big(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -504,5 +514,35 @@ mod tests {
         drop(conn);
         // Old rows have no key: they count for nobody's budget.
         assert!(spend_by_client_key(dir.path(), None).unwrap().is_empty());
+    }
+
+    /// A provider's absurd usage (`i64::MAX`, what `2^64 − 1` is stored as): the run's
+    /// token spend saturates instead of failing (SQLite's `SUM` of integers fails past
+    /// `i64::MAX`) or wrapping, and a stream the budget stopped (an attempt made) counts
+    /// while a call it refused (none) does not.
+    #[test]
+    fn absurd_token_counts_saturate_the_run_spend() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = open(&dir.path().join(INDEX_FILE)).unwrap();
+        for (n, error, attempts) in [
+            (1, None, 1),
+            (2, None, 1),
+            (3, Some("BudgetExceeded"), 1),
+            (4, Some("BudgetExceeded"), 0),
+        ] {
+            conn.execute(
+                "INSERT INTO llm_calls (number, time, role, reference, backend, model, dialect, stream,
+                     status, error_kind, input_tokens, output_tokens, cost_usd, latency_ms, attempts,
+                     prompt_digest, segment, line_offset, line_length)
+                 VALUES (?1, '2025-01-01T00:00:00.000000Z', '', 'mock/x', 'mock', 'x', 'chat', 0,
+                     'ok', ?2, ?3, ?3, 0.5, 1.0, ?4, 'd', 1, 0, 100)",
+                rusqlite::params![n, error, big(u64::MAX), attempts],
+            )
+            .unwrap();
+        }
+        let spend = run_spend_in(&conn, &Default::default()).unwrap();
+        assert_eq!(spend.calls, 3);
+        assert_eq!(spend.tokens, i64::MAX as u64);
+        assert!((spend.usd - 1.5).abs() < 1e-9);
     }
 }

@@ -36,13 +36,17 @@ pub fn run_spend(dir: &Path, exclude_roles: &BTreeSet<String>) -> Result<Spend> 
         return Ok(spend);
     }
     for r in read_records(dir)? {
-        let refused = r.error.as_ref().is_some_and(|e| e.kind == "BudgetExceeded");
+        // Refused by the budget: never sent. A stream it stopped was sent, and counts.
+        let refused =
+            r.error.as_ref().is_some_and(|e| e.kind == "BudgetExceeded") && r.attempts.is_empty();
         if refused || exclude_roles.contains(r.role_name()) {
             continue;
         }
         spend.calls += 1;
         spend.usd += r.cost_usd.unwrap_or(0.0);
-        spend.tokens += r.usage.map(|u| u.input + u.output).unwrap_or(0);
+        spend.tokens = spend
+            .tokens
+            .saturating_add(r.usage.map(|u| u.total()).unwrap_or(0));
     }
     Ok(spend)
 }

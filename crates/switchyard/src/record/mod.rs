@@ -160,6 +160,31 @@ pub struct CallRecord {
     /// as a string holding its JSON text, so the record stays readable. Absent otherwise.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub depth_capped: bool,
+    /// Why `usage` cannot be the call's real usage: a count past
+    /// [`switchyard_wire::MOST_TOKENS_PER_CALL`] (a broken provider, or `2^64 − 1` from a
+    /// bad cast). The usage is kept and billed as reported, saturated, never wrapped.
+    /// Absent for believable usage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_suspect: Option<String>,
+    /// A gateway call whose cost passed what its key's budget reserved for it (its
+    /// prompt and output limit at the model's prices): a provider that went on past
+    /// `max_tokens`. A stream is stopped there (`stopped`); a whole reply cannot be,
+    /// and is billed whole. Absent for a call within its reservation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over_reservation: Option<OverReservation>,
+}
+
+/// A call that cost more than its budget reservation (see
+/// [`CallRecord::over_reservation`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct OverReservation {
+    /// Dollars the key's budget held for the call before it was sent.
+    pub reserved_usd: f64,
+    /// Dollars the call cost (what was generated, as `cost_usd`).
+    pub cost_usd: f64,
+    /// Whether the gateway stopped the stream there (true), or billed a whole reply it
+    /// could not cut (false).
+    pub stopped: bool,
 }
 
 /// What an embeddings call's record holds beside the fields every call has.

@@ -143,6 +143,46 @@ impl Observed {
         Some(observed)
     }
 
+    /// The guard of a stream whose handle has a run budget with `max_usd` and a price
+    /// (`None` otherwise): it holds the stream's running cost in the budget — the prompt
+    /// as reported (else estimated from the request), the output as reported or its
+    /// bytes ÷ 4 when that is more — and stops the stream once the run would pass
+    /// `max_usd` with its next step ([`crate::budget::RunningHold`]).
+    pub(crate) fn stream_guard(
+        &self,
+        request: &switchyard_wire::Request,
+    ) -> Option<crate::reply_stream::Guard> {
+        use switchyard_wire::Event;
+        let price = self.price?;
+        let mut hold = self.reservation.as_ref()?.running_hold()?;
+        let prompt = crate::context_check::estimate_prompt_tokens(request);
+        let mut reported: Option<crate::Usage> = None;
+        let mut output_bytes = 0u64;
+        Some(Box::new(move |event: &Event| {
+            let grew = |n: usize| n as u64;
+            match event {
+                Event::TextDelta { text, .. } | Event::ThinkingDelta { text, .. } => {
+                    output_bytes = output_bytes.saturating_add(grew(text.len()))
+                }
+                Event::ToolCallStart { name, .. } => {
+                    output_bytes = output_bytes.saturating_add(grew(name.len()))
+                }
+                Event::ToolCallDelta { arguments, .. } => {
+                    output_bytes = output_bytes.saturating_add(grew(arguments.len()))
+                }
+                Event::Usage(u) => reported = Some(*u),
+                _ => return None,
+            }
+            let mut usage = reported.unwrap_or_default();
+            if usage.input == 0 {
+                usage.input = prompt;
+            }
+            usage.output = usage.output.max(output_bytes.div_ceil(4));
+            let cost = crate::internal::cost::call_cost(Some(&price), Some(&usage))?;
+            hold.hold(cost).err().map(|e| (e, usage))
+        }))
+    }
+
     /// Enters the call in the cache under `key` (when it succeeds).
     pub(crate) fn enter_cache(&mut self, key: Option<String>) {
         if let Some(rec) = &mut self.recording {
@@ -200,6 +240,7 @@ impl Observed {
             rec.model = r.model;
             rec.dialect = r.dialect;
         }
+        let stopped = matches!(outcome, Outcome::Failed(Error::BudgetStopped { .. }, _));
         // A stream hands out nothing before its first output, so a stream that failed
         // with a reply so far broke after output reached the caller.
         let cut = rec.stream && matches!(outcome, Outcome::Failed(_, Some(_)));
@@ -265,7 +306,9 @@ impl Observed {
             cost_usd: cost,
             provider_cost_usd,
             error,
-            usage_estimated: None,
+            usage_estimated: stopped.then(|| {
+                "prompt as the provider reported it, else estimated from the request (÷ 4); output as reported, or its bytes ÷ 4 when that is more: the stream was stopped at the run's budget".to_string()
+            }),
             client_key: None,
             client_dialect: None,
             embedding: None,
@@ -277,6 +320,8 @@ impl Observed {
             cache_hit_call: None,
             cache_run: rec.cache_run,
             depth_capped: false,
+            usage_suspect: usage.and_then(|u| u.suspect()),
+            over_reservation: None,
         };
         if rec.traced {
             crate::trace::emit_record(&record);
@@ -406,6 +451,8 @@ impl Observed {
             cache_hit_call: None,
             cache_run: rec.cache_run,
             depth_capped: false,
+            usage_suspect: usage.and_then(|u| u.suspect()),
+            over_reservation: None,
         };
         if rec.traced {
             crate::trace::emit_record(&record);

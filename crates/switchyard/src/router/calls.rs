@@ -247,6 +247,12 @@ impl Routed {
         let result = match result {
             Ok(stream) => {
                 let recorded = tried.attempts.clone();
+                // Under a run budget, the stream's running cost is held and checked, at
+                // the price of the member that serves.
+                let stream = match observed.stream_guard(&call.request) {
+                    Some(guard) => stream.guarded(guard),
+                    None => stream,
+                };
                 Ok(stream.on_end(Box::new(move |reply, end, first_byte| {
                     let seen = Outcome::of_stream(reply, end);
                     observed.end(call, Some(sent), seen, first_byte, &recorded)

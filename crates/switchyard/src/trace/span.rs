@@ -180,8 +180,8 @@ fn call_attributes(call: &CallSpan) -> Vec<KeyValue> {
         ));
     }
     if let Some(u) = &call.usage {
-        a.push(KeyValue::new("gen_ai.usage.input_tokens", u.input as i64));
-        a.push(KeyValue::new("gen_ai.usage.output_tokens", u.output as i64));
+        a.push(KeyValue::new("gen_ai.usage.input_tokens", big(u.input)));
+        a.push(KeyValue::new("gen_ai.usage.output_tokens", big(u.output)));
         if u.cached_input > 0 {
             a.push(KeyValue::new(
                 "gen_ai.usage.cache_read.input_tokens",
@@ -247,6 +247,11 @@ fn attempt_attributes(call: &CallSpan, at: &AttemptSpan) -> Vec<KeyValue> {
         a.push(KeyValue::new("switchyard.member", member.clone()));
     }
     a
+}
+
+/// A token count as an attribute's integer, saturating at `i64::MAX` (never wrapped).
+fn big(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]

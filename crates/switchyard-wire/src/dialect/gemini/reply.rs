@@ -123,10 +123,10 @@ pub(super) fn usage_from_metadata(usage: &Object) -> Usage {
     let count = |key: &str| u64_at(usage, key).unwrap_or(0);
     let thoughts = count("thoughtsTokenCount");
     Usage {
-        input: count("promptTokenCount") + count("toolUsePromptTokenCount"),
+        input: count("promptTokenCount").saturating_add(count("toolUsePromptTokenCount")),
         cached_input: count("cachedContentTokenCount"),
         cache_write: 0,
-        output: count("candidatesTokenCount") + thoughts,
+        output: count("candidatesTokenCount").saturating_add(thoughts),
         reasoning: thoughts,
     }
 }
@@ -141,7 +141,7 @@ pub(super) fn write_usage(usage: &Usage) -> Value {
     if candidates > 0 {
         m.insert("candidatesTokenCount".into(), json!(candidates));
     }
-    m.insert("totalTokenCount".into(), json!(usage.input + usage.output));
+    m.insert("totalTokenCount".into(), json!(usage.total()));
     if usage.cached_input > 0 {
         m.insert("cachedContentTokenCount".into(), json!(usage.cached_input));
     }

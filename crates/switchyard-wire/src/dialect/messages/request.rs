@@ -61,7 +61,7 @@ pub(super) fn encode(
     let thinking = thinking_field(request, passthrough);
     let max_tokens = match (request.max_tokens, &thinking) {
         (Some(n), _) => n,
-        (None, Some((_, budget))) => budget.unwrap_or(0) + DEFAULT_MAX_TOKENS,
+        (None, Some((_, budget))) => budget.unwrap_or(0).saturating_add(DEFAULT_MAX_TOKENS),
         (None, None) => DEFAULT_MAX_TOKENS,
     };
     body.insert("max_tokens".into(), max_tokens.into());

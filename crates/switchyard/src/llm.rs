@@ -518,6 +518,12 @@ impl Llm {
         self
     }
 
+    /// The handle with no role (a call made by no role).
+    pub(crate) fn without_role(mut self) -> Self {
+        self.role = None;
+        self
+    }
+
     /// The handle's role, if it has one.
     pub fn role(&self) -> Option<&str> {
         self.role.as_deref()

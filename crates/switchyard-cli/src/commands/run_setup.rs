@@ -1,6 +1,9 @@
-//! What a command that makes calls adds to its handle: the run directory it records
-//! into (`--log`, `log=` or `log:`), and the budget of the run config.
+//! `ask --replay`: the one door option the library's assembly does not make. A replay
+//! answers from a recorded run with that run's reference, model and prices, whatever the
+//! current config says; the run config's `retry:`/`timeouts:`, budget and run directory
+//! still apply, read by the library's own readers.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use switchyard::record::RecorderOptions;
@@ -9,13 +12,20 @@ use switchyard::{Budget, BudgetTracker, Llm, Recorder, RunInfo};
 
 use crate::cli::AskArgs;
 
-/// The handle with the run's budget and recorder attached.
-pub(super) fn attach(
+/// The handle answering from `replayed`, with the run's policy, budget and recorder.
+pub(super) fn replaying(
     config: &Config,
-    mut llm: Llm,
+    replayed: &Path,
     args: &AskArgs,
 ) -> Result<(Llm, Option<Arc<Recorder>>), String> {
     let err = |e: switchyard::Error| format!("error: {e}");
+    let policy = switchyard::run::call_policy(config).map_err(err)?;
+    let mut llm = Llm::replaying(replayed, args.role.as_deref())
+        .map_err(err)?
+        .with_policy(policy);
+    if let Some(role) = &args.role {
+        llm = llm.with_role(role.clone());
+    }
     // `--log` wins over the config's `log:` (and its override `log=<dir>`).
     let dir = match &args.log {
         Some(dir) => Some(dir.clone()),
@@ -34,34 +44,22 @@ pub(super) fn attach(
         return Ok((llm, None));
     };
     let role = args.role.as_deref().unwrap_or("");
-    let mut info = RunInfo::new().settings(&config.sections);
-    match &args.replay {
-        Some(replayed) => {
-            // The replayed run's description of its calls, whatever the current config says.
-            info = info.replay_of(replayed);
-            if let Ok(log) = switchyard::ReplayLog::open(replayed) {
-                if let Some(recorded) = log.role(role).or_else(|| log.role("")) {
-                    let backend = log
-                        .run_file()
-                        .get("backends")
-                        .and_then(|b| b.get(&recorded.backend));
-                    info = info.recorded_role(
-                        role,
-                        &recorded.reference,
-                        &recorded.backend,
-                        &recorded.model,
-                        backend,
-                    );
-                }
-            }
-        }
-        None => {
-            info = info.role(
+    // The replayed run's description of its calls, whatever the current config says.
+    let mut info = RunInfo::new()
+        .settings(&config.sections)
+        .replay_of(replayed);
+    if let Ok(log) = switchyard::ReplayLog::open(replayed) {
+        if let Some(recorded) = log.role(role).or_else(|| log.role("")) {
+            let backend = log
+                .run_file()
+                .get("backends")
+                .and_then(|b| b.get(&recorded.backend));
+            info = info.recorded_role(
                 role,
-                llm.label(),
-                llm.backend().name(),
-                llm.model(),
-                &config.registry,
+                &recorded.reference,
+                &recorded.backend,
+                &recorded.model,
+                backend,
             );
         }
     }

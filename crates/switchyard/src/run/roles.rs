@@ -162,7 +162,7 @@ pub(crate) struct RoleEntry {
 }
 
 impl RoleEntry {
-    fn new(name: &str, form: RoleForm, loc: Location) -> Self {
+    pub(crate) fn new(name: &str, form: RoleForm, loc: Location) -> Self {
         RoleEntry {
             name: name.to_string(),
             form,

@@ -1,0 +1,170 @@
+//! One assembly: how every door turns what it was given into a call.
+//!
+//! A program reaches Switchyard through several doors — a run's roles ([`Run`](super::Run)),
+//! `switchyard ask`, the Python package, `switchyard bind`, the gateway's library handles.
+//! Each of them must make the *same* call from the same inputs, so they all go through the
+//! one assembly of this module and [`resolve`](super::resolve):
+//!
+//! **Inputs**
+//! - the registry's layers: the built-in backends, the user's backends file, the run
+//!   config's `backends:`, the environment's `<NAME>_BASE_URL`, the overrides
+//!   `backends.<name>.<field>=…` ([`Config::load_all`](crate::registry::Config::load_all));
+//! - the run config (a file, or none): `llm:` (the roles), `model:`, `retry:`,
+//!   `timeouts:`, `cache:`, `budget:`, `unknown_cost`, `log:`, `otel:`;
+//! - a role or none: a door that makes one call ([`OneCall`]) names the role it calls as
+//!   (`ask --role planner`), or none (the role `""`, a call made by no role);
+//! - overrides (`llm.planner.max_tokens=…`, `model=…`, `log=…`), laid over the file;
+//! - the environment ([`EnvSource`](crate::env::EnvSource)): keys, `SWITCHYARD_MODEL`,
+//!   `SWITCHYARD_BACKEND`, `<NAME>_BASE_URL`, `OTEL_EXPORTER_OTLP_*`;
+//! - the door's own options: a reference given to the door (`ask mock/echo …`), which
+//!   is the role's model override; `--log <dir>` (over `log:`); `--resume`; whether the
+//!   door exports traces itself; a backend of its own for a role (`backend_for_role`).
+//!
+//! **The resolved call** (one [`RoleInfo`](super::RoleInfo) and its [`Llm`](crate::Llm)):
+//! - the reference, by the precedence of [`super::precedence`], a reference naming only
+//!   a backend completed with its default model ([`default_reference`]);
+//! - the backend (registry or inline endpoint) with the role's price, context window and
+//!   `extra_body` laid over it, and the dialect;
+//! - the settings, each checked by one reader ([`super::settings`]) against what that
+//!   backend and dialect take, with one error message whatever the door;
+//! - retry and timeouts: the run's `retry:`/`timeouts:` with the role's own over them;
+//! - the route, when the model names one, each member resolved as the role would be;
+//! - the cache (`cache:`, answering from the run directory), the budget (`budget:`,
+//!   shared by every role of the run and carried across `--resume`), the recorder
+//!   (`log:` or the door's log directory), and the prices the budget and records count.
+//!
+//! `switchyard ask` is a run of one role: [`RunBuilder::one_call`](super::RunBuilder::one_call)
+//! keeps the role it names (or makes it, when the config has none of that name) and drops
+//! the others, and everything else is what [`Run`](super::Run) does.
+
+use std::collections::BTreeMap;
+
+use super::precedence::MODEL_VAR;
+use super::resolve::Found;
+use super::roles::{Located, RoleEntry, RoleForm};
+use crate::config_error::Location;
+use crate::env::EnvSource;
+use crate::registry::Registry;
+
+/// The environment variable naming the backend a call made with no model uses (its
+/// default model): below `SWITCHYARD_MODEL` and any model named.
+pub const BACKEND_VAR: &str = "SWITCHYARD_BACKEND";
+
+/// What a door that makes one call asks for: the role it calls as, and a reference given to
+/// the door itself (which wins over the role's model, as the override
+/// `llm.<role>.model=…` would).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OneCall {
+    /// The role of the run config to call as; `None` is a call made by no role.
+    pub role: Option<String>,
+    /// The model given to the door (`ask mock/echo …`, `llm("mock/echo")`).
+    pub reference: Option<String>,
+}
+
+impl OneCall {
+    /// The role's name in the run (`""` for none).
+    pub(crate) fn name(&self) -> &str {
+        self.role.as_deref().unwrap_or("")
+    }
+
+    /// Keeps only the called role among `entries` (made when the config has no role of
+    /// that name: a name for the caller in records, budgets and replay), with the door's
+    /// reference as its model override; drops the problems of the other roles.
+    pub(crate) fn select(
+        &self,
+        entries: &mut BTreeMap<String, RoleEntry>,
+        problems: &mut Vec<Found>,
+    ) {
+        let name = self.name().to_string();
+        let mut entry = entries.remove(&name).unwrap_or_else(|| {
+            RoleEntry::new(
+                &name,
+                RoleForm::Reference,
+                Location::source("the command line"),
+            )
+        });
+        if let Some(reference) = &self.reference {
+            entry.model_override = Some(Located {
+                value: reference.clone(),
+                loc: Location::source("the reference given"),
+            });
+        }
+        entries.clear();
+        entries.insert(name.clone(), entry);
+        problems.retain(|p| p.role.as_deref().is_none_or(|r| r == name));
+    }
+
+    /// The error of a one-call run that cannot open. A call made by no role has no role
+    /// to place its own problems at: they say just what is wrong. Anything else is listed
+    /// as a run lists its problems.
+    pub(crate) fn error_text(&self, report: &super::CheckReport) -> String {
+        let prefix = "role ``: ";
+        let own = |p: &super::Problem| p.role.as_deref() == Some("") && self.role.is_none();
+        if !report.problems.is_empty() && report.problems.iter().all(own) {
+            return report
+                .problems
+                .iter()
+                .map(|p| p.message.strip_prefix(prefix).unwrap_or(&p.message))
+                .collect::<Vec<_>>()
+                .join("; ");
+        }
+        report.problems_text()
+    }
+
+    /// The message for a call that names no model and gets none from the defaults.
+    pub(crate) fn no_model_message(&self) -> String {
+        match &self.role {
+            Some(role) => super::precedence::no_model_message(role),
+            None => format!(
+                "no model: give a reference (`mock/echo`, `openai/gpt-5`), or name one with the override `model=…`, \
+                 the environment variable {MODEL_VAR}, {BACKEND_VAR} (a backend, called with its default model) \
+                 or `model:` in the run config"
+            ),
+        }
+    }
+}
+
+/// The reference a call is made with when `text` names only a backend (`vertex`,
+/// `mock`): that backend's default model; any other text is returned as it is.
+///
+/// `None` when `text` is a backend without a default model (the caller's error then says
+/// to name one).
+pub fn default_reference(registry: &Registry, text: &str) -> Option<String> {
+    if text.contains('/') || registry.route(text).is_some() {
+        return Some(text.to_string());
+    }
+    match registry.backend(text) {
+        Some(b) => b
+            .default_model
+            .as_ref()
+            .map(|m| format!("{}/{}", b.name, m.value)),
+        None => Some(text.to_string()),
+    }
+}
+
+/// The model a caller that names none gets from the environment, by the seeds'
+/// precedence: an explicit `model` first, then `SWITCHYARD_MODEL`, then
+/// `SWITCHYARD_BACKEND` (its default model); a text naming only a backend becomes that
+/// backend's default model. `Ok(None)` when nothing names one.
+///
+/// This is the function the Python package's `llm()`/`llm("vertex")`/`llm(model=…)` call.
+pub fn model_from_env(
+    registry: &Registry,
+    model: Option<&str>,
+    env: &dyn EnvSource,
+) -> crate::Result<Option<String>> {
+    let named = model
+        .map(str::to_string)
+        .filter(|m| !m.is_empty())
+        .or_else(|| env.var(MODEL_VAR).filter(|m| !m.is_empty()))
+        .or_else(|| env.var(BACKEND_VAR).filter(|m| !m.is_empty()));
+    let Some(text) = named else {
+        return Ok(None);
+    };
+    default_reference(registry, &text).map(Some).ok_or_else(|| {
+        crate::Error::Config(format!(
+            "backend `{text}` declares no default model: name one (`{text}/<model id>`), or give the backend `default_model: <model id>`"
+        ))
+    })
+}
+

@@ -552,6 +552,17 @@ impl Llm {
         self.price.as_ref()
     }
 
+    /// What `reply` cost, by the one rule the record, the budget and every door use: the
+    /// price when the model has one, else the cost the provider reported itself (Claude
+    /// Code's `total_cost_usd`), else unknown.
+    pub fn cost(&self, reply: &crate::Reply) -> Option<f64> {
+        crate::internal::cost::priced_or_reported(
+            self.price(),
+            reply.usage.as_ref(),
+            self.backend().reported_cost(&reply.raw),
+        )
+    }
+
     /// A handle answering from a recorded run instead of a provider: the calls `role`
     /// made (`None`: the calls made without a role), matched by prompt, with the recorded
     /// run's reference, model and prices (from its `run.yaml`).

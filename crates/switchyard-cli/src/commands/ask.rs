@@ -84,7 +84,13 @@ pub(super) fn run(config: &Config, args: &AskArgs) -> Result<(), String> {
     let elapsed = started.elapsed();
 
     if args.json {
-        let json = serde_json::to_string_pretty(&reply)
+        // The reply with what it cost, by the library's one rule (`null`: unknown).
+        let mut value = serde_json::to_value(&reply)
+            .map_err(|e| format!("error: cannot write JSON: {e}"))?;
+        if let Some(object) = value.as_object_mut() {
+            object.insert("cost_usd".into(), serde_json::json!(llm.cost(&reply)));
+        }
+        let json = serde_json::to_string_pretty(&value)
             .map_err(|e| format!("error: cannot write JSON: {e}"))?;
         println!("{json}");
     } else if !stream {
@@ -198,8 +204,13 @@ fn usage_line(llm: &Llm, reply: &Reply, elapsed: std::time::Duration) -> String 
         None => "usage not reported".to_string(),
     };
     // Not lowercased as a whole: model ids are case-sensitive (`vllm/Qwen/Qwen3-8B`).
+    // What the call cost, as the record and the budget count it.
+    let cost = match llm.cost(reply) {
+        Some(_) => switchyard::internal::cost::fmt_cost(llm.cost(reply)),
+        None => "cost unknown".to_string(),
+    };
     format!(
-        "[{} · {model} · {usage} · finish {} · {:.2} s]",
+        "[{} · {model} · {usage} · {cost} · finish {} · {:.2} s]",
         llm.label(),
         reply.finish.as_str(),
         elapsed.as_secs_f64()

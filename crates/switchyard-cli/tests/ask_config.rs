@@ -262,7 +262,13 @@ fn ask_role_calls_the_config_role_with_its_model_and_settings() {
         &mock,
         Some(&config),
         &[],
-        &["mock/mock-large", "--role", "planner", "plan it", "--no-stream"],
+        &[
+            "mock/mock-large",
+            "--role",
+            "planner",
+            "plan it",
+            "--no-stream",
+        ],
     );
     assert!(r.ok, "{}", r.err);
     let body = mock.requests()[1].json.clone().unwrap();
@@ -301,14 +307,20 @@ fn ask_honours_the_config_cache_the_second_question_reaches_no_provider() {
 fn ask_shows_the_cost_on_its_usage_line_and_in_json() {
     let mock = mock();
     // `mock-small` is priced 1 $/M input, 2 $/M output.
-    let r = ask(&mock, None, &[], &["mock/mock-small", "hello", "--no-stream"]);
+    let r = ask(
+        &mock,
+        None,
+        &[],
+        &["mock/mock-small", "hello", "--no-stream"],
+    );
     assert!(r.ok, "{}", r.err);
     assert!(r.err.contains(" · $0.0"), "{}", r.err);
     let r = ask(&mock, None, &[], &["mock/mock-small", "hello", "--json"]);
     assert!(r.ok, "{}", r.err);
     let reply: serde_json::Value = serde_json::from_str(&r.out).unwrap();
     let usage = &reply["usage"];
-    let expected = usage["input"].as_f64().unwrap() * 1e-6 + usage["output"].as_f64().unwrap() * 2e-6;
+    let expected =
+        usage["input"].as_f64().unwrap() * 1e-6 + usage["output"].as_f64().unwrap() * 2e-6;
     let cost = reply["cost_usd"].as_f64().expect("cost_usd in --json");
     assert!((cost - expected).abs() < 1e-12, "{cost} vs {expected}");
     // An unpriced model says so rather than $0.
@@ -351,6 +363,26 @@ fn a_backend_named_alone_is_its_default_model_and_switchyard_backend_picks_one()
         &["mock/mock-large", "hello", "--no-stream"],
     );
     assert!(r.err.contains("[mock/mock-large · "), "{}", r.err);
+    // `backends show` says where the default came from.
+    let home = tempfile::tempdir().unwrap();
+    let r = run(switchyard(home.path()).args(["backends", "show", "vertex"]));
+    assert!(r.ok, "{}", r.err);
+    let line = r
+        .out
+        .lines()
+        .find(|l| l.starts_with("default_model"))
+        .unwrap();
+    assert!(
+        line.contains("gemini-2.5-flash") && line.contains("builtin"),
+        "{}",
+        r.out
+    );
+    assert!(
+        r.err
+            .contains("its default model `vertex/gemini-2.5-flash`"),
+        "{}",
+        r.err
+    );
     // A backend that declares no default model says how to name one.
     let r = ask(&mock, None, &[], &["openai", "hello", "--no-stream"]);
     assert!(!r.ok);

@@ -110,7 +110,13 @@ fn a_role_called_through_run_and_ask_role_sends_the_same_body_and_writes_the_sam
     let r = run(switchyard(home.path())
         .arg("--config")
         .arg(&config)
-        .args(["ask", "--role", "planner", "the same question", "--no-stream"])
+        .args([
+            "ask",
+            "--role",
+            "planner",
+            "the same question",
+            "--no-stream",
+        ])
         .arg(format!("log={}", ask_log.display()))
         .arg(&base));
     assert!(r.ok, "{}", r.err);
@@ -121,11 +127,17 @@ fn a_role_called_through_run_and_ask_role_sends_the_same_body_and_writes_the_sam
     let (by_run, by_ask) = (requests[0].json.clone(), requests[1].json.clone());
     assert_eq!(by_run, by_ask, "the same upstream body");
     let body = by_run.unwrap();
-    assert_eq!(body["model"], "mock-small", "the route's first member: {body}");
+    assert_eq!(
+        body["model"], "mock-small",
+        "the route's first member: {body}"
+    );
     assert_eq!(body["temperature"], 0.25, "{body}");
 
     let (run_record, ask_record) = (comparable(&run_log), comparable(&ask_log));
-    assert_eq!(run_record, ask_record, "the same record apart from times and ids");
+    assert_eq!(
+        run_record, ask_record,
+        "the same record apart from times and ids"
+    );
     assert_eq!(run_record["role"], "planner");
     assert_eq!(run_record["route"], "pair");
     assert!(run_record["cost_usd"].as_f64().is_some(), "{run_record}");

@@ -85,8 +85,8 @@ pub(super) fn run(config: &Config, args: &AskArgs) -> Result<(), String> {
 
     if args.json {
         // The reply with what it cost, by the library's one rule (`null`: unknown).
-        let mut value = serde_json::to_value(&reply)
-            .map_err(|e| format!("error: cannot write JSON: {e}"))?;
+        let mut value =
+            serde_json::to_value(&reply).map_err(|e| format!("error: cannot write JSON: {e}"))?;
         if let Some(object) = value.as_object_mut() {
             object.insert("cost_usd".into(), serde_json::json!(llm.cost(&reply)));
         }

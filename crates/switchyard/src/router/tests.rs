@@ -155,5 +155,8 @@ fn each_new_weighted_router_starts_at_a_random_point_of_its_cycle() {
         .collect();
     let ones = firsts.iter().filter(|i| **i == 1).count();
     // A quarter expected (100); far outside chance on either side is a failure.
-    assert!((50..=160).contains(&ones), "{ones} of 400 first calls on the lighter member");
+    assert!(
+        (50..=160).contains(&ones),
+        "{ones} of 400 first calls on the lighter member"
+    );
 }

@@ -168,3 +168,58 @@ pub fn model_from_env(
     })
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::env::MapEnv;
+    use crate::registry::LoadOptions;
+
+    fn registry() -> Registry {
+        let env = MapEnv::default();
+        let mut opts = LoadOptions::new(&env);
+        opts.user_file = false;
+        Registry::load(&opts).unwrap()
+    }
+
+    #[test]
+    fn a_model_given_wins_then_switchyard_model_then_switchyard_backend() {
+        let r = registry();
+        let none = MapEnv::default();
+        assert_eq!(model_from_env(&r, None, &none).unwrap(), None);
+        let backend = MapEnv::new([(BACKEND_VAR, "vertex")]);
+        assert_eq!(
+            model_from_env(&r, None, &backend).unwrap().as_deref(),
+            Some("vertex/gemini-2.5-flash")
+        );
+        let both = MapEnv::new([(BACKEND_VAR, "vertex"), (MODEL_VAR, "mock/mock-small")]);
+        assert_eq!(
+            model_from_env(&r, None, &both).unwrap().as_deref(),
+            Some("mock/mock-small")
+        );
+        assert_eq!(
+            model_from_env(&r, Some("mock"), &both).unwrap().as_deref(),
+            Some("mock/echo")
+        );
+        assert_eq!(
+            model_from_env(&r, Some("openai/gpt-5"), &both)
+                .unwrap()
+                .as_deref(),
+            Some("openai/gpt-5")
+        );
+        let e = model_from_env(&r, Some("openai"), &none).unwrap_err();
+        assert!(e.to_string().contains("declares no default model"), "{e}");
+    }
+
+    #[test]
+    fn default_reference_completes_only_a_backend_named_alone() {
+        let r = registry();
+        assert_eq!(
+            default_reference(&r, "vertex").as_deref(),
+            Some("vertex/gemini-2.5-flash")
+        );
+        assert_eq!(default_reference(&r, "mock/x").as_deref(), Some("mock/x"));
+        assert_eq!(default_reference(&r, "openai"), None);
+        // Not a backend: left for the resolver to refuse with its own message.
+        assert_eq!(default_reference(&r, "nope").as_deref(), Some("nope"));
+    }
+}

@@ -106,7 +106,11 @@ impl Run {
             .unwrap_or_default();
         let llm = self.llm(&name)?;
         // A call made by no role is recorded with none.
-        Ok(if name.is_empty() { llm.without_role() } else { llm })
+        Ok(if name.is_empty() {
+            llm.without_role()
+        } else {
+            llm
+        })
     }
 
     /// The handle of `role`. An unknown role is an error listing the roles.
@@ -343,12 +347,7 @@ impl<'a> RunBuilder<'a> {
     fn report(&self, p: &resolve::Prepared) -> CheckReport {
         let process = ProcessEnv;
         let env: &dyn EnvSource = self.env.unwrap_or(&process);
-        CheckReport::from_prepared(
-            self.label(),
-            p,
-            &|role| self.custom.contains_key(role),
-            env,
-        )
+        CheckReport::from_prepared(self.label(), p, &|role| self.custom.contains_key(role), env)
     }
 
     /// Checks the config without opening the run: every role and every problem.

@@ -417,3 +417,21 @@ fn ask_help_shows_role() {
     assert!(r.out.contains("--role <NAME>"), "{}", r.out);
     assert!(r.out.contains("role of the run config"), "{}", r.out);
 }
+
+#[test]
+fn separate_asks_on_a_weighted_route_spread_across_its_members() {
+    let mock = mock();
+    let route = "routes.w={pick: weighted, members: [{model: mock/mock-small, weight: 3}, {model: mock/mock-large, weight: 1}]}";
+    for _ in 0..40 {
+        let r = ask(&mock, None, &[], &["w", "hi", "--no-stream", route]);
+        assert!(r.ok, "{}", r.err);
+    }
+    let large = mock
+        .requests()
+        .iter()
+        .filter(|q| q.json.as_ref().is_some_and(|j| j["model"] == "mock-large"))
+        .count();
+    // Before: all 40 on `mock-small` (each process started at the heaviest member).
+    // About 10 expected; none at all has a chance of 0.75^40 (1 in 100,000).
+    assert!((1..=25).contains(&large), "{large} of 40 calls on the lighter member");
+}

@@ -433,5 +433,8 @@ fn separate_asks_on_a_weighted_route_spread_across_its_members() {
         .count();
     // Before: all 40 on `mock-small` (each process started at the heaviest member).
     // About 10 expected; none at all has a chance of 0.75^40 (1 in 100,000).
-    assert!((1..=25).contains(&large), "{large} of 40 calls on the lighter member");
+    assert!(
+        (1..=25).contains(&large),
+        "{large} of 40 calls on the lighter member"
+    );
 }

@@ -89,26 +89,39 @@ impl OneCall {
                 loc: Location::source("the reference given"),
             });
         }
-        entries.clear();
+        // The other roles' own problems go with them; a problem naming a role the config
+        // lacks (an override `llm.plannr.…`) is the call's, and stays.
+        let others: Vec<String> = std::mem::take(entries).into_keys().collect();
         entries.insert(name.clone(), entry);
-        problems.retain(|p| p.role.as_deref().is_none_or(|r| r == name));
+        problems.retain(|p| p.role.as_ref().is_none_or(|r| !others.contains(r)));
     }
 
     /// The error of a one-call run that cannot open. A call made by no role has no role
-    /// to place its own problems at: they say just what is wrong. Anything else is listed
-    /// as a run lists its problems.
+    /// to place its own problems at, and a run with no config file no file: their
+    /// problems say just what is wrong. A config's problems are listed as a run lists them.
     pub(crate) fn error_text(&self, report: &super::CheckReport) -> String {
-        let prefix = "role ``: ";
-        let own = |p: &super::Problem| p.role.as_deref() == Some("") && self.role.is_none();
-        if !report.problems.is_empty() && report.problems.iter().all(own) {
-            return report
-                .problems
-                .iter()
-                .map(|p| p.message.strip_prefix(prefix).unwrap_or(&p.message))
-                .collect::<Vec<_>>()
-                .join("; ");
+        let unnamed = |p: &super::Problem| p.role.as_deref() == Some("") && self.role.is_none();
+        let no_file = report.config == super::resolve::NO_FILE;
+        if report.problems.is_empty() || !(no_file || report.problems.iter().all(unnamed)) {
+            return report.problems_text();
         }
-        report.problems_text()
+        let lines: Vec<String> = report
+            .problems
+            .iter()
+            .map(|p| match p.message.strip_prefix("role ``: ") {
+                Some(message) if unnamed(p) => message.to_string(),
+                // `role `planner`: role `planner` has no model…` says it once.
+                _ if said_twice(&p.message).is_some() => {
+                    said_twice(&p.message).unwrap_or_default().to_string()
+                }
+                _ if p.location == super::resolve::NO_FILE => p.message.clone(),
+                _ => p.to_string(),
+            })
+            .collect();
+        match lines.as_slice() {
+            [one] => one.clone(),
+            many => format!("{} problems:\n  {}", many.len(), many.join("\n  ")),
+        }
     }
 
     /// The message for a call that names no model and gets none from the defaults.
@@ -122,6 +135,13 @@ impl OneCall {
             ),
         }
     }
+}
+
+/// The message of a role problem whose text names the role again (`role `planner`: role
+/// `planner` has no model…`), without the first naming.
+fn said_twice(message: &str) -> Option<&str> {
+    let (head, rest) = message.split_once(": ")?;
+    (head.starts_with("role `") && rest.starts_with(head)).then_some(rest)
 }
 
 /// The reference a call is made with when `text` names only a backend (`vertex`,

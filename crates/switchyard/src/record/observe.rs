@@ -455,24 +455,8 @@ fn settle(
     cost
 }
 
-/// An attempt as the record keeps it. A successful attempt of a backend called over HTTP
-/// (it has a dialect) was answered `200 OK`: the record says so, rather than no status.
 fn attempt_record(a: &Attempt, http: bool) -> AttemptRecord {
-    let status = match a.status {
-        Some(s) => Some(s),
-        None if http && a.succeeded() => Some(200),
-        None => None,
-    };
-    AttemptRecord {
-        number: a.number,
-        wait_before_ms: ms(a.wait_before),
-        started_at: super::timestamp(a.started_at),
-        duration_ms: ms(a.duration),
-        status,
-        error_kind: a.error_kind.map(|k| k.as_str().to_string()),
-        error: a.error.clone(),
-        reference: a.reference.clone(),
-    }
+    AttemptRecord::of(a, http)
 }
 
 fn ms(d: std::time::Duration) -> f64 {

@@ -301,6 +301,25 @@ fn ask_honours_the_config_cache_the_second_question_reaches_no_provider() {
     assert_eq!(second.out, "same question\n");
     // Before: `cache:` was ignored by `ask`, and both reached the provider.
     assert_eq!(mock.received(), 1, "the second answer came from the cache");
+
+    // The run directory may come from `--log` instead of `log:`.
+    let mock = common::mock();
+    let config = write(
+        tmp.path(),
+        "cached.yaml",
+        "model: mock/echo\ncache: read-write\n",
+    );
+    let dir = tmp.path().join("by-flag");
+    let dir = dir.to_str().unwrap();
+    for resume in [false, true] {
+        let mut args = vec!["asked twice", "--no-stream", "--log", dir];
+        if resume {
+            args.push("--resume");
+        }
+        let r = ask(&mock, Some(&config), &[], &args);
+        assert!(r.ok, "{}", r.err);
+    }
+    assert_eq!(mock.received(), 1, "the second answer came from the cache");
 }
 
 #[test]

@@ -97,7 +97,7 @@ pub(crate) fn run(cli: Cli) -> Result<(), String> {
         Command::Ask(mut args) => {
             args.split_words()?;
             if let Some(path) = &config {
-                check::preflight(path, &args.overrides)?;
+                check::preflight(path, &args.overrides, args.log.as_deref())?;
             }
             let config = load(config, args.overrides.clone())?;
             ask::run(&config, &args)

@@ -41,6 +41,7 @@ pub(super) fn run(config: &Config, args: &AskArgs) -> Result<(), String> {
             .one_call(OneCall {
                 role: args.role.clone(),
                 reference: args.reference.clone(),
+                ..OneCall::default()
             });
             if let Some(dir) = &args.log {
                 builder = builder.log(dir);

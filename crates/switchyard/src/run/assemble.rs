@@ -46,6 +46,9 @@ use crate::config_error::Location;
 use crate::env::EnvSource;
 use crate::registry::Registry;
 
+/// Where the door's own settings are said to come from in a problem.
+const SETTINGS_GIVEN: &str = "the settings given";
+
 /// The environment variable naming the backend a call made with no model uses (its
 /// default model): below `SWITCHYARD_MODEL` and any model named.
 pub const BACKEND_VAR: &str = "SWITCHYARD_BACKEND";
@@ -59,6 +62,10 @@ pub struct OneCall {
     pub role: Option<String>,
     /// The model given to the door (`ask mock/echo …`, `llm("mock/echo")`).
     pub reference: Option<String>,
+    /// Settings given to the door (Python's `llm("mock/echo", max_tokens=100)`), laid over
+    /// the role's own and read by the reader of a role's settings: a setting the backend
+    /// does not take is refused with the message a run config gets.
+    pub settings: Vec<(String, serde_json::Value)>,
 }
 
 impl OneCall {
@@ -89,11 +96,61 @@ impl OneCall {
                 loc: Location::source("the reference given"),
             });
         }
+        self.read_settings(&mut entry, problems);
         // The other roles' own problems go with them; a problem naming a role the config
         // lacks (an override `llm.plannr.…`) is the call's, and stays.
         let others: Vec<String> = std::mem::take(entries).into_keys().collect();
         entries.insert(name.clone(), entry);
         problems.retain(|p| p.role.as_ref().is_none_or(|r| !others.contains(r)));
+    }
+
+    /// Reads the door's settings into `entry`, as the mapping `{<setting>: <value>…}` of an
+    /// override of the role.
+    fn read_settings(&self, entry: &mut RoleEntry, problems: &mut Vec<Found>) {
+        if self.settings.is_empty() {
+            return;
+        }
+        let mut mapping = serde_yaml_ng::Mapping::new();
+        for (key, value) in &self.settings {
+            match serde_yaml_ng::to_value(value) {
+                Ok(v) => {
+                    mapping.insert(serde_yaml_ng::Value::String(key.clone()), v);
+                }
+                Err(e) => problems.push(Found {
+                    role: Some(entry.name.clone()),
+                    error: crate::config_error::ConfigError::new(
+                        Location::source(SETTINGS_GIVEN),
+                        crate::config_error::ConfigProblem::Invalid {
+                            field: key.clone(),
+                            message: format!("`{key}` cannot be read as a setting: {e}"),
+                        },
+                    ),
+                }),
+            }
+        }
+        let src = crate::registry::patch::LayerSource {
+            layer: crate::registry::Layer::Override,
+            label: SETTINGS_GIVEN.to_string(),
+            spans: None,
+            prefix: Vec::new(),
+        };
+        let mut errors = Vec::new();
+        // The role's form is kept: the door's settings are not an inline endpoint.
+        let form = entry.form;
+        super::roles::parse_role(
+            entry,
+            &serde_yaml_ng::Value::Mapping(mapping),
+            &src,
+            true,
+            &mut errors,
+        );
+        if entry.form == RoleForm::Mapping && form == RoleForm::Reference {
+            entry.form = form;
+        }
+        problems.extend(errors.into_iter().map(|error| Found {
+            role: Some(entry.name.clone()),
+            error,
+        }));
     }
 
     /// The error of a one-call run that cannot open. A call made by no role has no role

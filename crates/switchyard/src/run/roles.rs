@@ -253,7 +253,7 @@ pub(crate) fn parse_section(
 }
 
 /// Reads one layer of a role into `entry`.
-fn parse_role(
+pub(crate) fn parse_role(
     entry: &mut RoleEntry,
     value: &Value,
     src: &LayerSource<'_>,

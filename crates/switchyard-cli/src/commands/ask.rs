@@ -26,31 +26,29 @@ pub(super) fn run(config: &Config, args: &AskArgs) -> Result<(), String> {
     // `ask` is a run of one role: the library's one assembly (model, settings, retry,
     // timeouts, routes, cache, budget, recorder, prices), `--role` naming a role of the
     // config (or a name for the caller when the config has none of that name).
-    let (mut llm, recorder) = match &args.replay {
-        Some(run_dir) => super::run_setup::replaying(config, run_dir, args)?,
-        None => {
-            let mut builder = match &config.run_config {
-                Some(path) => switchyard::Run::builder(path),
-                None => switchyard::Run::builder_without_config(),
-            }
-            .overrides(args.overrides.iter().cloned())
-            .env(&CliEnv)
-            .resume(args.resume)
-            // The export is started below, and flushed when `ask` returns.
-            .trace(false)
-            .one_call(OneCall {
-                role: args.role.clone(),
-                reference: args.reference.clone(),
-                ..OneCall::default()
-            });
-            if let Some(dir) = &args.log {
-                builder = builder.log(dir);
-            }
-            let run = builder.open().map_err(|e| format!("error: {e}"))?;
-            let llm = run.call_llm().map_err(|e| format!("error: {e}"))?;
-            (llm, run.recorder().cloned())
-        }
-    };
+    let mut builder = match &config.run_config {
+        Some(path) => switchyard::Run::builder(path),
+        None => switchyard::Run::builder_without_config(),
+    }
+    .overrides(args.overrides.iter().cloned())
+    .env(&CliEnv)
+    .resume(args.resume)
+    // The export is started below, and flushed when `ask` returns.
+    .trace(false)
+    .one_call(OneCall {
+        role: args.role.clone(),
+        reference: args.reference.clone(),
+        ..OneCall::default()
+    });
+    if let Some(dir) = &args.log {
+        builder = builder.log(dir);
+    }
+    if let Some(run_dir) = &args.replay {
+        builder = builder.replay(run_dir);
+    }
+    let run = builder.open().map_err(|e| format!("error: {e}"))?;
+    let mut llm = run.call_llm().map_err(|e| format!("error: {e}"))?;
+    let recorder = run.recorder().cloned();
     if args.no_retry {
         llm = llm.with_retry(RetryPolicy::never());
     }

@@ -14,7 +14,6 @@ mod log_source;
 mod log_view;
 mod mock;
 mod otel;
-mod run_setup;
 mod serve;
 mod serve_log;
 mod store;

@@ -17,8 +17,10 @@
 //! - the environment ([`EnvSource`](crate::env::EnvSource)): keys, `SWITCHYARD_MODEL`,
 //!   `SWITCHYARD_BACKEND`, `<NAME>_BASE_URL`, `OTEL_EXPORTER_OTLP_*`;
 //! - the door's own options: a reference given to the door (`ask mock/echo …`), which
-//!   is the role's model override; `--log <dir>` (over `log:`); `--resume`; whether the
-//!   door exports traces itself; a backend of its own for a role (`backend_for_role`).
+//!   is the role's model override, and settings given to it (read as a role's); `--log
+//!   <dir>` (over `log:`); `--resume`; `--replay <run_dir>` (the recorded run answers, with
+//!   its reference, model and prices); whether the door exports traces itself; a backend
+//!   of its own for a role (`backend_for_role`).
 //!
 //! **The resolved call** (one [`RoleInfo`](super::RoleInfo) and its [`Llm`](crate::Llm)):
 //! - the reference, by the precedence of [`super::precedence`], a reference naming only
@@ -45,6 +47,49 @@ use super::roles::{Located, RoleEntry, RoleForm};
 use crate::config_error::Location;
 use crate::env::EnvSource;
 use crate::registry::Registry;
+
+/// The handle of a one-call run that answers from the recorded run in `run_dir` (`ask
+/// --replay`): the recorded calls of the role (or of none), with that run's reference,
+/// model and prices whatever the current config says, and the run's `retry:`/`timeouts:`.
+pub(crate) fn replaying(
+    config: &crate::registry::Config,
+    run_dir: &std::path::Path,
+    one: &OneCall,
+) -> crate::Result<crate::Llm> {
+    let policy = super::call_policy(config)?;
+    let llm = crate::Llm::replaying(run_dir, one.role.as_deref())?.with_policy(policy);
+    Ok(match &one.role {
+        Some(role) => llm.with_role(role.clone()),
+        None => llm,
+    })
+}
+
+/// The description `run.yaml` keeps of a replaying one-call run: the replayed run's own
+/// description of the role's calls.
+pub(crate) fn replay_info(
+    info: crate::record::RunInfo,
+    run_dir: &std::path::Path,
+    one: &OneCall,
+) -> crate::record::RunInfo {
+    let mut info = info.replay_of(run_dir);
+    let role = one.name();
+    if let Ok(log) = crate::ReplayLog::open(run_dir) {
+        if let Some(recorded) = log.role(role).or_else(|| log.role("")) {
+            let backend = log
+                .run_file()
+                .get("backends")
+                .and_then(|b| b.get(&recorded.backend));
+            info = info.recorded_role(
+                role,
+                &recorded.reference,
+                &recorded.backend,
+                &recorded.model,
+                backend,
+            );
+        }
+    }
+    info
+}
 
 /// Where the door's own settings are said to come from in a problem.
 const SETTINGS_GIVEN: &str = "the settings given";

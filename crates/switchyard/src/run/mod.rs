@@ -56,6 +56,8 @@ pub struct Run {
     recorder: Option<Arc<Recorder>>,
     /// Set when the run was opened for one call.
     one: Option<OneCall>,
+    /// The recorded run a one-call run answers from.
+    replayed: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Run {
@@ -165,6 +167,11 @@ impl Run {
             None => log_dir(&self.config)?,
         };
         if let Some(budget) = Budget::from_sections(&self.config.sections)? {
+            // A replaying handle's prices are the recorded run's, checked here (a role's
+            // were checked when it was resolved).
+            if self.replayed.is_some() {
+                budget.check_prices(self.llms.values().map(|l| ("", l.label(), l.price())))?;
+            }
             let resumed = dir.as_deref().filter(|_| resume);
             let tracker = Arc::new(BudgetTracker::for_run(budget, resumed)?);
             for llm in self.llms.values_mut() {
@@ -184,7 +191,14 @@ impl Run {
                 .unwrap_or(&role.backend);
             info = info.role_of(&role.name, &role.reference, &role.model, backend);
         }
-        let cache = self.cache_over(&dir)?;
+        if let (Some(replayed), Some(one)) = (&self.replayed, &self.one) {
+            info = assemble::replay_info(info, replayed, one);
+        }
+        // A replay answers from its recorded run, not from this run's cache.
+        let cache = match self.replayed {
+            Some(_) => None,
+            None => self.cache_over(&dir)?,
+        };
         let recorder = Recorder::create(
             &dir,
             &info,
@@ -239,6 +253,7 @@ pub struct RunBuilder<'a> {
     one: Option<OneCall>,
     log: Option<PathBuf>,
     trace: bool,
+    replay: Option<PathBuf>,
 }
 
 impl<'a> RunBuilder<'a> {
@@ -253,6 +268,7 @@ impl<'a> RunBuilder<'a> {
             one: None,
             log: None,
             trace: true,
+            replay: None,
         }
     }
 
@@ -262,6 +278,14 @@ impl<'a> RunBuilder<'a> {
     /// with [`Run::call_llm`].
     pub fn one_call(mut self, call: OneCall) -> Self {
         self.one = Some(call);
+        self
+    }
+
+    /// Answers the one call ([`one_call`](Self::one_call)) from the recorded run in
+    /// `run_dir` (`ask --replay`), with that run's reference, model and prices; the
+    /// config's `retry:`, `timeouts:`, budget and run directory still apply.
+    pub fn replay(mut self, run_dir: impl Into<PathBuf>) -> Self {
+        self.replay = Some(run_dir.into());
         self
     }
 
@@ -331,6 +355,7 @@ impl<'a> RunBuilder<'a> {
         let door = resolve::Door {
             one: self.one.as_ref(),
             log_given: self.log.is_some(),
+            replaying: self.replay.is_some() && self.one.is_some(),
         };
         let mut p = resolve::prepare(
             loaded.config,
@@ -369,6 +394,7 @@ impl<'a> RunBuilder<'a> {
                 report,
                 recorder: None,
                 one: self.one,
+                replayed: None,
             }),
             _ => Err(report),
         }
@@ -394,6 +420,7 @@ impl<'a> RunBuilder<'a> {
         let door_log = self.log.clone();
         let trace = self.trace;
         let one = self.one.clone();
+        let replay = self.replay.clone();
         let process = ProcessEnv;
         let env: &dyn EnvSource = self.env.unwrap_or(&process);
         let mut run = self.open_checked().map_err(|report| {
@@ -402,6 +429,11 @@ impl<'a> RunBuilder<'a> {
                 None => report.problems_text(),
             })
         })?;
+        if let (Some(dir), Some(one)) = (&replay, &one) {
+            let llm = assemble::replaying(&run.config, dir, one)?;
+            run.llms.insert(one.name().to_string(), llm);
+            run.replayed = Some(dir.clone());
+        }
         run.attach_budget_and_log(resume, door_log)?;
         if trace {
             let otel = resolve::effective_section(&run.config, "otel");

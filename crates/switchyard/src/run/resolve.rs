@@ -186,6 +186,9 @@ pub(crate) fn prepare(
     roles::apply_overrides(&mut entries, &config.overrides, &mut role_problems);
     if let Some(one) = door.one {
         one.select(&mut entries, &mut role_problems);
+        if door.replaying {
+            entries.clear();
+        }
     }
     let mut problems: Vec<Found> = file_problems
         .into_iter()
@@ -468,6 +471,8 @@ pub(crate) struct Door<'a> {
     pub one: Option<&'a super::assemble::OneCall>,
     /// The door names the run directory itself (`ask --log`), so `cache:` has one.
     pub log_given: bool,
+    /// The one call answers from a recorded run: its role is not resolved here.
+    pub replaying: bool,
 }
 
 struct Defaults {

@@ -2,8 +2,12 @@
 //!
 //! A program reaches Switchyard through several doors — a run's roles ([`Run`](super::Run)),
 //! `switchyard ask`, the Python package, `switchyard bind`, the gateway's library handles.
-//! Each of them must make the *same* call from the same inputs, so they all go through the
-//! one assembly of this module and [`resolve`](super::resolve):
+//! Each of them must make the *same* call from the same inputs, so they go through the one
+//! assembly of this module and [`resolve`](super::resolve). Today [`Run`](super::Run) and
+//! `switchyard ask` do; the Python package, `bind` and the gateway are still to be moved
+//! onto it (the functions they need are here: [`OneCall`], [`model_from_env`],
+//! [`Llm::cost`](crate::Llm::cost)).
+//!
 //!
 //! **Inputs**
 //! - the registry's layers: the built-in backends, the user's backends file, the run
@@ -47,49 +51,6 @@ use super::roles::{Located, RoleEntry, RoleForm};
 use crate::config_error::Location;
 use crate::env::EnvSource;
 use crate::registry::Registry;
-
-/// The handle of a one-call run that answers from the recorded run in `run_dir` (`ask
-/// --replay`): the recorded calls of the role (or of none), with that run's reference,
-/// model and prices whatever the current config says, and the run's `retry:`/`timeouts:`.
-pub(crate) fn replaying(
-    config: &crate::registry::Config,
-    run_dir: &std::path::Path,
-    one: &OneCall,
-) -> crate::Result<crate::Llm> {
-    let policy = super::call_policy(config)?;
-    let llm = crate::Llm::replaying(run_dir, one.role.as_deref())?.with_policy(policy);
-    Ok(match &one.role {
-        Some(role) => llm.with_role(role.clone()),
-        None => llm,
-    })
-}
-
-/// The description `run.yaml` keeps of a replaying one-call run: the replayed run's own
-/// description of the role's calls.
-pub(crate) fn replay_info(
-    info: crate::record::RunInfo,
-    run_dir: &std::path::Path,
-    one: &OneCall,
-) -> crate::record::RunInfo {
-    let mut info = info.replay_of(run_dir);
-    let role = one.name();
-    if let Ok(log) = crate::ReplayLog::open(run_dir) {
-        if let Some(recorded) = log.role(role).or_else(|| log.role("")) {
-            let backend = log
-                .run_file()
-                .get("backends")
-                .and_then(|b| b.get(&recorded.backend));
-            info = info.recorded_role(
-                role,
-                &recorded.reference,
-                &recorded.backend,
-                &recorded.model,
-                backend,
-            );
-        }
-    }
-    info
-}
 
 /// Where the door's own settings are said to come from in a problem.
 const SETTINGS_GIVEN: &str = "the settings given";

@@ -21,6 +21,7 @@
 pub mod assemble;
 mod check;
 mod precedence;
+mod replay_call;
 mod resolve;
 mod role_backend;
 mod roles;
@@ -192,7 +193,7 @@ impl Run {
             info = info.role_of(&role.name, &role.reference, &role.model, backend);
         }
         if let (Some(replayed), Some(one)) = (&self.replayed, &self.one) {
-            info = assemble::replay_info(info, replayed, one);
+            info = replay_call::replay_info(info, replayed, one);
         }
         // A replay answers from its recorded run, not from this run's cache.
         let cache = match self.replayed {
@@ -430,7 +431,7 @@ impl<'a> RunBuilder<'a> {
             })
         })?;
         if let (Some(dir), Some(one)) = (&replay, &one) {
-            let llm = assemble::replaying(&run.config, dir, one)?;
+            let llm = replay_call::replaying(&run.config, dir, one)?;
             run.llms.insert(one.name().to_string(), llm);
             run.replayed = Some(dir.clone());
         }

@@ -407,8 +407,9 @@ pub(crate) struct AskArgs {
     #[arg(skip)]
     pub prompt: String,
 
-    /// Record the call under this role (a name for the caller in records, budgets and
-    /// replay); a replay answers for the recorded role of this name.
+    /// Call as this role of the run config: its model, settings, retry, timeouts and route
+    /// (a reference given wins over its model). A name the config lacks is a name for the
+    /// caller in records, budgets and replay; a replay answers for the recorded role.
     #[arg(long, value_name = "NAME")]
     pub role: Option<String>,
 

@@ -141,7 +141,8 @@ fn an_unknown_backend_lists_the_known_ones_and_the_nearest() {
     assert!(!r.ok);
     assert_eq!(r.code, Some(1));
     assert!(r.out.is_empty(), "{}", r.out);
-    assert!(r.err.contains("unknown backend `mokc`"), "{}", r.err);
+    // The message a run's role gets: `ask` resolves its model by the same assembly.
+    assert!(r.err.contains("no backend is called `mokc`"), "{}", r.err);
     assert!(r.err.contains("did you mean `mock`?"), "{}", r.err);
     for known in ["openai", "anthropic", "vertex", "mock"] {
         assert!(r.err.contains(known), "{known} in {}", r.err);

@@ -230,3 +230,230 @@ fn ask_records_under_a_role_and_a_role_replays_a_run_recorded_without_one() {
     assert!(!r.ok);
     assert!(r.err.contains("its roles: planner"), "{}", r.err);
 }
+
+/// The run config of the role tests: a default model, and a planner with its own model,
+/// settings and retry schedule.
+const ROLES: &str = "model: mock/echo\nllm:\n  planner: {model: mock/mock-small, max_tokens: 77, temperature: 0.25}\n  reviewer: mock/echo\n";
+
+#[test]
+fn ask_role_calls_the_config_role_with_its_model_and_settings() {
+    let mock = mock();
+    let tmp = tempfile::tempdir().unwrap();
+    let config = write(tmp.path(), "run.yaml", ROLES);
+    let r = ask(
+        &mock,
+        Some(&config),
+        &[],
+        &["--role", "planner", "plan it", "--no-stream"],
+    );
+    assert!(r.ok, "{}", r.err);
+    // Before: the default model (`mock/echo`), and none of the planner's settings.
+    assert!(r.err.contains("[mock/mock-small · mock-small"), "{}", r.err);
+    let body = mock.requests()[0].json.clone().unwrap();
+    assert_eq!(body["model"], "mock-small", "{body}");
+    assert_eq!(body["temperature"], 0.25, "{body}");
+    let limit = body
+        .get("max_tokens")
+        .or_else(|| body.get("max_completion_tokens"));
+    assert_eq!(limit, Some(&serde_json::json!(77)), "{body}");
+
+    // A reference given wins over the role's model; the role's settings still apply.
+    let r = ask(
+        &mock,
+        Some(&config),
+        &[],
+        &[
+            "mock/mock-large",
+            "--role",
+            "planner",
+            "plan it",
+            "--no-stream",
+        ],
+    );
+    assert!(r.ok, "{}", r.err);
+    let body = mock.requests()[1].json.clone().unwrap();
+    assert_eq!(body["model"], "mock-large", "{body}");
+    assert_eq!(body["temperature"], 0.25, "{body}");
+}
+
+#[test]
+fn ask_honours_the_config_cache_the_second_question_reaches_no_provider() {
+    let mock = mock();
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("run");
+    let config = write(
+        tmp.path(),
+        "run.yaml",
+        &format!(
+            "model: mock/echo\nlog: {}\ncache: read-write\n",
+            log.display()
+        ),
+    );
+    let first = ask(&mock, Some(&config), &[], &["same question", "--no-stream"]);
+    assert!(first.ok, "{}", first.err);
+    let second = ask(
+        &mock,
+        Some(&config),
+        &[],
+        &["same question", "--resume", "--no-stream"],
+    );
+    assert!(second.ok, "{}", second.err);
+    assert_eq!(second.out, "same question\n");
+    // Before: `cache:` was ignored by `ask`, and both reached the provider.
+    assert_eq!(mock.received(), 1, "the second answer came from the cache");
+
+    // The run directory may come from `--log` instead of `log:`.
+    let mock = common::mock();
+    let config = write(
+        tmp.path(),
+        "cached.yaml",
+        "model: mock/echo\ncache: read-write\n",
+    );
+    let dir = tmp.path().join("by-flag");
+    let dir = dir.to_str().unwrap();
+    for resume in [false, true] {
+        let mut args = vec!["asked twice", "--no-stream", "--log", dir];
+        if resume {
+            args.push("--resume");
+        }
+        let r = ask(&mock, Some(&config), &[], &args);
+        assert!(r.ok, "{}", r.err);
+    }
+    assert_eq!(mock.received(), 1, "the second answer came from the cache");
+}
+
+#[test]
+fn ask_shows_the_cost_on_its_usage_line_and_in_json() {
+    let mock = mock();
+    // `mock-small` is priced 1 $/M input, 2 $/M output.
+    let r = ask(
+        &mock,
+        None,
+        &[],
+        &["mock/mock-small", "hello", "--no-stream"],
+    );
+    assert!(r.ok, "{}", r.err);
+    assert!(r.err.contains(" · $0.0"), "{}", r.err);
+    let r = ask(&mock, None, &[], &["mock/mock-small", "hello", "--json"]);
+    assert!(r.ok, "{}", r.err);
+    let reply: serde_json::Value = serde_json::from_str(&r.out).unwrap();
+    let usage = &reply["usage"];
+    let expected =
+        usage["input"].as_f64().unwrap() * 1e-6 + usage["output"].as_f64().unwrap() * 2e-6;
+    let cost = reply["cost_usd"].as_f64().expect("cost_usd in --json");
+    assert!((cost - expected).abs() < 1e-12, "{cost} vs {expected}");
+    // An unpriced model says so rather than $0.
+    let r = ask(&mock, None, &[], &["mock/echo", "hello", "--no-stream"]);
+    assert!(r.err.contains("cost unknown"), "{}", r.err);
+    let r = ask(&mock, None, &[], &["mock/echo", "hello", "--json"]);
+    let reply: serde_json::Value = serde_json::from_str(&r.out).unwrap();
+    assert!(reply["cost_usd"].is_null(), "{reply}");
+}
+
+#[test]
+fn a_backend_named_alone_is_its_default_model_and_switchyard_backend_picks_one() {
+    let mock = mock();
+    let r = ask(&mock, None, &[], &["mock", "hello", "--no-stream"]);
+    assert!(r.ok, "{}", r.err);
+    assert!(r.err.contains("[mock/echo · echo"), "{}", r.err);
+    let r = ask(
+        &mock,
+        None,
+        &[("SWITCHYARD_BACKEND", "mock")],
+        &["hello", "--no-stream"],
+    );
+    assert!(r.ok, "{}", r.err);
+    assert_eq!(r.out, "hello\n");
+    // SWITCHYARD_MODEL wins over SWITCHYARD_BACKEND; a model given wins over both.
+    let r = ask(
+        &mock,
+        None,
+        &[
+            ("SWITCHYARD_BACKEND", "mock"),
+            ("SWITCHYARD_MODEL", "mock/mock-small"),
+        ],
+        &["hello", "--no-stream"],
+    );
+    assert!(r.err.contains("[mock/mock-small · "), "{}", r.err);
+    let r = ask(
+        &mock,
+        None,
+        &[("SWITCHYARD_MODEL", "mock/mock-small")],
+        &["mock/mock-large", "hello", "--no-stream"],
+    );
+    assert!(r.err.contains("[mock/mock-large · "), "{}", r.err);
+    // `backends show` says where the default came from.
+    let home = tempfile::tempdir().unwrap();
+    let r = run(switchyard(home.path()).args(["backends", "show", "vertex"]));
+    assert!(r.ok, "{}", r.err);
+    let line = r
+        .out
+        .lines()
+        .find(|l| l.starts_with("default_model"))
+        .unwrap();
+    assert!(
+        line.contains("gemini-2.5-flash") && line.contains("builtin"),
+        "{}",
+        r.out
+    );
+    assert!(
+        r.err
+            .contains("its default model `vertex/gemini-2.5-flash`"),
+        "{}",
+        r.err
+    );
+    // A backend that declares no default model says how to name one.
+    let r = ask(&mock, None, &[], &["openai", "hello", "--no-stream"]);
+    assert!(!r.ok);
+    assert!(r.err.contains("declares no default model"), "{}", r.err);
+}
+
+#[test]
+fn a_setting_the_role_s_backend_does_not_take_is_refused_before_any_call() {
+    let mock = mock();
+    let tmp = tempfile::tempdir().unwrap();
+    let config = write(
+        tmp.path(),
+        "run.yaml",
+        "llm:\n  planner: {model: mock/echo, thinking_budget: 100}\n",
+    );
+    let r = ask(
+        &mock,
+        Some(&config),
+        &[],
+        &["--role", "planner", "hi", "--no-stream"],
+    );
+    assert!(!r.ok);
+    assert!(r.err.contains("thinking_budget"), "{}", r.err);
+    assert_eq!(mock.received(), 0);
+}
+
+#[test]
+fn ask_help_shows_role() {
+    let home = tempfile::tempdir().unwrap();
+    let r = run(switchyard(home.path()).args(["ask", "--help"]));
+    assert!(r.ok, "{}", r.err);
+    assert!(r.out.contains("--role <NAME>"), "{}", r.out);
+    assert!(r.out.contains("role of the run config"), "{}", r.out);
+}
+
+#[test]
+fn separate_asks_on_a_weighted_route_spread_across_its_members() {
+    let mock = mock();
+    let route = "routes.w={pick: weighted, members: [{model: mock/mock-small, weight: 3}, {model: mock/mock-large, weight: 1}]}";
+    for _ in 0..40 {
+        let r = ask(&mock, None, &[], &["w", "hi", "--no-stream", route]);
+        assert!(r.ok, "{}", r.err);
+    }
+    let large = mock
+        .requests()
+        .iter()
+        .filter(|q| q.json.as_ref().is_some_and(|j| j["model"] == "mock-large"))
+        .count();
+    // Before: all 40 on `mock-small` (each process started at the heaviest member).
+    // About 10 expected; none at all has a chance of 0.75^40 (1 in 100,000).
+    assert!(
+        (1..=25).contains(&large),
+        "{large} of 40 calls on the lighter member"
+    );
+}

@@ -290,11 +290,18 @@ fn show_a_bare_backend_and_fields_copied_by_from() {
     let home = tempfile::tempdir().unwrap();
     let (ok, out, err) = run(switchyard(home.path()).args(["backends", "show", "mock"]));
     assert!(ok, "{err}");
+    // The mock declares a default model: the note names it and its layer.
     assert!(
-        err.contains("`mock` is a backend; a reference is `mock/<model id>`"),
+        err.contains("`mock` is a backend; named alone it calls its default model `mock/echo` (default_model, from builtin)"),
         "{err}"
     );
     assert!(!err.contains("did you mean"), "{err}");
+    let (ok, _, err) = run(switchyard(home.path()).args(["backends", "show", "openai"]));
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("`openai` is a backend; a reference is `openai/<model id>`"),
+        "{err}"
+    );
     assert!(out.contains("models/{model}:generateContent"), "{out}");
     let (ok, out, err) = run(switchyard(home.path()).args([
         "backends",

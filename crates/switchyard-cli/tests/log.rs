@@ -98,6 +98,11 @@ fn ask_records_then_log_reads_and_replay_answers_without_the_provider() {
     assert!(out.contains("reply      hello there"), "{out}");
     assert!(out.contains("[user] \"hello there\""), "{out}");
     assert!(out.contains("attempt    1 · waited 0 ms"), "{out}");
+    // A provider's 200 is shown and recorded as such (before: "no status", and null).
+    assert!(out.contains(" · HTTP 200"), "{out}");
+    assert!(!out.contains("no status"), "{out}");
+    let records = switchyard::record::read_records(&run_dir).unwrap();
+    assert_eq!(records[0].attempts[0].status, Some(200));
     let (ok, raw, _) = run(switchyard(home.path()).args(["log", "show", dir, "2", "--raw"]));
     assert!(ok);
     assert!(
@@ -176,7 +181,8 @@ fn a_dollar_budget_refuses_an_unpriced_model_before_calling() {
     ]));
     assert!(!ok);
     assert!(
-        err.contains("the budget has max_usd but `mock/echo` has no price")
+        // The message a run's role gets: `ask` is assembled as a run of one role.
+        err.contains("dollar budget (budget.max_usd: 1) but the price of `mock/echo` is unknown")
             && err.contains("unknown_cost: allow"),
         "{err}"
     );

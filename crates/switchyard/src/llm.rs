@@ -523,6 +523,12 @@ impl Llm {
         self
     }
 
+    /// The handle with no role (a call made by no role).
+    pub(crate) fn without_role(mut self) -> Self {
+        self.role = None;
+        self
+    }
+
     /// The handle's role, if it has one.
     pub fn role(&self) -> Option<&str> {
         self.role.as_deref()
@@ -549,6 +555,17 @@ impl Llm {
     /// The price its calls are costed at, when known.
     pub fn price(&self) -> Option<&Price> {
         self.price.as_ref()
+    }
+
+    /// What `reply` cost, by the one rule the record, the budget and every door use: the
+    /// price when the model has one, else the cost the provider reported itself (Claude
+    /// Code's `total_cost_usd`), else unknown.
+    pub fn cost(&self, reply: &crate::Reply) -> Option<f64> {
+        crate::internal::cost::priced_or_reported(
+            self.price(),
+            reply.usage.as_ref(),
+            self.backend().reported_cost(&reply.raw),
+        )
     }
 
     /// A handle answering from a recorded run instead of a provider: the calls `role`

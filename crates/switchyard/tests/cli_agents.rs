@@ -484,6 +484,31 @@ async fn a_recorded_claude_code_call_keeps_its_reported_cost_beside_ours() {
     assert_eq!(reported, 0.0421);
 }
 
+#[tokio::test]
+async fn an_unpriced_claude_code_call_costs_what_it_reported_in_the_record_and_the_handle() {
+    // One pricing rule: Python's `reply.cost_usd` said 0.0421 (the provider's own figure)
+    // where the record and `log stats` said unknown.
+    let s = StandIn::new("claude", CLAUDE_OK, 0);
+    let env = MapEnv::default();
+    let overrides = with_command("claude-code", &s, "claude");
+    let unpriced = llm("claude-code/claude-opus-4-5", &overrides, &env).unwrap();
+    assert!(unpriced.price().is_none());
+    let run = tempfile::tempdir().unwrap();
+    let recorder = switchyard::Recorder::create(
+        run.path(),
+        &switchyard::RunInfo::new(),
+        switchyard::RecorderOptions::default(),
+    )
+    .unwrap();
+    let recording = unpriced.with_recorder(recorder.clone());
+    let reply = recording.complete(Request::user("capital?")).await.unwrap();
+    recorder.close().unwrap();
+    assert_eq!(recording.cost(&reply), Some(0.0421));
+    let records = switchyard::record::read_records(run.path()).unwrap();
+    assert_eq!(records[0].cost_usd, Some(0.0421));
+    assert_eq!(records[0].provider_cost_usd, Some(0.0421));
+}
+
 /// One answer as `claude -p --output-format stream-json --verbose --include-partial-messages`
 /// prints it, in two halves: up to the first text delta, and the rest (its result line
 /// carrying the same usage and cost as `CLAUDE_OK`).

@@ -6,7 +6,7 @@ use std::time::Instant;
 use super::CliEnv;
 use futures::StreamExt;
 use switchyard::registry::Config;
-use switchyard::run::MODEL_VAR;
+use switchyard::run::OneCall;
 use switchyard::wire::{Event, Request};
 use switchyard::{Llm, Reply, RetryPolicy};
 
@@ -23,26 +23,35 @@ pub(super) fn run(config: &Config, args: &AskArgs) -> Result<(), String> {
         .without_time()
         .with_target(false)
         .try_init();
-    // The run config's `retry:` and `timeouts:` apply here as they do to its roles.
-    let policy = switchyard::run::call_policy(config).map_err(|e| format!("error: {e}"))?;
-    let mut llm = match &args.replay {
-        Some(run_dir) => Llm::replaying(run_dir, args.role.as_deref()),
-        None => {
-            let reference = reference(config, args)?;
-            Llm::resolve_with(&config.registry, &reference, &CliEnv, policy.clone())
-        }
+    // `ask` is a run of one role: the library's one assembly (model, settings, retry,
+    // timeouts, routes, cache, budget, recorder, prices), `--role` naming a role of the
+    // config (or a name for the caller when the config has none of that name).
+    let mut builder = match &config.run_config {
+        Some(path) => switchyard::Run::builder(path),
+        None => switchyard::Run::builder_without_config(),
     }
-    .map_err(|e| format!("error: {e}"))?;
-    if args.replay.is_some() {
-        llm = llm.with_policy(policy);
+    .overrides(args.overrides.iter().cloned())
+    .env(&CliEnv)
+    .resume(args.resume)
+    // The export is started below, and flushed when `ask` returns.
+    .trace(false)
+    .one_call(OneCall {
+        role: args.role.clone(),
+        reference: args.reference.clone(),
+        ..OneCall::default()
+    });
+    if let Some(dir) = &args.log {
+        builder = builder.log(dir);
     }
-    if let Some(role) = &args.role {
-        llm = llm.with_role(role.clone());
+    if let Some(run_dir) = &args.replay {
+        builder = builder.replay(run_dir);
     }
+    let run = builder.open().map_err(|e| format!("error: {e}"))?;
+    let mut llm = run.call_llm().map_err(|e| format!("error: {e}"))?;
+    let recorder = run.recorder().cloned();
     if args.no_retry {
         llm = llm.with_retry(RetryPolicy::never());
     }
-    let (llm, recorder) = super::run_setup::attach(config, llm, args)?;
     // Dropped when `ask` returns: the call's spans are sent before the process exits.
     let _otel = super::otel::start(config)?;
     let mut request = Request::user(args.prompt.clone());
@@ -74,7 +83,13 @@ pub(super) fn run(config: &Config, args: &AskArgs) -> Result<(), String> {
     let elapsed = started.elapsed();
 
     if args.json {
-        let json = serde_json::to_string_pretty(&reply)
+        // The reply with what it cost, by the library's one rule (`null`: unknown).
+        let mut value =
+            serde_json::to_value(&reply).map_err(|e| format!("error: cannot write JSON: {e}"))?;
+        if let Some(object) = value.as_object_mut() {
+            object.insert("cost_usd".into(), serde_json::json!(llm.cost(&reply)));
+        }
+        let json = serde_json::to_string_pretty(&value)
             .map_err(|e| format!("error: cannot write JSON: {e}"))?;
         println!("{json}");
     } else if !stream {
@@ -93,21 +108,6 @@ pub(super) fn run(config: &Config, args: &AskArgs) -> Result<(), String> {
     }
     eprintln!("{}", usage_line(&llm, &reply, elapsed));
     Ok(())
-}
-
-/// The model to ask: the reference given, else (as a role naming none would get) the
-/// override `model=…`, `SWITCHYARD_MODEL`, the run config's `model:`.
-fn reference(config: &Config, args: &AskArgs) -> Result<String, String> {
-    if let Some(r) = &args.reference {
-        return Ok(r.clone());
-    }
-    match switchyard::run::default_model(config, &CliEnv) {
-        Some(reference) => Ok(reference),
-        None => Err(format!(
-            "error: no model: give a reference first (`switchyard ask mock/echo \"{}\"`), or name one with the override `model=…`, the environment variable {MODEL_VAR} or `model:` in the run config",
-            args.prompt
-        )),
-    }
 }
 
 /// Prints text as it arrives (thinking to standard error, under a `[thinking]` label and
@@ -203,8 +203,13 @@ fn usage_line(llm: &Llm, reply: &Reply, elapsed: std::time::Duration) -> String 
         None => "usage not reported".to_string(),
     };
     // Not lowercased as a whole: model ids are case-sensitive (`vllm/Qwen/Qwen3-8B`).
+    // What the call cost, as the record and the budget count it.
+    let cost = match llm.cost(reply) {
+        Some(_) => switchyard::internal::cost::fmt_cost(llm.cost(reply)),
+        None => "cost unknown".to_string(),
+    };
     format!(
-        "[{} · {model} · {usage} · finish {} · {:.2} s]",
+        "[{} · {model} · {usage} · {cost} · finish {} · {:.2} s]",
         llm.label(),
         reply.finish.as_str(),
         elapsed.as_secs_f64()

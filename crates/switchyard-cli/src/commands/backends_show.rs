@@ -62,6 +62,10 @@ fn text(config: &Config, r: &Reference, b: &Backend) -> String {
         ]),
         None => rows.push(vec!["model".into(), r.model.clone(), String::new()]),
     }
+    // What a reference naming only the backend (`vertex`) calls, and which layer said so.
+    if let Some(m) = &b.default_model {
+        rows.push(row("default_model", m));
+    }
     rows.push(row("kind", &b.kind));
     rows.push(opt_row("base_url", &b.base_url, "-"));
     if let Some(m) = &b.messages_url {
@@ -186,6 +190,7 @@ fn json_of(r: &Reference, b: &Backend, env: &dyn EnvSource) -> Value {
         "context_window": b.context_window.as_ref().map(resolved_json).unwrap_or_else(|| json!("unknown")),
         "max_output_tokens": b.max_output_tokens.as_ref().map(resolved_json).unwrap_or_else(|| json!("unknown")),
         "model_options": b.model_options.as_ref().map(resolved_json),
+        "default_model": b.default_model.as_ref().map(resolved_json),
         "developer_role": resolved_json(&b.developer_role),
         "max_tokens_field": resolved_json(&b.max_tokens_field),
         "extra_body": serde_json::to_value(&b.extra_body).unwrap_or(Value::Null),
@@ -287,10 +292,16 @@ pub(super) fn run(config: &Config, args: &ShowArgs) -> Result<(), String> {
         return Ok(());
     }
     if bare {
-        eprintln!(
-            "note: `{}` is a backend; a reference is `{}/<model id>`. The backend itself:",
-            reference.backend, reference.backend
-        );
+        match &backend.default_model {
+            Some(m) => eprintln!(
+                "note: `{}` is a backend; named alone it calls its default model `{}/{}` (default_model, from {}). The backend itself:",
+                reference.backend, reference.backend, m.value, m.layer
+            ),
+            None => eprintln!(
+                "note: `{}` is a backend; a reference is `{}/<model id>`. The backend itself:",
+                reference.backend, reference.backend
+            ),
+        }
     }
     if args.json {
         println!("{}", to_json(&json_of(&reference, backend, &CliEnv))?);

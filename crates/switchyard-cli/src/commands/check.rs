@@ -33,8 +33,19 @@ pub(super) fn run(config: Option<&Path>, args: &RunCheckArgs) -> Result<(), Stri
 }
 
 /// Runs the check before a command that runs the config; refuses to start on a failure.
-pub(super) fn preflight(path: &Path, overrides: &[String]) -> Result<(), String> {
-    let report = run::check(path, overrides.iter().cloned(), &CliEnv);
+/// `log` is the run directory the command names itself (`ask --log`), over `log:`.
+pub(super) fn preflight(
+    path: &Path,
+    overrides: &[String],
+    log: Option<&Path>,
+) -> Result<(), String> {
+    let mut builder = run::Run::builder(path)
+        .overrides(overrides.iter().cloned())
+        .env(&CliEnv);
+    if let Some(dir) = log {
+        builder = builder.log(dir);
+    }
+    let report = builder.check();
     if report.ok {
         Ok(())
     } else {

@@ -400,9 +400,12 @@ pub(crate) fn show_text(r: &CallRecord) -> String {
                     .unwrap_or_default(),
                 a.wait_before_ms,
                 a.duration_ms,
-                a.status
-                    .map(|s| format!("HTTP {s}"))
-                    .unwrap_or_else(|| "no status".into()),
+                match (a.status, &a.error_kind) {
+                    (Some(s), _) => format!("HTTP {s}"),
+                    // A CLI agent's success has no HTTP status.
+                    (None, None) => "ok".into(),
+                    (None, Some(_)) => "no status".into(),
+                },
                 a.error_kind
                     .as_ref()
                     .map(|k| format!(" · {k}"))

@@ -14,7 +14,6 @@ mod log_source;
 mod log_view;
 mod mock;
 mod otel;
-mod run_setup;
 mod serve;
 mod serve_log;
 mod store;
@@ -97,7 +96,7 @@ pub(crate) fn run(cli: Cli) -> Result<(), String> {
         Command::Ask(mut args) => {
             args.split_words()?;
             if let Some(path) = &config {
-                check::preflight(path, &args.overrides)?;
+                check::preflight(path, &args.overrides, args.log.as_deref())?;
             }
             let config = load(config, args.overrides.clone())?;
             ask::run(&config, &args)

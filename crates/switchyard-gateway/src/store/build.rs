@@ -169,15 +169,7 @@ pub(super) fn build_record(call: Finished) -> CallRecord {
 pub(crate) fn attempt_records(attempts: &[switchyard::Attempt]) -> Vec<AttemptRecord> {
     attempts
         .iter()
-        .map(|a| AttemptRecord {
-            number: a.number,
-            wait_before_ms: ms(a.wait_before),
-            started_at: record::timestamp(a.started_at),
-            duration_ms: ms(a.duration),
-            status: a.status,
-            error_kind: a.error_kind.map(|k| k.as_str().to_string()),
-            error: a.error.clone(),
-            reference: a.reference.clone(),
-        })
+        // The gateway calls over HTTP only: a success was a 200, as the library records it.
+        .map(|a| AttemptRecord::of(a, true))
         .collect()
 }

@@ -31,15 +31,30 @@ pub fn cost_of_turns(price: Option<&Price>, turns: &[Usage]) -> Option<f64> {
     Some(turns.iter().filter_map(|u| cost(Some(price), u)).sum())
 }
 
-/// The cost a record keeps: the backend's price when there is one, else nothing — a
-/// provider-reported cost (Claude Code's `total_cost_usd`) is kept beside it, not used
-/// in its place, so that every cost in a log means the same thing.
+/// The cost of a call at the backend's price, `None` without one ([`priced_or_reported`]
+/// then takes a cost the provider reported itself; the record keeps that report in
+/// `provider_cost_usd` too).
 pub fn call_cost(price: Option<&Price>, usage: Option<&Usage>) -> Option<f64> {
     match usage {
         Some(u) => cost(price, u),
         // A priced call that reported no usage (a failure) cost nothing we can know of;
         // an unpriced one stays unknown.
         None => price.map(|_| 0.0),
+    }
+}
+
+/// The cost of a call, the one rule every door uses (the record's `cost_usd`, the
+/// budget, `ask`'s usage line, Python's `reply.cost_usd`): the price when the model has
+/// one; else the cost the provider reported itself (Claude Code's `total_cost_usd`);
+/// else unknown.
+pub fn priced_or_reported(
+    price: Option<&Price>,
+    usage: Option<&Usage>,
+    reported: Option<f64>,
+) -> Option<f64> {
+    match price {
+        Some(_) => call_cost(price, usage),
+        None => reported,
     }
 }
 

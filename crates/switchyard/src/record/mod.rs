@@ -231,6 +231,30 @@ pub struct AttemptRecord {
     pub reference: Option<String>,
 }
 
+impl AttemptRecord {
+    /// An attempt as every record keeps it (the library's and the gateway's). A successful
+    /// attempt over HTTP (`http`: the backend has a dialect) was answered `200 OK`, and
+    /// says so rather than no status; a CLI agent's success has none.
+    pub fn of(a: &crate::Attempt, http: bool) -> Self {
+        let status = match a.status {
+            Some(s) => Some(s),
+            None if http && a.succeeded() => Some(200),
+            None => None,
+        };
+        let ms = |d: std::time::Duration| (d.as_secs_f64() * 1_000_000.0).round() / 1000.0;
+        AttemptRecord {
+            number: a.number,
+            wait_before_ms: ms(a.wait_before),
+            started_at: timestamp(a.started_at),
+            duration_ms: ms(a.duration),
+            status,
+            error_kind: a.error_kind.map(|k| k.as_str().to_string()),
+            error: a.error.clone(),
+            reference: a.reference.clone(),
+        }
+    }
+}
+
 /// When a call ran.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Timings {

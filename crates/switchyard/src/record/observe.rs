@@ -17,6 +17,8 @@ pub(crate) struct Observed {
     recording: Option<Recording>,
     reservation: Option<Reservation>,
     price: Option<Price>,
+    /// The backend, asked for the cost it reports itself when the model has no price.
+    source: Arc<dyn Backend>,
 }
 
 struct Recording {
@@ -114,6 +116,7 @@ impl Observed {
             recording,
             reservation,
             price: h.price,
+            source: h.backend.clone(),
         }))
     }
 
@@ -194,6 +197,7 @@ impl Observed {
     /// `h`: the record names that member, and the call costs its price.
     pub(crate) fn served_by(&mut self, h: &Handle<'_>, model: &str, route: &str) {
         self.price = h.price;
+        self.source = h.backend.clone();
         if let Some(rec) = &mut self.recording {
             rec.reference = h.label.to_string();
             rec.backend = h.backend.name().to_string();
@@ -219,11 +223,18 @@ impl Observed {
             Outcome::Failed(_, None) => None,
         };
         let replayed = sent.as_mut().and_then(|s| s.replayed_call.take());
+        let reported = match &outcome {
+            Outcome::Reply(r) | Outcome::Failed(_, Some(r)) | Outcome::Dropped(r) => {
+                self.source.reported_cost(&r.raw)
+            }
+            Outcome::Failed(_, None) => None,
+        };
         let cost = settle(
             self.price.as_ref(),
             self.reservation,
             replayed.as_ref(),
             usage.as_ref(),
+            reported,
         );
         let Some(mut rec) = self.recording else {
             return Box::pin(async {});
@@ -270,7 +281,10 @@ impl Observed {
         };
         let attempts: Vec<AttemptRecord> = match replayed {
             Some(recorded) => recorded,
-            None => attempts.iter().map(attempt_record).collect(),
+            None => {
+                let http = rec.dialect.is_some();
+                attempts.iter().map(|a| attempt_record(a, http)).collect()
+            }
         };
         // Kept beside the cost from our prices, never in its place.
         let provider_cost_usd = reply.and_then(|r| rec.source.reported_cost(&r.raw));
@@ -371,6 +385,7 @@ impl Observed {
             self.reservation,
             replayed.as_ref(),
             usage.as_ref(),
+            None,
         );
         let Some(mut rec) = self.recording else {
             return Box::pin(async {});
@@ -396,7 +411,10 @@ impl Observed {
             .and_then(|e| e.provider.as_ref().map(|p| p.body.clone()));
         let attempts = match sent.replayed_attempts.take() {
             Some(recorded) => recorded,
-            None => attempts.iter().map(attempt_record).collect(),
+            None => {
+                let http = rec.dialect.is_some();
+                attempts.iter().map(|a| attempt_record(a, http)).collect()
+            }
         };
         let mut parameters = serde_json::Map::new();
         if let Some(d) = call.request.dimensions {
@@ -474,10 +492,11 @@ fn settle(
     reservation: Option<Reservation>,
     replayed: Option<&crate::backend::ReplayedCall>,
     usage: Option<&crate::Usage>,
+    reported: Option<f64>,
 ) -> Option<f64> {
     let cost = match replayed {
         Some(r) => r.cost_usd,
-        None => crate::internal::cost::call_cost(price, usage),
+        None => crate::internal::cost::priced_or_reported(price, usage, reported),
     };
     if let Some(r) = reservation {
         r.settle(usage, cost);
@@ -485,17 +504,8 @@ fn settle(
     cost
 }
 
-fn attempt_record(a: &Attempt) -> AttemptRecord {
-    AttemptRecord {
-        number: a.number,
-        wait_before_ms: ms(a.wait_before),
-        started_at: super::timestamp(a.started_at),
-        duration_ms: ms(a.duration),
-        status: a.status,
-        error_kind: a.error_kind.map(|k| k.as_str().to_string()),
-        error: a.error.clone(),
-        reference: a.reference.clone(),
-    }
+fn attempt_record(a: &Attempt, http: bool) -> AttemptRecord {
+    AttemptRecord::of(a, http)
 }
 
 fn ms(d: std::time::Duration) -> f64 {

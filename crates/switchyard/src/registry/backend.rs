@@ -49,6 +49,10 @@ pub struct Backend {
     /// `mock-large+cache` is the model `mock-large` with an option): aliases and prices
     /// apply to the part before it.
     pub model_options: Option<Resolved<String>>,
+    /// The model a reference naming only this backend (`vertex`) gets, with the layer
+    /// that set it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_model: Option<Resolved<String>>,
     /// What to do with the `developer` role.
     pub developer_role: Resolved<DeveloperRole>,
     /// The field a chat request's output limit goes in.

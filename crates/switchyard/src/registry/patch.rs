@@ -27,6 +27,7 @@ pub const FIELDS: &[&str] = &[
     "context_window",
     "max_output_tokens",
     "model_options",
+    "default_model",
     "developer_role",
     "max_tokens_field",
     "models",
@@ -60,6 +61,8 @@ pub(crate) struct BackendPatch {
     pub context_window: Option<u64>,
     pub max_output_tokens: Option<u64>,
     pub model_options: Option<String>,
+    /// `default_model`: the model a reference naming only this backend gets.
+    pub default_model: Option<String>,
     pub developer_role: Option<DeveloperRole>,
     pub max_tokens_field: Option<MaxTokensField>,
     pub models: BTreeMap<String, String>,
@@ -89,6 +92,7 @@ impl BackendPatch {
             context_window: None,
             max_output_tokens: None,
             model_options: None,
+            default_model: None,
             developer_role: None,
             max_tokens_field: None,
             models: BTreeMap::new(),
@@ -458,6 +462,17 @@ pub(crate) fn parse_field(
         "context_window" => patch.context_window = token_count(src, &path, field, v, errors),
         "max_output_tokens" => patch.max_output_tokens = token_count(src, &path, field, v, errors),
         "command" => patch.command = command_field(src, &path, v, errors),
+        "default_model" => match v {
+            Value::String(s) if !s.is_empty() && !s.contains('/') => {
+                patch.default_model = Some(s.clone())
+            }
+            other => errors.push(wrong(
+                src,
+                &path,
+                "the model id a reference naming only this backend gets (`gemini-2.5-flash`), without the backend's name",
+                other,
+            )),
+        },
         "model_options" => match v {
             Value::String(s) if s.chars().count() == 1 && s != "/" => {
                 patch.model_options = Some(s.clone())

@@ -27,6 +27,7 @@ struct Draft {
     context_window: Option<Resolved<u64>>,
     max_output_tokens: Option<Resolved<u64>>,
     model_options: Option<Resolved<String>>,
+    default_model: Option<Resolved<String>>,
     developer_role: Option<Resolved<DeveloperRole>>,
     max_tokens_field: Option<Resolved<MaxTokensField>>,
     models: BTreeMap<String, Resolved<String>>,
@@ -94,6 +95,7 @@ impl Draft {
             context_window: source.context_window.as_ref().map(one),
             max_output_tokens: source.max_output_tokens.as_ref().map(one),
             model_options: source.model_options.as_ref().map(|r| copied(r, name)),
+            default_model: source.default_model.as_ref().map(|r| copied(r, name)),
             developer_role: Some(copied(&source.developer_role, name)),
             max_tokens_field: Some(copied(&source.max_tokens_field, name)),
             models: copied_map(&source.models, name),
@@ -139,6 +141,7 @@ impl Draft {
         set(&mut self.context_window, &p.context_window, layer);
         set(&mut self.max_output_tokens, &p.max_output_tokens, layer);
         set(&mut self.model_options, &p.model_options, layer);
+        set(&mut self.default_model, &p.default_model, layer);
         set(&mut self.developer_role, &p.developer_role, layer);
         set(&mut self.max_tokens_field, &p.max_tokens_field, layer);
         set(&mut self.command, &p.command, layer);
@@ -192,6 +195,7 @@ impl Draft {
             context_window: self.context_window,
             max_output_tokens: self.max_output_tokens,
             model_options: self.model_options,
+            default_model: self.default_model,
             developer_role: self
                 .developer_role
                 .unwrap_or_else(|| Resolved::default_value(DeveloperRole::Keep)),

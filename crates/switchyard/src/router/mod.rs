@@ -83,8 +83,31 @@ impl Drop for Busy {
 
 impl Router {
     /// A router for `route` on the system clock.
+    ///
+    /// A weighted route starts at a random point of its cycle, drawn per router: many
+    /// short-lived processes (one `ask` each, a pool of workers) then spread by weight
+    /// across processes too, where starting each at the heaviest member sent every first
+    /// call there. Within a process the spread stays exact over every cycle.
     pub fn new(route: Route) -> Self {
-        Router::with_clock(route, Arc::new(SystemClock))
+        let router = Router::with_clock(route, Arc::new(SystemClock));
+        router.start_at(random_u64());
+        router
+    }
+
+    /// Moves a weighted route's picker `seed % sum(weights)` picks into its cycle (at most
+    /// [`MAX_START`] picks: weights summing past it start within its first picks).
+    fn start_at(&self, seed: u64) {
+        if self.route.pick != Pick::Weighted {
+            return;
+        }
+        let total: u64 = self.route.members.iter().map(|m| u64::from(m.weight)).sum();
+        if total == 0 {
+            return;
+        }
+        let mut state = self.lock();
+        for _ in 0..seed % total.min(MAX_START) {
+            state.picker.pick(|_| true);
+        }
     }
 
     /// A router measuring cooldowns on `clock` (tests pass a [`ManualClock`]).
@@ -270,3 +293,19 @@ impl Router {
 
 #[cfg(test)]
 mod tests;
+
+/// The most picks a weighted route's random start moves its picker by.
+const MAX_START: u64 = 1 << 16;
+
+/// A number drawn afresh for each router: std's per-process random hash keys (no
+/// dependency is needed for a starting point that only has to differ between processes).
+fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64),
+    );
+    h.finish()
+}

@@ -146,3 +146,17 @@ fn least_busy_prefers_the_member_with_fewest_calls_in_flight() {
     assert_eq!(r.in_flight(0), 1);
     assert_eq!(r.in_flight(2), 2);
 }
+
+#[test]
+fn each_new_weighted_router_starts_at_a_random_point_of_its_cycle() {
+    // 40 processes, one call each, on a 3:1 route: before, all 40 went to the first member.
+    let firsts: Vec<usize> = (0..400)
+        .map(|_| order(&Router::new(route(Pick::Weighted, &[3, 1])))[0])
+        .collect();
+    let ones = firsts.iter().filter(|i| **i == 1).count();
+    // A quarter expected (100); far outside chance on either side is a failure.
+    assert!(
+        (50..=160).contains(&ones),
+        "{ones} of 400 first calls on the lighter member"
+    );
+}

@@ -18,8 +18,10 @@
 //! See `docs/configuration.md` for the three forms of a role, the settings each backend
 //! kind takes and the precedence of models.
 
+pub mod assemble;
 mod check;
 mod precedence;
+mod replay_call;
 mod resolve;
 mod role_backend;
 mod roles;
@@ -29,6 +31,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use assemble::{default_reference, model_from_env, OneCall, BACKEND_VAR};
 pub use check::{CheckReport, Problem, RoleCheck};
 pub use precedence::{ModelSource, MODEL_VAR};
 pub use resolve::{call_policy, default_model, RoleInfo};
@@ -52,6 +55,10 @@ pub struct Run {
     llms: BTreeMap<String, Llm>,
     report: CheckReport,
     recorder: Option<Arc<Recorder>>,
+    /// Set when the run was opened for one call.
+    one: Option<OneCall>,
+    /// The recorded run a one-call run answers from.
+    replayed: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Run {
@@ -83,14 +90,30 @@ impl Run {
 
     /// A run with more options: overrides, an environment, a backend of your own for a role.
     pub fn builder<'a>(path: impl AsRef<Path>) -> RunBuilder<'a> {
-        RunBuilder {
-            path: path.as_ref().to_path_buf(),
-            overrides: Vec::new(),
-            env: None,
-            user_file: true,
-            custom: BTreeMap::new(),
-            resume: false,
-        }
+        RunBuilder::new(Some(path.as_ref().to_path_buf()))
+    }
+
+    /// A run with no config file: the built-ins, your backends file, the overrides and
+    /// the environment only (what `switchyard ask` without `--config` runs).
+    pub fn builder_without_config<'a>() -> RunBuilder<'a> {
+        RunBuilder::new(None)
+    }
+
+    /// The handle of a run opened for one call ([`RunBuilder::one_call`]): the role it
+    /// calls as, or none.
+    pub fn call_llm(&self) -> Result<Llm> {
+        let name = self
+            .one
+            .as_ref()
+            .map(|o| o.name().to_string())
+            .unwrap_or_default();
+        let llm = self.llm(&name)?;
+        // A call made by no role is recorded with none.
+        Ok(if name.is_empty() {
+            llm.without_role()
+        } else {
+            llm
+        })
     }
 
     /// The handle of `role`. An unknown role is an error listing the roles.
@@ -138,9 +161,18 @@ impl Run {
     }
 
     /// Gives every role's handle the run's budget and, with `log:`, the recorder.
-    fn attach_budget_and_log(&mut self, resume: bool) -> Result<()> {
-        let dir = log_dir(&self.config)?;
+    fn attach_budget_and_log(&mut self, resume: bool, door_log: Option<PathBuf>) -> Result<()> {
+        // The door's own run directory (`ask --log`) wins over `log:` and `log=`.
+        let dir = match door_log {
+            Some(dir) => Some(dir),
+            None => log_dir(&self.config)?,
+        };
         if let Some(budget) = Budget::from_sections(&self.config.sections)? {
+            // A replaying handle's prices are the recorded run's, checked here (a role's
+            // were checked when it was resolved).
+            if self.replayed.is_some() {
+                budget.check_prices(self.llms.values().map(|l| ("", l.label(), l.price())))?;
+            }
             let resumed = dir.as_deref().filter(|_| resume);
             let tracker = Arc::new(BudgetTracker::for_run(budget, resumed)?);
             for llm in self.llms.values_mut() {
@@ -160,7 +192,14 @@ impl Run {
                 .unwrap_or(&role.backend);
             info = info.role_of(&role.name, &role.reference, &role.model, backend);
         }
-        let cache = self.cache_over(&dir)?;
+        if let (Some(replayed), Some(one)) = (&self.replayed, &self.one) {
+            info = replay_call::replay_info(info, replayed, one);
+        }
+        // A replay answers from its recorded run, not from this run's cache.
+        let cache = match self.replayed {
+            Some(_) => None,
+            None => self.cache_over(&dir)?,
+        };
         let recorder = Recorder::create(
             &dir,
             &info,
@@ -206,15 +245,70 @@ impl Run {
 
 /// Options of a [`Run`].
 pub struct RunBuilder<'a> {
-    path: PathBuf,
+    path: Option<PathBuf>,
     overrides: Vec<String>,
     env: Option<&'a dyn EnvSource>,
     user_file: bool,
     custom: BTreeMap<String, Arc<dyn Backend>>,
     resume: bool,
+    one: Option<OneCall>,
+    log: Option<PathBuf>,
+    trace: bool,
+    replay: Option<PathBuf>,
 }
 
 impl<'a> RunBuilder<'a> {
+    fn new(path: Option<PathBuf>) -> Self {
+        RunBuilder {
+            path,
+            overrides: Vec::new(),
+            env: None,
+            user_file: true,
+            custom: BTreeMap::new(),
+            resume: false,
+            one: None,
+            log: None,
+            trace: true,
+            replay: None,
+        }
+    }
+
+    /// Opens the run for one call (a door such as `switchyard ask`): only `call.role` is
+    /// resolved — the config's role of that name, or a role made for the call when the
+    /// config has none — with `call.reference` as its model override. Take the handle
+    /// with [`Run::call_llm`].
+    pub fn one_call(mut self, call: OneCall) -> Self {
+        self.one = Some(call);
+        self
+    }
+
+    /// Answers the one call ([`one_call`](Self::one_call)) from the recorded run in
+    /// `run_dir` (`ask --replay`), with that run's reference, model and prices; the
+    /// config's `retry:`, `timeouts:`, budget and run directory still apply.
+    pub fn replay(mut self, run_dir: impl Into<PathBuf>) -> Self {
+        self.replay = Some(run_dir.into());
+        self
+    }
+
+    /// Records into `dir`, over the config's `log:` and the override `log=…`.
+    pub fn log(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.log = Some(dir.into());
+        self
+    }
+
+    /// Whether [`open`](Self::open) starts the trace export (default true; false for a
+    /// door that starts and flushes it itself).
+    pub fn trace(mut self, start: bool) -> Self {
+        self.trace = start;
+        self
+    }
+
+    fn label(&self) -> String {
+        self.path
+            .as_ref()
+            .map_or(resolve::NO_FILE.to_string(), |p| p.display().to_string())
+    }
+
     /// Adds overrides, as on the command line: `llm.planner.model=openai/gpt-5`,
     /// `llm.planner.max_tokens=4000`, `model=vllm/qwen`, `backends.vllm.base_url=…`.
     pub fn overrides<S: Into<String>>(mut self, overrides: impl IntoIterator<Item = S>) -> Self {
@@ -253,18 +347,24 @@ impl<'a> RunBuilder<'a> {
         let process = ProcessEnv;
         let env: &dyn EnvSource = self.env.unwrap_or(&process);
         let mut opts = LoadOptions::new(env);
-        opts.run_config = Some(self.path.clone());
+        opts.run_config = self.path.clone();
         opts.overrides = self.overrides.clone();
         opts.user_file = self.user_file;
         // Past the loader's problems: the roles are checked with what could be read, so
         // one mistake in the file does not hide the others.
         let loaded = Config::load_all(&opts);
+        let door = resolve::Door {
+            one: self.one.as_ref(),
+            log_given: self.log.is_some(),
+            replaying: self.replay.is_some() && self.one.is_some(),
+        };
         let mut p = resolve::prepare(
             loaded.config,
             loaded.problems,
-            &self.path,
+            self.path.as_deref(),
             env,
             &self.custom,
+            &door,
         );
         p.file_read = loaded.run_config_read;
         p
@@ -273,12 +373,7 @@ impl<'a> RunBuilder<'a> {
     fn report(&self, p: &resolve::Prepared) -> CheckReport {
         let process = ProcessEnv;
         let env: &dyn EnvSource = self.env.unwrap_or(&process);
-        CheckReport::from_prepared(
-            self.path.display().to_string(),
-            p,
-            &|role| self.custom.contains_key(role),
-            env,
-        )
+        CheckReport::from_prepared(self.label(), p, &|role| self.custom.contains_key(role), env)
     }
 
     /// Checks the config without opening the run: every role and every problem.
@@ -299,6 +394,8 @@ impl<'a> RunBuilder<'a> {
                 llms: p.llms,
                 report,
                 recorder: None,
+                one: self.one,
+                replayed: None,
             }),
             _ => Err(report),
         }
@@ -321,14 +418,28 @@ impl<'a> RunBuilder<'a> {
     /// before exiting.
     pub fn open(self) -> Result<Run> {
         let resume = self.resume;
+        let door_log = self.log.clone();
+        let trace = self.trace;
+        let one = self.one.clone();
+        let replay = self.replay.clone();
         let process = ProcessEnv;
         let env: &dyn EnvSource = self.env.unwrap_or(&process);
-        let mut run = self
-            .open_checked()
-            .map_err(|report| Error::Config(report.problems_text()))?;
-        run.attach_budget_and_log(resume)?;
-        let otel = resolve::effective_section(&run.config, "otel");
-        crate::trace::start_from(otel.as_ref(), env).map_err(Error::Config)?;
+        let mut run = self.open_checked().map_err(|report| {
+            Error::Config(match &one {
+                Some(one) => one.error_text(&report),
+                None => report.problems_text(),
+            })
+        })?;
+        if let (Some(dir), Some(one)) = (&replay, &one) {
+            let llm = replay_call::replaying(&run.config, dir, one)?;
+            run.llms.insert(one.name().to_string(), llm);
+            run.replayed = Some(dir.clone());
+        }
+        run.attach_budget_and_log(resume, door_log)?;
+        if trace {
+            let otel = resolve::effective_section(&run.config, "otel");
+            crate::trace::start_from(otel.as_ref(), env).map_err(Error::Config)?;
+        }
         Ok(run)
     }
 }
@@ -380,17 +491,16 @@ pub fn llm(reference: Option<&str>) -> Result<Llm> {
     llm_with(reference, &ProcessEnv)
 }
 
-/// [`llm`] reading the environment from `env`.
+/// [`llm`] reading the environment from `env`: `reference`, else `SWITCHYARD_MODEL`, else
+/// `SWITCHYARD_BACKEND`'s default model ([`model_from_env`]).
 pub fn llm_with(reference: Option<&str>, env: &dyn EnvSource) -> Result<Llm> {
-    let reference = match reference {
-        Some(r) => r.to_string(),
-        None => env.var(MODEL_VAR).ok_or_else(|| {
-            Error::Config(format!(
-                "no model: set the environment variable {MODEL_VAR} to a reference such as `mock/echo` or `openai/gpt-5`, or pass one"
-            ))
-        })?,
-    };
     let registry = crate::registry::Registry::load(&LoadOptions::new(env))
         .map_err(|e| Error::Config(e.to_string()))?;
+    let reference = model_from_env(&registry, reference, env)?.ok_or_else(|| {
+        Error::Config(format!(
+            "no model: set the environment variable {MODEL_VAR} to a reference such as `mock/echo` or `openai/gpt-5` \
+             (or {BACKEND_VAR} to a backend with a default model, such as `vertex`), or pass one"
+        ))
+    })?;
     Llm::resolve(&registry, &reference, env)
 }

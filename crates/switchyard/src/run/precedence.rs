@@ -7,7 +7,10 @@
 //! 3. a top-level `model=…` override — it moves every role that names no model of its own,
 //!    and only those;
 //! 4. the `SWITCHYARD_MODEL` environment variable;
-//! 5. the config's top-level `model:`.
+//! 5. the config's top-level `model:`;
+//! 6. the `SWITCHYARD_BACKEND` environment variable: that backend's default model.
+//!
+//! A model naming only a backend (`vertex`) is that backend's `default_model`.
 //!
 //! With none of them, the role has no model and that is an error that says so.
 
@@ -30,6 +33,8 @@ pub enum ModelSource {
     EnvVar,
     /// The config's top-level `model:`.
     TopLevel,
+    /// The `SWITCHYARD_BACKEND` environment variable (the backend's default model).
+    BackendVar,
 }
 
 impl ModelSource {
@@ -41,6 +46,7 @@ impl ModelSource {
             ModelSource::ModelOverride => "model= override",
             ModelSource::EnvVar => "SWITCHYARD_MODEL",
             ModelSource::TopLevel => "top-level model",
+            ModelSource::BackendVar => "SWITCHYARD_BACKEND",
         }
     }
 }
@@ -58,6 +64,8 @@ pub(crate) struct Candidates<'a> {
     pub env_var: Option<&'a str>,
     /// The config's top-level `model:`.
     pub top_level: Option<&'a str>,
+    /// `SWITCHYARD_BACKEND`.
+    pub backend_var: Option<&'a str>,
 }
 
 /// The model a role gets and where it came from; `None` when nothing names one.
@@ -68,6 +76,7 @@ pub(crate) fn choose<'a>(c: &Candidates<'a>) -> Option<(&'a str, ModelSource)> {
         (c.model_override, ModelSource::ModelOverride),
         (c.env_var, ModelSource::EnvVar),
         (c.top_level, ModelSource::TopLevel),
+        (c.backend_var, ModelSource::BackendVar),
     ]
     .into_iter()
     .find_map(|(m, s)| m.filter(|m| !m.is_empty()).map(|m| (m, s)))
@@ -92,6 +101,7 @@ mod tests {
             model_override: Some("a/model-override"),
             env_var: Some("a/env"),
             top_level: Some("a/top"),
+            backend_var: Some("a"),
         }
     }
 
@@ -111,6 +121,8 @@ mod tests {
         c.env_var = Some("");
         assert_eq!(choose(&c), Some(("a/top", ModelSource::TopLevel)));
         c.top_level = None;
+        assert_eq!(choose(&c), Some(("a", ModelSource::BackendVar)));
+        c.backend_var = None;
         assert_eq!(choose(&c), None);
         assert!(no_model_message("planner").contains("SWITCHYARD_MODEL"));
     }

@@ -160,17 +160,19 @@ fn set_path(slot: &mut serde_json::Value, path: &[String], v: serde_json::Value)
 pub(crate) fn prepare(
     config: Config,
     file_problems: Vec<ConfigError>,
-    path: &Path,
+    path: Option<&Path>,
     env: &dyn EnvSource,
     custom: &BTreeMap<String, Arc<dyn CallableBackend>>,
+    door: &Door<'_>,
 ) -> Prepared {
-    let label = path.display().to_string();
+    let label = path.map_or(NO_FILE.to_string(), |p| p.display().to_string());
     // The file is read again for positions only: `Config` keeps the sections as values.
-    let spans = std::fs::read_to_string(path)
+    let spans = path
+        .and_then(|p| std::fs::read_to_string(p).ok())
         .map(|t| SpanIndex::build(&t))
         .unwrap_or_default();
     let src = LayerSource {
-        layer: Layer::RunConfig(path.to_path_buf()),
+        layer: path.map_or(Layer::Override, |p| Layer::RunConfig(p.to_path_buf())),
         label: label.clone(),
         spans: Some(&spans),
         prefix: vec!["llm".into()],
@@ -182,6 +184,12 @@ pub(crate) fn prepare(
     let mut role_problems = Vec::new();
     let mut entries = roles::parse_section(llm_yaml.as_ref(), &src, &mut role_problems);
     roles::apply_overrides(&mut entries, &config.overrides, &mut role_problems);
+    if let Some(one) = door.one {
+        one.select(&mut entries, &mut role_problems);
+        if door.replaying {
+            entries.clear();
+        }
+    }
     let mut problems: Vec<Found> = file_problems
         .into_iter()
         .map(|error| Found {
@@ -191,7 +199,7 @@ pub(crate) fn prepare(
         .collect();
     problems.extend(role_problems);
     let budget = read_budget(&config, &label, &spans, &mut problems);
-    read_cache_section(&config, &label, &spans, &mut problems);
+    read_cache_section(&config, door.log_given, &label, &spans, &mut problems);
     read_otel_section(&config, env, &label, &spans, &mut problems);
 
     for name in custom.keys() {
@@ -223,6 +231,13 @@ pub(crate) fn prepare(
             loc: Location::source(format!("environment variable {MODEL_VAR}")),
         }),
         top_level: top_level_model(&config, &label, &spans, &mut problems),
+        backend_var: env.var(super::assemble::BACKEND_VAR).map(|v| Located {
+            value: v,
+            loc: Location::source(format!(
+                "environment variable {}",
+                super::assemble::BACKEND_VAR
+            )),
+        }),
     };
     // A dollar budget needs every role it counts priced (as `Budget::check_prices` says).
     let max_usd = budget
@@ -242,7 +257,7 @@ pub(crate) fn prepare(
     let mut llms = BTreeMap::new();
     for entry in entries.values() {
         let mut found = Vec::new();
-        let info = resolve_role(&config, entry, &defaults, &run_policy, &mut found);
+        let info = resolve_role(&config, entry, &defaults, &run_policy, door, &mut found);
         if let Some(info) = info {
             let custom_backend = custom.get(&info.name).cloned();
             // A route's role is each of its members on its own.
@@ -350,13 +365,20 @@ fn read_budget(
 
 /// The run's `cache:`, with its overrides: each problem placed at the section, and a
 /// cache that reads refused without `log:` (it answers from the run's call log).
-fn read_cache_section(config: &Config, label: &str, spans: &SpanIndex, problems: &mut Vec<Found>) {
+fn read_cache_section(
+    config: &Config,
+    log_given: bool,
+    label: &str,
+    spans: &SpanIndex,
+    problems: &mut Vec<Found>,
+) {
     let Some(value) = effective_section(config, "cache") else {
         return;
     };
     let mut errors = Vec::new();
     let cache = crate::cache::read_cache(&value, &mut errors);
     if cache.reads()
+        && !log_given
         && !matches!(
             effective_section(config, "log"),
             Some(serde_json::Value::String(_))
@@ -424,19 +446,41 @@ fn read_otel_section(
 pub fn default_model(config: &Config, env: &dyn EnvSource) -> Option<String> {
     let model_override = roles::model_override(&config.overrides);
     let env_var = env.var(MODEL_VAR);
+    let backend_var = env.var(super::assemble::BACKEND_VAR);
     let candidates = Candidates {
         model_override: model_override.as_ref().map(|m| m.value.as_str()),
         env_var: env_var.as_deref(),
         top_level: config.sections.get("model").and_then(|m| m.as_str()),
+        backend_var: backend_var.as_deref(),
         ..Candidates::default()
     };
-    precedence::choose(&candidates).map(|(model, _)| model.to_string())
+    precedence::choose(&candidates).map(|(model, _)| {
+        // A backend with no default model is left as named: resolving it says so.
+        super::assemble::default_reference(&config.registry, model)
+            .unwrap_or_else(|| model.to_string())
+    })
+}
+
+/// What the label of a run with no config file says where a problem is.
+pub(crate) const NO_FILE: &str = "the command line";
+
+/// The door's own options that change how roles resolve (see [`super::assemble`]).
+#[derive(Default)]
+pub(crate) struct Door<'a> {
+    /// A door making one call: only that role is resolved.
+    pub one: Option<&'a super::assemble::OneCall>,
+    /// The door names the run directory itself (`ask --log`), so `cache:` has one.
+    pub log_given: bool,
+    /// The one call answers from a recorded run: its role is not resolved here.
+    pub replaying: bool,
 }
 
 struct Defaults {
     model_override: Option<Located<String>>,
     env_var: Option<Located<String>>,
     top_level: Option<Located<String>>,
+    /// `SWITCHYARD_BACKEND`: the backend whose default model a role naming none gets.
+    backend_var: Option<Located<String>>,
 }
 
 fn role_problem(loc: Location, role: &str, message: impl Into<String>) -> ConfigError {
@@ -454,6 +498,7 @@ fn resolve_role(
     entry: &RoleEntry,
     defaults: &Defaults,
     run_policy: &serde_json::Map<String, serde_json::Value>,
+    door: &Door<'_>,
     found: &mut Vec<ConfigError>,
 ) -> Option<RoleInfo> {
     let name = &entry.name;
@@ -478,7 +523,7 @@ fn resolve_role(
     } = match &entry.inline {
         Some(inline) => inline_target(config, entry, inline, found)?,
         None if entry.form == RoleForm::Inline => return None, // its kind was refused
-        None => reference_target(config, entry, defaults, found)?,
+        None => reference_target(config, entry, defaults, door, found)?,
     };
 
     let (backend, dialect, resolved) = fold_role(config, entry, backend, &model, found);
@@ -640,6 +685,7 @@ fn reference_target(
     config: &Config,
     entry: &RoleEntry,
     defaults: &Defaults,
+    door: &Door<'_>,
     found: &mut Vec<ConfigError>,
 ) -> Option<Target> {
     let name = &entry.name;
@@ -649,13 +695,14 @@ fn reference_target(
         model_override: defaults.model_override.as_ref().map(|m| m.value.as_str()),
         env_var: defaults.env_var.as_ref().map(|m| m.value.as_str()),
         top_level: defaults.top_level.as_ref().map(|m| m.value.as_str()),
+        backend_var: defaults.backend_var.as_ref().map(|m| m.value.as_str()),
     };
     let Some((text, from)) = precedence::choose(&c) else {
-        found.push(role_problem(
-            entry.loc.clone(),
-            name,
-            precedence::no_model_message(name),
-        ));
+        let message = match door.one {
+            Some(one) => one.no_model_message(),
+            None => precedence::no_model_message(name),
+        };
+        found.push(role_problem(entry.loc.clone(), name, message));
         return None;
     };
     let loc = match from {
@@ -664,9 +711,23 @@ fn reference_target(
         ModelSource::ModelOverride => defaults.model_override.as_ref().map(|m| &m.loc),
         ModelSource::EnvVar => defaults.env_var.as_ref().map(|m| &m.loc),
         ModelSource::TopLevel => defaults.top_level.as_ref().map(|m| &m.loc),
+        ModelSource::BackendVar => defaults.backend_var.as_ref().map(|m| &m.loc),
     }
     .cloned()
     .unwrap_or_else(|| entry.loc.clone());
+    // A reference naming only a backend (`vertex`) is that backend's default model.
+    let Some(completed) = super::assemble::default_reference(&config.registry, text) else {
+        found.push(role_problem(
+            loc,
+            name,
+            format!(
+                "`{text}` names a backend that declares no default model: name one (`{text}/<model id>`), \
+                 or give the backend `default_model: <model id>`"
+            ),
+        ));
+        return None;
+    };
+    let text = completed.as_str();
     // A route: the role's fields are its first member's; each member is resolved beside.
     let route = config.registry.route(text).cloned();
     let member = route

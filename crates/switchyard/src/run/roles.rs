@@ -162,7 +162,7 @@ pub(crate) struct RoleEntry {
 }
 
 impl RoleEntry {
-    fn new(name: &str, form: RoleForm, loc: Location) -> Self {
+    pub(crate) fn new(name: &str, form: RoleForm, loc: Location) -> Self {
         RoleEntry {
             name: name.to_string(),
             form,
@@ -253,7 +253,7 @@ pub(crate) fn parse_section(
 }
 
 /// Reads one layer of a role into `entry`.
-fn parse_role(
+pub(crate) fn parse_role(
     entry: &mut RoleEntry,
     value: &Value,
     src: &LayerSource<'_>,

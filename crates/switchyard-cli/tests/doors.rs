@@ -1,0 +1,179 @@
+//! Door equivalence: the same role called through a [`switchyard::Run`] in Rust and
+//! through `switchyard ask --role` is the same call — the same upstream body, the same
+//! record apart from times and ids — and a setting refused at one door is refused at the
+//! other with the same message. Both are assembled by the library's one assembly.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+
+/// A role with a model (a route of two members), settings, a retry schedule, a cache and
+/// a budget.
+const CONFIG: &str = "\
+routes:
+  pair: {pick: order, members: [{model: mock/mock-small}, {model: mock/mock-large}]}
+llm:
+  planner: {model: pair, temperature: 0.25, max_tokens: 50, stop: [\"END\"]}
+  reviewer: mock/echo
+retry:
+  rate_limited: [\"10ms\"]
+timeouts:
+  timeout_seconds: 30
+budget:
+  max_calls: 10
+cache: read-write
+";
+
+fn write_config(dir: &Path, text: &str) -> std::path::PathBuf {
+    let path = dir.join("run.yaml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Calls `role` through a `Run`, recording into `log`.
+fn through_run(config: &Path, overrides: &[String], role: &str, prompt: &str) {
+    let env = switchyard::env::MapEnv::default();
+    let run = switchyard::Run::builder(config)
+        .overrides(overrides.iter().cloned())
+        .env(&env)
+        .user_file(false)
+        .open()
+        .unwrap();
+    let llm = run.llm(role).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime
+        .block_on(llm.complete(switchyard::Request::user(prompt)))
+        .unwrap();
+    run.recorder().unwrap().close().unwrap();
+}
+
+/// A record as JSON without what differs between two calls made alike: times, durations
+/// and the provider's reply ids.
+fn comparable(dir: &Path) -> serde_json::Value {
+    let records = switchyard::record::read_records(dir).unwrap();
+    assert_eq!(records.len(), 1, "one call recorded in {}", dir.display());
+    let mut value = serde_json::to_value(&records[0]).unwrap();
+    strip(&mut value);
+    value
+}
+
+fn strip(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            // The provider's reply as received: its own id differs from call to call.
+            if let Some(data) = map.get_mut("data") {
+                if let Some(mut raw) = data
+                    .as_str()
+                    .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+                {
+                    strip(&mut raw);
+                    *data = raw;
+                }
+            }
+            for key in [
+                "timings",
+                "started_at",
+                "ended_at",
+                "duration_ms",
+                "first_byte_ms",
+                "id",
+            ] {
+                map.remove(key);
+            }
+            map.values_mut().for_each(strip);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(strip),
+        _ => {}
+    }
+}
+
+#[test]
+fn a_role_called_through_run_and_ask_role_sends_the_same_body_and_writes_the_same_record() {
+    let mock = mock();
+    let tmp = tempfile::tempdir().unwrap();
+    let config = write_config(tmp.path(), CONFIG);
+    let base = mock_override(&mock);
+    let run_log = tmp.path().join("by-run");
+    let ask_log = tmp.path().join("by-ask");
+
+    through_run(
+        &config,
+        &[base.clone(), format!("log={}", run_log.display())],
+        "planner",
+        "the same question",
+    );
+    let home = tempfile::tempdir().unwrap();
+    let r = run(switchyard(home.path())
+        .arg("--config")
+        .arg(&config)
+        .args([
+            "ask",
+            "--role",
+            "planner",
+            "the same question",
+            "--no-stream",
+        ])
+        .arg(format!("log={}", ask_log.display()))
+        .arg(&base));
+    assert!(r.ok, "{}", r.err);
+
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2, "each door called the provider once");
+    assert_eq!(requests[0].path, requests[1].path);
+    let (by_run, by_ask) = (requests[0].json.clone(), requests[1].json.clone());
+    assert_eq!(by_run, by_ask, "the same upstream body");
+    let body = by_run.unwrap();
+    assert_eq!(
+        body["model"], "mock-small",
+        "the route's first member: {body}"
+    );
+    assert_eq!(body["temperature"], 0.25, "{body}");
+
+    let (run_record, ask_record) = (comparable(&run_log), comparable(&ask_log));
+    assert_eq!(
+        run_record, ask_record,
+        "the same record apart from times and ids"
+    );
+    assert_eq!(run_record["role"], "planner");
+    assert_eq!(run_record["route"], "pair");
+    assert!(run_record["cost_usd"].as_f64().is_some(), "{run_record}");
+    assert!(run_record["cache_key"].is_string(), "{run_record}");
+}
+
+#[test]
+fn a_setting_refused_through_run_is_refused_by_ask_role_with_the_same_message() {
+    let mock = mock();
+    let tmp = tempfile::tempdir().unwrap();
+    // `thinking_budget` is a setting of the Gemini dialect; the mock role is called in chat.
+    let config = write_config(
+        tmp.path(),
+        "llm:\n  planner: {model: mock/echo, thinking_budget: 100}\n",
+    );
+    let base = mock_override(&mock);
+    let env = switchyard::env::MapEnv::default();
+    let refused = switchyard::Run::builder(&config)
+        .overrides([base.clone()])
+        .env(&env)
+        .user_file(false)
+        .open()
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("thinking_budget"), "{refused}");
+
+    let home = tempfile::tempdir().unwrap();
+    let r = run(switchyard(home.path())
+        .arg("--config")
+        .arg(&config)
+        .args(["ask", "--role", "planner", "hi", "--no-stream"])
+        .arg(&base));
+    assert!(!r.ok);
+    // The message, line for line (the library's text starts with the file's name).
+    for line in refused.lines() {
+        assert!(r.err.contains(line.trim()), "`{line}` in {}", r.err);
+    }
+    assert_eq!(mock.received(), 0, "nothing was sent by either door");
+}

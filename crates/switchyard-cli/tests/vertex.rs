@@ -1,7 +1,7 @@
 //! Vertex AI with Application Default Credentials, end to end through the built binary:
 //! a service-account file with a throwaway RSA key, whose `token_uri` is a fake OAuth
-//! endpoint on 127.0.0.1, and the mock serving the Vertex path. The binary is needed
-//! because `gcp_auth` reads GOOGLE_APPLICATION_CREDENTIALS from the process environment.
+//! endpoint on 127.0.0.1, and the mock serving the Vertex path. Through the binary, so
+//! that both the process environment and `--env-file` are the user's.
 
 mod common;
 
@@ -259,12 +259,53 @@ fn an_unset_project_is_named() {
     assert!(r.err.contains("GOOGLE_CLOUD_PROJECT"), "{}", r.err);
     assert!(r.err.contains("vertex"), "{}", r.err);
     assert!(mock.requests().is_empty());
+}
 
+/// What `--env-file` sets is what the call uses: the key file `GOOGLE_APPLICATION_CREDENTIALS`
+/// names (never in the process environment, where `gcp_auth` itself would look) and the
+/// project; the location, set nowhere, is its default (`global`).
+#[test]
+fn credentials_and_project_from_an_env_file_and_the_default_location() {
+    let home = tempfile::tempdir().unwrap();
+    let tokens = TokenServer::start();
+    let credentials = service_account(home.path(), &tokens.url);
+    let mock = vertex_mock();
+    let env_file = home.path().join(".env.switchyard");
+    std::fs::write(
+        &env_file,
+        format!(
+            "GOOGLE_APPLICATION_CREDENTIALS={}\nGOOGLE_CLOUD_PROJECT=test-proj\n",
+            credentials.display()
+        ),
+    )
+    .unwrap();
+    // The built-in URLs' form, pointed at the mock.
+    let url = format!(
+        "backends.vertex.gemini_url={}/v1/projects/{{GOOGLE_CLOUD_PROJECT}}/locations/{{GOOGLE_CLOUD_LOCATION:-global}}/publishers/google",
+        mock.url()
+    );
     let r = run(switchyard(home.path())
+        .arg("--env-file")
+        .arg(&env_file)
         .args(["ask", "vertex/gemini-2.5-flash", "hello", "--no-stream"])
-        .env("GOOGLE_CLOUD_PROJECT", "test-proj"));
-    assert!(!r.ok);
-    assert!(r.err.contains("GOOGLE_CLOUD_LOCATION"), "{}", r.err);
+        .arg(url));
+    assert!(r.ok, "{}", r.err);
+    assert_eq!(r.out, "Hello from Vertex\n");
+    assert_eq!(
+        tokens.received().len(),
+        1,
+        "the key file's token endpoint was asked"
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        requests[0].path,
+        "/v1/projects/test-proj/locations/global/publishers/google/models/gemini-2.5-flash:generateContent"
+    );
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some(format!("Bearer {TOKEN}").as_str())
+    );
 }
 
 #[test]

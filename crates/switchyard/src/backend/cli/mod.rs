@@ -41,6 +41,7 @@ use crate::env::EnvSource;
 use crate::error::{Error, ProviderDetails, Result};
 use crate::registry::{self, Kind};
 use bytes::Bytes;
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 use switchyard_wire::{Part, Request, Role};
@@ -67,6 +68,29 @@ pub struct CliConfig {
     pub leading_args: Vec<String>,
     /// The most one run may take.
     pub timeout: Option<Duration>,
+    /// Variables of the resolved environment the program inherits no other way (an env
+    /// file's: `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`…), set in its environment under the
+    /// backend's own (see [`EnvSource::explicit_vars`]).
+    pub env: Vec<(String, String)>,
+}
+
+impl CliConfig {
+    /// The child's variables: the resolved environment's, then the run's `own` (which
+    /// win), none of those the run removes.
+    pub fn child_env(
+        &self,
+        own: Vec<(OsString, OsString)>,
+        removed: &[OsString],
+    ) -> Vec<(OsString, OsString)> {
+        let mut env: Vec<(OsString, OsString)> = self
+            .env
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .filter(|(k, _)| !removed.contains(k))
+            .collect();
+        env.extend(own);
+        env
+    }
 }
 
 /// The usual program name of a CLI kind, and how to install it.
@@ -102,14 +126,30 @@ pub fn locate(backend: &registry::Backend, env: &dyn EnvSource) -> Result<(PathB
             };
             Err(Error::Config(format!(
                 "backend `{}` (kind `{}`) runs a program, and {looked}. Install it ({install}) \
-                 or set the backend's `command` to the program's path: in your backends file \
-                 `backends: {{{name}: {{command: /path/to/{usual}}}}}`, or on the command line \
-                 `backends.{name}.command=/path/to/{usual}`",
+                 or {}",
                 backend.name,
                 backend.kind.value,
-                name = backend.name,
+                set_command_hint(&backend.name, usual),
             )))
         }
+    }
+}
+
+/// How to set the `command` of backend `name`, in words a user can paste: a registry
+/// backend's field (`backends.<name>.command=…`), or for the anonymous backend of an
+/// inline role (`role:<role>`), the role's own key (`llm.<role>.command=…`).
+pub fn set_command_hint(name: &str, usual: &str) -> String {
+    match name.strip_prefix("role:") {
+        Some(role) => format!(
+            "set the role's `command` to the program's path: in the run config \
+             `llm: {{{role}: {{command: /path/to/{usual}}}}}`, or on the command line \
+             `llm.{role}.command=/path/to/{usual}`"
+        ),
+        None => format!(
+            "set the backend's `command` to the program's path: in your backends file \
+             `backends: {{{name}: {{command: /path/to/{usual}}}}}`, or on the command line \
+             `backends.{name}.command=/path/to/{usual}`"
+        ),
     }
 }
 
@@ -124,6 +164,7 @@ pub fn cli_backend(
         program,
         leading_args,
         timeout: Some(DEFAULT_CLI_TIMEOUT),
+        env: env.explicit_vars(),
     };
     match backend.kind.value {
         Kind::ClaudeCode => Ok(std::sync::Arc::new(ClaudeCodeBackend::new(config))),

@@ -123,7 +123,7 @@ async fn a_whole_backend_is_one_override() {
             mock.base_url()
         ),
     ] {
-        let config = load(None, &[text.clone()], &[]);
+        let config = load(None, std::slice::from_ref(&text), &[]);
         let b = config.registry.backend("local").expect(&text);
         assert_eq!(b.base_url.as_ref().unwrap().layer, Layer::Override);
         assert_eq!(ask(&config, "local/echo").await, "hi", "{text}");

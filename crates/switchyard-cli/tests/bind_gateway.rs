@@ -207,11 +207,14 @@ fn codex_on_a_backend_with_developer_role_system_sends_system_through_the_gatewa
     let home = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let bin = stand_in(dir.path(), "codex", CODEX_DEVELOPER_CALL, 0);
-    let overrides = vec![format!(
-        "backends.fw={{from: mock, apis: [responses], developer_role: system, base_url: {}, \
-             api_key_env: FW_KEY, key_required: true}}",
-        mock.base_url()
-    )];
+    let overrides = vec![
+        "backends.fw.from=mock".to_string(),
+        "backends.fw.apis=[responses]".into(),
+        "backends.fw.developer_role=system".into(),
+        format!("backends.fw.base_url={}", mock.base_url()),
+        "backends.fw.api_key_env=FW_KEY".into(),
+        "backends.fw.key_required=true".into(),
+    ];
     let mut args = vec!["bind".to_string(), "codex".into(), "fw/echo".into()];
     args.extend(overrides);
     let (code, out, err) = run(switchyard(home.path())

@@ -262,49 +262,57 @@ fn an_unset_project_is_named() {
 }
 
 /// What `--env-file` sets is what the call uses: the key file `GOOGLE_APPLICATION_CREDENTIALS`
-/// names (never in the process environment, where `gcp_auth` itself would look) and the
-/// project; the location, set nowhere, is its default (`global`).
+/// names (never in the process environment, where `gcp_auth` itself would look), the
+/// project and the location; a location set nowhere is its default (`global`).
 #[test]
-fn credentials_and_project_from_an_env_file_and_the_default_location() {
+fn credentials_project_and_location_from_an_env_file() {
     let home = tempfile::tempdir().unwrap();
     let tokens = TokenServer::start();
     let credentials = service_account(home.path(), &tokens.url);
     let mock = vertex_mock();
     let env_file = home.path().join(".env.switchyard");
-    std::fs::write(
-        &env_file,
-        format!(
-            "GOOGLE_APPLICATION_CREDENTIALS={}\nGOOGLE_CLOUD_PROJECT=test-proj\n",
-            credentials.display()
-        ),
-    )
-    .unwrap();
-    // The built-in URLs' form, pointed at the mock.
-    let url = format!(
+    // The location in the env file, the URL as the test's other calls have it; then no
+    // location, the URL in the built-in's form (its default written in).
+    let default_url = format!(
         "backends.vertex.gemini_url={}/v1/projects/{{GOOGLE_CLOUD_PROJECT}}/locations/{{GOOGLE_CLOUD_LOCATION:-global}}/publishers/google",
         mock.url()
     );
-    let r = run(switchyard(home.path())
-        .arg("--env-file")
-        .arg(&env_file)
-        .args(["ask", "vertex/gemini-2.5-flash", "hello", "--no-stream"])
-        .arg(url));
-    assert!(r.ok, "{}", r.err);
-    assert_eq!(r.out, "Hello from Vertex\n");
-    assert_eq!(
-        tokens.received().len(),
-        1,
+    for (location, url, expected) in [
+        (
+            "GOOGLE_CLOUD_LOCATION=europe-west4\n",
+            vertex_override(&mock),
+            "europe-west4",
+        ),
+        ("", default_url, "global"),
+    ] {
+        std::fs::write(
+            &env_file,
+            format!(
+                "GOOGLE_APPLICATION_CREDENTIALS={}\nGOOGLE_CLOUD_PROJECT=test-proj\n{location}",
+                credentials.display()
+            ),
+        )
+        .unwrap();
+        let r = run(switchyard(home.path())
+            .arg("--env-file")
+            .arg(&env_file)
+            .args(["ask", "vertex/gemini-2.5-flash", "hello", "--no-stream"])
+            .arg(url));
+        assert!(r.ok, "{expected}: {}", r.err);
+        assert_eq!(r.out, "Hello from Vertex\n");
+        let sent = mock.requests().pop().unwrap();
+        assert_eq!(
+            sent.path,
+            format!("/v1/projects/test-proj/locations/{expected}/publishers/google/models/gemini-2.5-flash:generateContent")
+        );
+        assert_eq!(
+            sent.header("authorization"),
+            Some(format!("Bearer {TOKEN}").as_str())
+        );
+    }
+    assert!(
+        !tokens.received().is_empty(),
         "the key file's token endpoint was asked"
-    );
-    let requests = mock.requests();
-    assert_eq!(requests.len(), 1);
-    assert_eq!(
-        requests[0].path,
-        "/v1/projects/test-proj/locations/global/publishers/google/models/gemini-2.5-flash:generateContent"
-    );
-    assert_eq!(
-        requests[0].header("authorization"),
-        Some(format!("Bearer {TOKEN}").as_str())
     );
 }
 

@@ -622,10 +622,16 @@ impl Binding {
         lines.join(" \\\n  ")
     }
 
-    /// The variables to set in the started CLI's environment, the key's value read from
+    /// The variables to set in the started CLI's environment: the resolved environment's
+    /// own (an env file's, which the CLI would not inherit; [`EnvSource::explicit_vars`])
+    /// but those the binding removes or sets, then the binding's, the key's value read from
     /// `env`. The only place a key's value is taken.
     pub fn child_env(&self, env: &dyn EnvSource) -> Result<Vec<(String, String)>> {
-        self.env
+        let inherited = env.explicit_vars().into_iter().filter(|(name, _)| {
+            !self.unset.contains(name) && !self.env.iter().any(|(set, _)| set == name)
+        });
+        let own = self
+            .env
             .iter()
             .map(|(name, value)| match value {
                 EnvValue::Text(t) => Ok((name.clone(), t.clone())),
@@ -638,7 +644,8 @@ impl Binding {
                         variable: var.clone(),
                     }),
             })
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        Ok(inherited.chain(own).collect())
     }
 
     /// The value of a variable the binding sets, if it sets it (for tests and display).
@@ -871,6 +878,43 @@ mod tests {
         assert!(needs_gateway(Agent::Claude, &r, "anthropic/claude-opus-4-5").unwrap());
         let r = registry(&[]);
         assert!(!needs_gateway(Agent::Claude, &r, "anthropic/claude-opus-4-5").unwrap());
+    }
+
+    #[test]
+    fn the_cli_gets_an_env_files_variables_but_those_the_binding_removes() {
+        use crate::env::file::{EnvFile, LayeredEnv};
+        let file = EnvFile::parse(
+            "DEEPSEEK_API_KEY=sk-deepseek-from-file-0123456789\n\
+             ANTHROPIC_API_KEY=sk-ant-not-for-deepseek-0123456789\n\
+             CLAUDE_CODE_USE_POWERSHELL_TOOL=0\nANTHROPIC_MODEL=other\n",
+            ".env",
+        )
+        .unwrap();
+        let env = LayeredEnv::new(&file, MapEnv::default());
+        let b = bind(
+            Agent::Claude,
+            &registry(&[]),
+            "deepseek/deepseek-chat",
+            &[],
+            &env,
+        )
+        .unwrap();
+        let child = b.child_env(&env).unwrap();
+        let get = |name: &str| {
+            child
+                .iter()
+                .filter(|(n, _)| n == name)
+                .map(|(_, v)| v.as_str())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(get("CLAUDE_CODE_USE_POWERSHELL_TOOL"), ["0"]);
+        assert_eq!(
+            get("ANTHROPIC_AUTH_TOKEN"),
+            ["sk-deepseek-from-file-0123456789"]
+        );
+        // Removed by the binding (another provider's key), or set by it: not the file's.
+        assert!(get("ANTHROPIC_API_KEY").is_empty(), "{child:?}");
+        assert_eq!(get("ANTHROPIC_MODEL"), ["deepseek-chat"]);
     }
 
     #[test]

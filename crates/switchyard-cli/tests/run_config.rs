@@ -351,6 +351,10 @@ fn init_for_google_adc_checks_credentials_and_project_and_writes_no_key() {
         "{out}"
     );
     assert!(out.contains("project: my-proj"), "{out}");
+    assert!(
+        out.contains("location: global (GOOGLE_CLOUD_LOCATION)"),
+        "{out}"
+    );
     assert!(out.contains("ready"), "{out}");
 }
 

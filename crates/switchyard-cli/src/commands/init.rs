@@ -156,7 +156,16 @@ fn google_adc(backend: &Backend, env_file: Option<&Path>) -> Result<(), String> 
             "GOOGLE_CLOUD_PROJECT is not set: set it to your project id{file_hint}; `gcloud config get-value project` prints the current one"
         )),
     }
-    // Other placeholders of the backend's URLs (GOOGLE_CLOUD_LOCATION for vertex).
+    // The location has a default in the built-in URLs (`global`, as google-genai's).
+    if backend.name == "vertex" {
+        match env.var("GOOGLE_CLOUD_LOCATION") {
+            Some(l) => println!("location: {l} (GOOGLE_CLOUD_LOCATION)"),
+            None => println!(
+                "location: global (the default; set GOOGLE_CLOUD_LOCATION for a region such as us-central1)"
+            ),
+        }
+    }
+    // Other placeholders of the backend's URLs without a default.
     let mut vars: Vec<String> = Vec::new();
     for d in &backend.apis.value {
         if let Err(switchyard::registry::EndpointError::UnsetVariable { variable, .. }) =

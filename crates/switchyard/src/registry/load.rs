@@ -16,7 +16,8 @@ use crate::config_error::{ConfigError, ConfigProblem, Location};
 use crate::env::{env_stem, EnvSource};
 use crate::internal::suggest::nearest;
 
-/// Top-level keys of a backends file (the built-ins and the user's file).
+/// Top-level keys of a backends file (the built-ins and the user's file) in its sectioned
+/// form; a file with none of them is the bare form, a mapping of backends.
 pub const BACKENDS_FILE_KEYS: &[&str] = &["backends", "routes", "prices_date"];
 
 /// The user's backends file: `$SWITCHYARD_BACKENDS`, else
@@ -135,7 +136,8 @@ fn mixed_forms(label: &str, spans: &SpanIndex, key: &str) -> ConfigError {
     )
 }
 
-/// A backends file (built-in or user): `backends:` and `prices_date:`.
+/// A backends file (built-in or user): `backends:`, `routes:` and `prices_date:`, or a
+/// bare mapping of backends.
 #[derive(Clone)]
 pub(crate) struct BackendsFile {
     pub patches: Vec<BackendPatch>,

@@ -57,8 +57,9 @@ pub const DEFAULT_CLI_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 /// than in an argument (Linux refuses a single argument over 128 KiB).
 pub const MAX_SYSTEM_ARG: usize = 100_000;
 
-/// Everything a CLI backend needs, resolved from the registry.
-#[derive(Debug, Clone)]
+/// Everything a CLI backend needs, resolved from the registry. Its `Debug` shows the
+/// names of `env`'s variables, never their values.
+#[derive(Clone)]
 pub struct CliConfig {
     /// The backend's name (`claude-code`).
     pub name: String,
@@ -72,6 +73,49 @@ pub struct CliConfig {
     /// file's: `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`…), set in its environment under the
     /// backend's own (see [`EnvSource::explicit_vars`]).
     pub env: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for CliConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.env.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("CliConfig")
+            .field("name", &self.name)
+            .field("program", &self.program)
+            .field("leading_args", &self.leading_args)
+            .field("timeout", &self.timeout)
+            .field("env (names)", &names)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod debug_tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_shows_a_variables_value() {
+        let config = CliConfig {
+            name: "claude-code".into(),
+            program: "claude".into(),
+            leading_args: Vec::new(),
+            timeout: None,
+            env: vec![("ANTHROPIC_API_KEY".into(), "secret-value-0123".into())],
+        };
+        let own = vec![(OsString::from("X"), OsString::from("secret-own-4567"))];
+        let inv = process::Invocation {
+            backend: "claude-code".into(),
+            program: "claude".into(),
+            args: Vec::new(),
+            env: config.child_env(own, &[]),
+            env_remove: Vec::new(),
+            stdin: "prompt".into(),
+            timeout: None,
+        };
+        for shown in [format!("{config:?}"), format!("{inv:?}")] {
+            assert!(shown.contains("ANTHROPIC_API_KEY"), "{shown}");
+            assert!(!shown.contains("secret-"), "{shown}");
+        }
+    }
 }
 
 impl CliConfig {

@@ -64,6 +64,7 @@ fn bind_print_claude_on_a_keyed_hosted_backend_names_the_variable_and_pastes() {
         "ANTHROPIC_DEFAULT_OPUS_MODEL=deepseek-chat \\",
         "ANTHROPIC_DEFAULT_SONNET_MODEL=deepseek-chat \\",
         "ANTHROPIC_DEFAULT_HAIKU_MODEL=deepseek-chat \\",
+        "ANTHROPIC_DEFAULT_FABLE_MODEL=deepseek-chat \\",
         "CLAUDE_CODE_SUBAGENT_MODEL=deepseek-chat \\",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \\",
         "CLAUDE_CODE_MAX_CONTEXT_TOKENS=128000 \\",

@@ -190,6 +190,87 @@ fn codex_on_a_chat_only_backend_goes_through_a_gateway_started_in_process() {
     assert!(!env.contains(FAKE_KEY) && !argv.contains(FAKE_KEY));
 }
 
+/// Codex's call with a developer message, as Codex sends its instructions.
+const CODEX_DEVELOPER_CALL: &str = r#"base=; model=
+for a in "$@"; do case "$a" in
+  model_providers.switchyard.base_url=*) base=$(printf '%s' "${a#*=}" | tr -d '"');;
+  model=*) model=$(printf '%s' "${a#*=}" | tr -d '"');;
+esac; done
+curl -sS "$base/responses" -H 'content-type: application/json' -d "{\"model\":\"$model\",\"input\":[{\"type\":\"message\",\"role\":\"developer\",\"content\":\"be brief\"},{\"type\":\"message\",\"role\":\"user\",\"content\":\"hello codex\"}]}""#;
+
+/// A backend serving Codex's dialect whose encoding renames `developer` (as the built-in
+/// `fireworks` does): Codex goes through the gateway, which sends `system` upstream, as
+/// the library's own call to it would.
+#[test]
+fn codex_on_a_backend_with_developer_role_system_sends_system_through_the_gateway() {
+    let mock = mock();
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = stand_in(dir.path(), "codex", CODEX_DEVELOPER_CALL, 0);
+    let overrides = vec![
+        "backends.fw.from=mock".to_string(),
+        "backends.fw.apis=[responses]".into(),
+        "backends.fw.developer_role=system".into(),
+        format!("backends.fw.base_url={}", mock.base_url()),
+        "backends.fw.api_key_env=FW_KEY".into(),
+        "backends.fw.key_required=true".into(),
+    ];
+    let mut args = vec!["bind".to_string(), "codex".into(), "fw/echo".into()];
+    args.extend(overrides);
+    let (code, out, err) = run(switchyard(home.path())
+        .args(&args)
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .env("FW_KEY", FAKE_KEY));
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(
+        err.contains("backend `fw` has developer_role: system, which the gateway applies to what Codex sends"),
+        "{err}"
+    );
+    let requests: Vec<_> = mock
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST")
+        .collect();
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert_eq!(requests[0].path, "/v1/responses");
+    let body = requests[0].json.as_ref().expect("a JSON body");
+    assert_eq!(body["input"][0]["role"], "system", "{body}");
+    assert_eq!(body["input"][1]["role"], "user", "{body}");
+    assert!(!body.to_string().contains("developer"), "{body}");
+
+    // The library's own call to the same backend sends the same messages.
+    let env = switchyard::env::MapEnv::new([("FW_KEY", FAKE_KEY)]);
+    let mut opts = switchyard::registry::LoadOptions::new(&env);
+    opts.user_file = false;
+    opts.overrides = args[3..].to_vec();
+    let config = switchyard::registry::Config::load(&opts).unwrap();
+    let mut request = switchyard::Request::user("hello codex");
+    request.messages.insert(
+        0,
+        switchyard::Message::text(switchyard::Role::Developer, "be brief"),
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime
+        .block_on(
+            switchyard::Llm::resolve(&config.registry, "fw/echo", &env)
+                .unwrap()
+                .complete(request),
+        )
+        .unwrap();
+    let library = mock.requests().last().unwrap().json.clone().unwrap();
+    assert_eq!(
+        library["input"][0]["role"], body["input"][0]["role"],
+        "{library}"
+    );
+    assert_eq!(
+        library["input"][1]["role"], body["input"][1]["role"],
+        "{library}"
+    );
+}
+
 /// `switchyard serve` on a free port, returning the child and its URL once it listens.
 fn serve(home: &Path, overrides: &[String]) -> (Child, String) {
     let mut child = switchyard(home)

@@ -325,7 +325,8 @@ fn init_for_google_adc_checks_credentials_and_project_and_writes_no_key() {
         "{err}"
     );
     assert!(err.contains("GOOGLE_CLOUD_PROJECT is not set"), "{err}");
-    assert!(err.contains("GOOGLE_CLOUD_LOCATION is not set"), "{err}");
+    // The location has a default (`global`, as google-genai's): not asked for.
+    assert!(!err.contains("GOOGLE_CLOUD_LOCATION"), "{err}");
     assert!(!home.path().join(".env.switchyard").exists());
 
     // gcloud's ADC file, and the project and location from the env file.
@@ -350,6 +351,10 @@ fn init_for_google_adc_checks_credentials_and_project_and_writes_no_key() {
         "{out}"
     );
     assert!(out.contains("project: my-proj"), "{out}");
+    assert!(
+        out.contains("location: global (GOOGLE_CLOUD_LOCATION)"),
+        "{out}"
+    );
     assert!(out.contains("ready"), "{out}");
 }
 

@@ -1,7 +1,7 @@
 //! Vertex AI with Application Default Credentials, end to end through the built binary:
 //! a service-account file with a throwaway RSA key, whose `token_uri` is a fake OAuth
-//! endpoint on 127.0.0.1, and the mock serving the Vertex path. The binary is needed
-//! because `gcp_auth` reads GOOGLE_APPLICATION_CREDENTIALS from the process environment.
+//! endpoint on 127.0.0.1, and the mock serving the Vertex path. Through the binary, so
+//! that both the process environment and `--env-file` are the user's.
 
 mod common;
 
@@ -259,12 +259,61 @@ fn an_unset_project_is_named() {
     assert!(r.err.contains("GOOGLE_CLOUD_PROJECT"), "{}", r.err);
     assert!(r.err.contains("vertex"), "{}", r.err);
     assert!(mock.requests().is_empty());
+}
 
-    let r = run(switchyard(home.path())
-        .args(["ask", "vertex/gemini-2.5-flash", "hello", "--no-stream"])
-        .env("GOOGLE_CLOUD_PROJECT", "test-proj"));
-    assert!(!r.ok);
-    assert!(r.err.contains("GOOGLE_CLOUD_LOCATION"), "{}", r.err);
+/// What `--env-file` sets is what the call uses: the key file `GOOGLE_APPLICATION_CREDENTIALS`
+/// names (never in the process environment, where `gcp_auth` itself would look), the
+/// project and the location; a location set nowhere is its default (`global`).
+#[test]
+fn credentials_project_and_location_from_an_env_file() {
+    let home = tempfile::tempdir().unwrap();
+    let tokens = TokenServer::start();
+    let credentials = service_account(home.path(), &tokens.url);
+    let mock = vertex_mock();
+    let env_file = home.path().join(".env.switchyard");
+    // The location in the env file, the URL as the test's other calls have it; then no
+    // location, the URL in the built-in's form (its default written in).
+    let default_url = format!(
+        "backends.vertex.gemini_url={}/v1/projects/{{GOOGLE_CLOUD_PROJECT}}/locations/{{GOOGLE_CLOUD_LOCATION:-global}}/publishers/google",
+        mock.url()
+    );
+    for (location, url, expected) in [
+        (
+            "GOOGLE_CLOUD_LOCATION=europe-west4\n",
+            vertex_override(&mock),
+            "europe-west4",
+        ),
+        ("", default_url, "global"),
+    ] {
+        std::fs::write(
+            &env_file,
+            format!(
+                "GOOGLE_APPLICATION_CREDENTIALS={}\nGOOGLE_CLOUD_PROJECT=test-proj\n{location}",
+                credentials.display()
+            ),
+        )
+        .unwrap();
+        let r = run(switchyard(home.path())
+            .arg("--env-file")
+            .arg(&env_file)
+            .args(["ask", "vertex/gemini-2.5-flash", "hello", "--no-stream"])
+            .arg(url));
+        assert!(r.ok, "{expected}: {}", r.err);
+        assert_eq!(r.out, "Hello from Vertex\n");
+        let sent = mock.requests().pop().unwrap();
+        assert_eq!(
+            sent.path,
+            format!("/v1/projects/test-proj/locations/{expected}/publishers/google/models/gemini-2.5-flash:generateContent")
+        );
+        assert_eq!(
+            sent.header("authorization"),
+            Some(format!("Bearer {TOKEN}").as_str())
+        );
+    }
+    assert!(
+        !tokens.received().is_empty(),
+        "the key file's token endpoint was asked"
+    );
 }
 
 #[test]

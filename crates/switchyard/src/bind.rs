@@ -96,6 +96,19 @@ pub struct Binding {
     pub user_args: Vec<String>,
 }
 
+/// Every variable through which Claude Code picks a model, each set to the bound model
+/// so that no alias it resolves (`opus`, `sonnet`, `haiku`, `fable`, its small fast model,
+/// its subagents') reaches a model the backend does not serve.
+pub const CLAUDE_MODEL_VARS: &[&str] = &[
+    "ANTHROPIC_MODEL",
+    "ANTHROPIC_DEFAULT_OPUS_MODEL",
+    "ANTHROPIC_DEFAULT_SONNET_MODEL",
+    "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+    "ANTHROPIC_DEFAULT_FABLE_MODEL",
+    "ANTHROPIC_SMALL_FAST_MODEL",
+    "CLAUDE_CODE_SUBAGENT_MODEL",
+];
+
 /// The placeholder key given to Claude Code for a server that needs none (without a key
 /// Claude Code asks for a login).
 pub const NO_KEY_PLACEHOLDER: &str = "switchyard-no-key";
@@ -149,6 +162,10 @@ fn bind_with(
     if !backend.serves(dialect) {
         return Err(dialect_missing(agent, backend, &model));
     }
+    let edits = backend.body_edits(dialect);
+    if !edits.is_empty() {
+        return Err(edits_missing(agent, backend, &model, &edits));
+    }
     let url = backend
         .endpoint(dialect, &model, false, env)
         .map_err(|e| Error::Config(e.to_string()))?;
@@ -195,7 +212,31 @@ pub fn needs_gateway(agent: Agent, registry: &Registry, reference: &str) -> Resu
         return Ok(true);
     }
     let (backend, _) = http_backend(agent, registry, reference)?;
-    Ok(!backend.serves(agent.dialect()))
+    Ok(gateway_reason(agent, backend).is_some())
+}
+
+/// Why `agent` reaches `backend` only through the gateway, in words for a message: the
+/// backend does not serve the CLI's dialect, or its request encoding changes what the CLI
+/// would send (`developer_role: system`, `extra_body`…), which only the gateway applies.
+/// `None` when the CLI can be pointed at the backend itself.
+pub fn gateway_reason(agent: Agent, backend: &registry::Backend) -> Option<String> {
+    let dialect = agent.dialect();
+    if !backend.serves(dialect) {
+        return Some(format!(
+            "backend `{}` does not serve `{dialect}`, which {} speaks",
+            backend.name,
+            agent.title()
+        ));
+    }
+    let edits = backend.body_edits(dialect);
+    (!edits.is_empty()).then(|| {
+        format!(
+            "backend `{}` has {}, which the gateway applies to what {} sends",
+            backend.name,
+            edits.join(" and "),
+            agent.title()
+        )
+    })
 }
 
 /// The Codex provider id of a Switchyard gateway.
@@ -398,14 +439,7 @@ fn claude(b: &mut Binding, t: &Target) {
             None => text(NO_KEY_PLACEHOLDER),
         },
     ));
-    for var in [
-        "ANTHROPIC_MODEL",
-        "ANTHROPIC_DEFAULT_OPUS_MODEL",
-        "ANTHROPIC_DEFAULT_SONNET_MODEL",
-        "ANTHROPIC_DEFAULT_HAIKU_MODEL",
-        "ANTHROPIC_SMALL_FAST_MODEL",
-        "CLAUDE_CODE_SUBAGENT_MODEL",
-    ] {
+    for var in CLAUDE_MODEL_VARS {
         b.env.push((var.to_string(), text(&b.model)));
     }
     if !t.vendor_host {
@@ -479,6 +513,21 @@ fn dialect_missing(agent: Agent, backend: &registry::Backend, model: &str) -> Er
          dialects: `switchyard bind {word} {name}/{model}` uses a running gateway \
          (`switchyard serve`, at $SWITCHYARD_GATEWAY_URL or http://127.0.0.1:8080) or starts \
          one for the session (from a program: `switchyard::bind::bind_through_gateway`)",
+        title = agent.title(),
+        word = agent.word(),
+    ))
+}
+
+fn edits_missing(agent: Agent, backend: &registry::Backend, model: &str, edits: &[&str]) -> Error {
+    let name = &backend.name;
+    Error::Unsupported(format!(
+        "backend `{name}` has {}, which changes every `{dialect}` request before it is sent; \
+         {title} sends its requests itself, so it goes through Switchyard's gateway, which \
+         applies them: `switchyard bind {word} {name}/{model}` uses a running gateway \
+         (`switchyard serve`, at $SWITCHYARD_GATEWAY_URL or http://127.0.0.1:8080) or starts \
+         one for the session (from a program: `switchyard::bind::bind_through_gateway`)",
+        edits.join(" and "),
+        dialect = agent.dialect(),
         title = agent.title(),
         word = agent.word(),
     ))
@@ -573,10 +622,16 @@ impl Binding {
         lines.join(" \\\n  ")
     }
 
-    /// The variables to set in the started CLI's environment, the key's value read from
+    /// The variables to set in the started CLI's environment: the resolved environment's
+    /// own (an env file's, which the CLI would not inherit; [`EnvSource::explicit_vars`])
+    /// but those the binding removes or sets, then the binding's, the key's value read from
     /// `env`. The only place a key's value is taken.
     pub fn child_env(&self, env: &dyn EnvSource) -> Result<Vec<(String, String)>> {
-        self.env
+        let inherited = env.explicit_vars().into_iter().filter(|(name, _)| {
+            !self.unset.contains(name) && !self.env.iter().any(|(set, _)| set == name)
+        });
+        let own = self
+            .env
             .iter()
             .map(|(name, value)| match value {
                 EnvValue::Text(t) => Ok((name.clone(), t.clone())),
@@ -589,7 +644,8 @@ impl Binding {
                         variable: var.clone(),
                     }),
             })
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        Ok(inherited.chain(own).collect())
     }
 
     /// The value of a variable the binding sets, if it sets it (for tests and display).
@@ -639,6 +695,7 @@ mod tests {
             "ANTHROPIC_DEFAULT_OPUS_MODEL",
             "ANTHROPIC_DEFAULT_SONNET_MODEL",
             "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+            "ANTHROPIC_DEFAULT_FABLE_MODEL",
             "CLAUDE_CODE_SUBAGENT_MODEL",
         ] {
             assert_eq!(b.var(v), text("deepseek-chat").as_ref(), "{v}");
@@ -786,6 +843,81 @@ mod tests {
     }
 
     #[test]
+    fn a_backend_whose_encoding_edits_the_body_is_bound_through_the_gateway() {
+        // The built-in `fireworks` serves Responses but wants `developer` as `system`:
+        // Codex pointed at it directly would send `developer` unchanged.
+        let env = MapEnv::new([("FIREWORKS_API_KEY", FAKE)]);
+        let reference = "fireworks/accounts/fireworks/models/glm-4p6";
+        let r = registry(&[]);
+        assert!(needs_gateway(Agent::Codex, &r, reference).unwrap());
+        let e = bind(Agent::Codex, &r, reference, &[], &env)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("backend `fireworks` has developer_role: system"),
+            "{e}"
+        );
+        assert!(e.contains("bind_through_gateway"), "{e}");
+        let reason = gateway_reason(Agent::Codex, r.backend("fireworks").unwrap()).unwrap();
+        assert!(
+            reason.contains("which the gateway applies to what Codex sends"),
+            "{reason}"
+        );
+        let b = bind_through_gateway(Agent::Codex, &r, reference, &[], "http://127.0.0.1:8080")
+            .unwrap();
+        assert!(
+            b.args
+                .contains(&format!("model={}", toml_string(reference))),
+            "{:?}",
+            b.args
+        );
+        // Claude Code speaks Messages, which has no developer role: bound directly.
+        assert!(!needs_gateway(Agent::Claude, &r, reference).unwrap());
+        // A backend's `extra_body` for the CLI's dialect: through the gateway too.
+        let r = registry(&["backends.anthropic.extra_body.metadata={user_id: u1}"]);
+        assert!(needs_gateway(Agent::Claude, &r, "anthropic/claude-opus-4-5").unwrap());
+        let r = registry(&[]);
+        assert!(!needs_gateway(Agent::Claude, &r, "anthropic/claude-opus-4-5").unwrap());
+    }
+
+    #[test]
+    fn the_cli_gets_an_env_files_variables_but_those_the_binding_removes() {
+        use crate::env::file::{EnvFile, LayeredEnv};
+        let file = EnvFile::parse(
+            "DEEPSEEK_API_KEY=sk-deepseek-from-file-0123456789\n\
+             ANTHROPIC_API_KEY=sk-ant-not-for-deepseek-0123456789\n\
+             CLAUDE_CODE_USE_POWERSHELL_TOOL=0\nANTHROPIC_MODEL=other\n",
+            ".env",
+        )
+        .unwrap();
+        let env = LayeredEnv::new(&file, MapEnv::default());
+        let b = bind(
+            Agent::Claude,
+            &registry(&[]),
+            "deepseek/deepseek-chat",
+            &[],
+            &env,
+        )
+        .unwrap();
+        let child = b.child_env(&env).unwrap();
+        let get = |name: &str| {
+            child
+                .iter()
+                .filter(|(n, _)| n == name)
+                .map(|(_, v)| v.as_str())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(get("CLAUDE_CODE_USE_POWERSHELL_TOOL"), ["0"]);
+        assert_eq!(
+            get("ANTHROPIC_AUTH_TOKEN"),
+            ["sk-deepseek-from-file-0123456789"]
+        );
+        // Removed by the binding (another provider's key), or set by it: not the file's.
+        assert!(get("ANTHROPIC_API_KEY").is_empty(), "{child:?}");
+        assert_eq!(get("ANTHROPIC_MODEL"), ["deepseek-chat"]);
+    }
+
+    #[test]
     fn claude_through_the_gateway_sends_the_reference_and_no_key() {
         let reg = registry(&[
             "backends.vllm.apis=[chat]",
@@ -820,6 +952,7 @@ mod tests {
             "ANTHROPIC_DEFAULT_OPUS_MODEL",
             "ANTHROPIC_DEFAULT_SONNET_MODEL",
             "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+            "ANTHROPIC_DEFAULT_FABLE_MODEL",
             "ANTHROPIC_SMALL_FAST_MODEL",
             "CLAUDE_CODE_SUBAGENT_MODEL",
         ] {

@@ -216,7 +216,7 @@ pub enum ConfigProblem {
         message: String,
     },
     /// A malformed command-line override.
-    #[error("invalid override `{text}`: {reason}; expected `backends.<name>.<field>=<value>` or `<section>...=<value>` with a section among: {}", .accepted.join(", "))]
+    #[error("invalid override `{text}`: {reason}; expected `backends.<name>.<field>=<value>`, `backends.<name>={{<field>: <value>, …}}` or `<section>...=<value>` with a section among: {}", .accepted.join(", "))]
     BadOverride {
         /// The override as written.
         text: String,

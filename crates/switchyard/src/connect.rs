@@ -82,7 +82,7 @@ pub fn http_backend_pooled(
         && !matches!(backend.auth_for(dialect), Auth::None | Auth::GoogleAdc))
     .then(|| backend.api_key_env.value.clone());
     let credential = match (backend.auth_for(dialect), key) {
-        (Auth::GoogleAdc, _) => google_adc(&backend.name)?,
+        (Auth::GoogleAdc, _) => google_adc(&backend.name, env)?,
         (Auth::None, _) | (_, None) => Credential::None,
         (Auth::Bearer, Some(key)) => Credential::Bearer(key),
         (Auth::XApiKey, Some(key)) => Credential::Header("x-api-key", key),
@@ -97,8 +97,7 @@ pub fn http_backend_pooled(
             auth: credential,
             unsent_key,
             extra_body: backend
-                .extra_body
-                .iter()
+                .extra_body_for(dialect)
                 .map(|(k, v)| (k.clone(), v.value.clone()))
                 .collect(),
             developer_as_system: backend.developer_role.value == DeveloperRole::System,
@@ -214,21 +213,37 @@ fn endpoint_url(
 }
 
 /// One Application Default Credentials source for the process, so its token cache is
-/// shared by every Vertex backend.
+/// shared by every Vertex backend; or, when the resolved environment names a key file in
+/// `GOOGLE_APPLICATION_CREDENTIALS` (an env file's included, which `gcp_auth`'s own
+/// lookup of the process environment would miss), one source per such file.
 #[cfg(feature = "google-auth")]
-fn google_adc(_backend: &str) -> Result<Credential> {
+fn google_adc(_backend: &str, env: &dyn EnvSource) -> Result<Credential> {
     use crate::backend::auth::GoogleAdc;
+    use std::path::PathBuf;
     use std::sync::OnceLock;
     static ADC: OnceLock<Arc<GoogleAdc>> = OnceLock::new();
-    Ok(Credential::Token(
-        ADC.get_or_init(|| Arc::new(GoogleAdc::new())).clone(),
-    ))
+    static BY_FILE: OnceLock<Mutex<HashMap<PathBuf, Arc<GoogleAdc>>>> = OnceLock::new();
+    let Some(file) = env.var("GOOGLE_APPLICATION_CREDENTIALS") else {
+        return Ok(Credential::Token(
+            ADC.get_or_init(|| Arc::new(GoogleAdc::new())).clone(),
+        ));
+    };
+    // A poisoned lock only means another thread panicked while inserting.
+    let mut sources = BY_FILE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let source = sources
+        .entry(PathBuf::from(file))
+        .or_insert_with_key(|path| Arc::new(GoogleAdc::from_file(path.clone())))
+        .clone();
+    Ok(Credential::Token(source))
 }
 
 /// Without the `google-auth` feature a backend that authenticates with Google's
 /// credentials cannot be reached: said when it is connected, not when it is first called.
 #[cfg(not(feature = "google-auth"))]
-fn google_adc(backend: &str) -> Result<Credential> {
+fn google_adc(backend: &str, _env: &dyn EnvSource) -> Result<Credential> {
     Err(Error::Unsupported(format!(
         "backend `{backend}` authenticates with Google Application Default Credentials, which this build leaves out: build switchyard with the `google-auth` feature (on by default)"
     )))

@@ -1,5 +1,5 @@
 //! What a backend's registry entry does to the request on the wire, checked at the mock:
-//! each auth style, `extra_body`, `developer_role: system`, `max_tokens_field`, a missing
+//! each auth style, `extra_body` (its main dialect's), `developer_role: system`, `max_tokens_field`, a missing
 //! key, and a redirect (reported, not followed).
 
 mod common;
@@ -184,7 +184,7 @@ async fn missing_required_key_names_the_variable_before_any_call() {
 }
 
 #[tokio::test]
-async fn extra_body_is_merged_into_every_request_and_wins() {
+async fn extra_body_is_merged_into_every_request_of_the_main_dialect_and_wins() {
     let mock = MockServer::start().await;
     let env = MapEnv::default();
     let registry = registry(
@@ -196,7 +196,9 @@ async fn extra_body_is_merged_into_every_request_and_wins() {
         ],
         &env,
     );
-    for d in Dialect::ALL {
+    // The mock's main dialect (the first in `apis`) is chat: its fields are written for
+    // chat; the other dialects get none (tests/config_forms.rs).
+    for d in [Dialect::Chat] {
         let llm = llm_with(&registry, d, "echo", &env);
         let mut request = Request::user("hi");
         request.temperature = Some(0.1);
@@ -262,13 +264,18 @@ async fn developer_role_system_renames_developer_messages() {
         .await
         .unwrap();
     assert_eq!(body(&last(&mock))["messages"][0], expected);
-    // Responses: a system message becomes the instructions.
+    // Responses: the message item keeps its place as a system one, as the gateway's
+    // pass-through sends it (one rule, `backend::http::edits`, for both).
     llm_with(&system, Dialect::Responses, "echo", &env)
         .complete(with_developer())
         .await
         .unwrap();
     let b = body(&last(&mock));
-    assert_eq!(b["instructions"], "answer in French", "{b}");
+    assert_eq!(b["input"][0]["role"], "system", "{b}");
+    assert_eq!(
+        b["input"][0]["content"][0]["text"], "answer in French",
+        "{b}"
+    );
     assert!(!b.to_string().contains("developer"), "{b}");
 }
 

@@ -402,6 +402,7 @@ async fn a_run_past_its_timeout_is_killed() {
         program,
         leading_args: Vec::new(),
         timeout: Some(Duration::from_millis(200)),
+        env: Vec::new(),
     });
     let started = Instant::now();
     let e = backend
@@ -716,6 +717,7 @@ async fn a_stream_past_its_timeout_ends_typed_and_the_program_is_killed() {
         program,
         leading_args: Vec::new(),
         timeout: Some(Duration::from_millis(150)),
+        env: Vec::new(),
     });
     let mut stream = backend
         .stream(&Call::new("m", Request::user("hi")))
@@ -731,4 +733,122 @@ async fn a_stream_past_its_timeout_ends_typed_and_the_program_is_killed() {
     }
     assert_eq!(stream.reply().text(), "Paris is ");
     assert_killed(&dir.path().join("pid")).await;
+}
+
+#[tokio::test]
+async fn an_env_files_variables_reach_the_agent() {
+    use switchyard::env::file::{EnvFile, LayeredEnv};
+    let claude = StandIn::new("claude", CLAUDE_OK, 0);
+    let codex = StandIn::new("codex", CODEX_OK, 0);
+    // As `--env-file` gives them: never in the process environment the child inherits.
+    let file = EnvFile::parse(
+        "ANTHROPIC_API_KEY=env-file-anthropic-value\nOPENAI_API_KEY=env-file-openai-value\n\
+         CLAUDECODE=1\nCODEX_HOME=/nonexistent/codex-home\n",
+        ".env.switchyard",
+    )
+    .unwrap();
+    let env = LayeredEnv::new(&file, MapEnv::default());
+    for (reference, backend, stand_in, name, var) in [
+        (
+            "claude-code/claude-opus-4-5",
+            "claude-code",
+            &claude,
+            "claude",
+            "ANTHROPIC_API_KEY=env-file-anthropic-value",
+        ),
+        (
+            "codex/gpt-5",
+            "codex",
+            &codex,
+            "codex",
+            "OPENAI_API_KEY=env-file-openai-value",
+        ),
+    ] {
+        let mut opts = LoadOptions::new(&env);
+        opts.user_file = false;
+        opts.overrides = with_command(backend, stand_in, name);
+        let config = Config::load(&opts).unwrap();
+        Llm::resolve(&config.registry, reference, &env)
+            .unwrap()
+            .complete(Request::user("hi"))
+            .await
+            .unwrap_or_else(|e| panic!("{reference}: {e}"));
+        let child = stand_in.rec("env");
+        assert!(child.lines().any(|l| l == var), "{reference}: {child}");
+    }
+    // What a run sets or removes itself still wins: a nested-session marker is removed,
+    // Codex's home is the run's own empty one.
+    assert!(!claude
+        .rec("env")
+        .lines()
+        .any(|l| l.starts_with("CLAUDECODE=")));
+    let home = codex
+        .rec("env")
+        .lines()
+        .find_map(|l| l.strip_prefix("CODEX_HOME=").map(str::to_string))
+        .unwrap();
+    assert_ne!(home, "/nonexistent/codex-home");
+}
+
+#[tokio::test]
+async fn the_fix_a_missing_cli_suggests_for_a_role_is_accepted() {
+    let s = StandIn::new("claude", CLAUDE_OK, 0);
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("run.yaml");
+    std::fs::write(
+        &config,
+        "llm:\n  reviewer: {backend: claude_code, model: claude-opus-4-5}\n",
+    )
+    .unwrap();
+    // A PATH without `claude` (the stand-in script itself needs the system's tools).
+    let empty = tempfile::tempdir().unwrap();
+    let env = MapEnv::new([("PATH", format!("{}:/usr/bin:/bin", empty.path().display()))]);
+    let open = |overrides: &[String]| {
+        switchyard::run::Run::builder(&config)
+            .overrides(overrides.iter().map(String::as_str))
+            .env(&env)
+            .user_file(false)
+            .open()
+            .and_then(|run| run.llm("reviewer"))
+    };
+    let e = match open(&[]) {
+        Ok(_) => panic!("claude is not on PATH"),
+        Err(e) => e.to_string(),
+    };
+    assert!(e.contains("`claude` was not found on PATH"), "{e}");
+    // The suggestion, applied as written with the stand-in's path.
+    let suggested = e
+        .split('`')
+        .find(|w| w.starts_with("llm.reviewer.command="))
+        .unwrap_or_else(|| panic!("no override suggested: {e}"));
+    let fix = suggested.replace(
+        "/path/to/claude",
+        &s.program("claude").display().to_string(),
+    );
+    let reply = open(&[fix])
+        .unwrap_or_else(|e| panic!("the suggested fix was refused: {e}"))
+        .complete(Request::user("hi"))
+        .await
+        .unwrap();
+    assert_eq!(reply.text(), "Paris is the capital of France.");
+    // The form the message gives for the run config is accepted too.
+    std::fs::write(
+        &config,
+        format!(
+            "llm:\n  reviewer: {{backend: claude_code, model: claude-opus-4-5, command: {}}}\n",
+            s.program("claude").display()
+        ),
+    )
+    .unwrap();
+    assert!(
+        e.contains("`llm: {reviewer: {command: /path/to/claude}}`"),
+        "{e}"
+    );
+    open(&[]).unwrap();
+    // The registry's spelling of that backend says where its fields are set.
+    let mut opts = LoadOptions::new(&env);
+    opts.user_file = false;
+    opts.overrides = vec!["backends.role:reviewer.command=/bin/claude".into()];
+    let e = Config::load(&opts).unwrap_err().to_string();
+    assert!(e.contains("write `llm.reviewer.<key>=<value>`"), "{e}");
 }

@@ -310,10 +310,12 @@ fn inline_endpoints_are_validated_like_registry_backends() {
         e.contains("role `d`: an inline endpoint needs `model`"),
         "{e}"
     );
+    // The older endpoint form with a model naming a backend: two readings, none guessed.
     assert!(
-        e.contains("role `e`: `base_url` belongs to an inline endpoint"),
+        e.contains("role `e`: `base_url` with `model: mock/echo`, which names backend `mock`, says two places to call"),
         "{e}"
     );
+    assert!(e.contains("add `backend: openai_compatible`"), "{e}");
 }
 
 #[test]

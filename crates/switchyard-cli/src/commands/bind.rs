@@ -1,6 +1,7 @@
 //! `switchyard bind claude|codex <reference> [--print] [-- <args>]`: runs the CLI bound to a
 //! backend, or prints the command that would. A backend that does not serve the CLI's
-//! dialect is reached through the gateway: a running one (`$SWITCHYARD_GATEWAY_URL`, else
+//! dialect, or whose request encoding changes what the CLI sends (`developer_role:
+//! system`, `extra_body`), is reached through the gateway: a running one (`$SWITCHYARD_GATEWAY_URL`, else
 //! `http://127.0.0.1:8080`) when it answers, else one started in this process for as long
 //! as the CLI runs.
 
@@ -11,7 +12,9 @@ use std::time::Duration;
 
 use super::CliEnv;
 use switchyard::backend::cli::{default_program, locate};
-use switchyard::bind::{bind, bind_through_gateway, bind_to_print, needs_gateway, Agent, Binding};
+use switchyard::bind::{
+    bind, bind_through_gateway, bind_to_print, gateway_reason, needs_gateway, Agent, Binding,
+};
 use switchyard::env::EnvSource;
 use switchyard::registry::{Backend, Config};
 use switchyard_gateway::{probe, start, Gateway, GatewayConfig};
@@ -76,26 +79,33 @@ pub(super) fn run(
     let bind_at = |url: &str| {
         bind_through_gateway(agent, &config.registry, &args.reference, &args.args, url).map_err(err)
     };
-    let dialect = agent.dialect();
-    let backend_name = args.reference.split('/').next().unwrap_or(&args.reference);
+    // Why the gateway: the library says (a dialect not served, edits only it applies).
+    let reason = config
+        .registry
+        .require_reference(&args.reference)
+        .ok()
+        .and_then(|r| config.registry.backend(&r.backend))
+        .and_then(|b| gateway_reason(agent, b))
+        .unwrap_or_else(|| {
+            format!(
+                "`{}` is a route, whose members the gateway follows",
+                args.reference
+            )
+        });
     if args.print {
         print(runner, agent, &bind_at(&wanted)?);
         if !running {
             eprintln!(
-                "note: backend `{backend_name}` does not serve `{dialect}`, so {} goes \
-                 through a gateway; none answers at {wanted}: start one there with \
-                 `switchyard serve` (or set SWITCHYARD_GATEWAY_URL) before running this",
+                "note: {reason}, so {} goes through a gateway; none answers at {wanted}: \
+                 start one there with `switchyard serve` (or set SWITCHYARD_GATEWAY_URL) \
+                 before running this",
                 agent.title()
             );
         }
         return Ok(());
     }
     if running {
-        eprintln!(
-            "switchyard: {} speaks `{dialect}`, which backend `{backend_name}` does not serve; \
-             using the gateway at {wanted}",
-            agent.title(),
-        );
+        eprintln!("switchyard: {reason}; using the gateway at {wanted}");
         return exec(command(runner, agent, &bind_at(&wanted)?)?);
     }
     // No gateway to reuse: serve one here while the CLI runs — with the built-in mock
@@ -126,9 +136,8 @@ pub(super) fn run(
     let outcome = bind_at(&url).and_then(|binding| {
         let (mut cmd, program) = command(runner, agent, &binding)?;
         eprintln!(
-            "switchyard: {} speaks `{dialect}`, which backend `{backend_name}` does not serve; \
-             using a gateway started for this session at {url} (none answered at {wanted})",
-            agent.title(),
+            "switchyard: {reason}; using a gateway started for this session at {url} (none \
+             answered at {wanted})"
         );
         // Ctrl-c goes to the whole foreground group: the CLI handles it (Claude Code and
         // Codex interrupt a turn); this process must outlive it to keep serving.

@@ -124,15 +124,8 @@ fn google_adc(backend: &Backend, env_file: Option<&Path>) -> Result<(), String> 
     let mut missing: Vec<String> = Vec::new();
     match env.var("GOOGLE_APPLICATION_CREDENTIALS") {
         Some(path) if Path::new(&path).is_file() => {
+            // The env file's value is used too: the library reads the key file it names.
             println!("credentials: {path} (GOOGLE_APPLICATION_CREDENTIALS)");
-            if std::env::var_os("GOOGLE_APPLICATION_CREDENTIALS").is_none() {
-                // gcp_auth reads the process environment, not the env file.
-                missing.push(
-                    "GOOGLE_APPLICATION_CREDENTIALS is set only in the env file, but Google's credential lookup \
-                     reads the process environment: export it in your shell"
-                        .into(),
-                );
-            }
         }
         Some(path) => missing.push(format!(
             "GOOGLE_APPLICATION_CREDENTIALS names {path}, which is not a file: point it at a service account key file, \
@@ -163,7 +156,16 @@ fn google_adc(backend: &Backend, env_file: Option<&Path>) -> Result<(), String> 
             "GOOGLE_CLOUD_PROJECT is not set: set it to your project id{file_hint}; `gcloud config get-value project` prints the current one"
         )),
     }
-    // Other placeholders of the backend's URLs (GOOGLE_CLOUD_LOCATION for vertex).
+    // The location has a default in the built-in URLs (`global`, as google-genai's).
+    if backend.name == "vertex" {
+        match env.var("GOOGLE_CLOUD_LOCATION") {
+            Some(l) => println!("location: {l} (GOOGLE_CLOUD_LOCATION)"),
+            None => println!(
+                "location: global (the default; set GOOGLE_CLOUD_LOCATION for a region such as us-central1)"
+            ),
+        }
+    }
+    // Other placeholders of the backend's URLs without a default.
     let mut vars: Vec<String> = Vec::new();
     for d in &backend.apis.value {
         if let Err(switchyard::registry::EndpointError::UnsetVariable { variable, .. }) =

@@ -33,8 +33,9 @@ static ENV_FILE: OnceLock<EnvFile> = OnceLock::new();
 
 /// The environment every command resolves with: the `--env-file` variables over the
 /// process environment. The process environment itself is not changed (no `set_var`):
-/// what reads it directly — Google's ADC lookup inside `gcp_auth`, a CLI agent run as a
-/// subprocess — sees only the shell's variables, so such variables belong in the shell.
+/// the library hands the file's variables on where they are needed (a CLI agent's
+/// subprocess gets them in its environment, Vertex's key file is read from
+/// `GOOGLE_APPLICATION_CREDENTIALS` as resolved here).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct CliEnv;
 
@@ -44,6 +45,19 @@ impl EnvSource for CliEnv {
             Some(v) if !v.is_empty() => Some(v.to_string()),
             _ => ProcessEnv.var(name),
         }
+    }
+
+    fn explicit_vars(&self) -> Vec<(String, String)> {
+        ENV_FILE
+            .get()
+            .map(|f| {
+                f.vars()
+                    .iter()
+                    .filter(|(_, v)| !v.is_empty())
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 }
 

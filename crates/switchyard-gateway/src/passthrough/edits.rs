@@ -69,7 +69,7 @@ pub(super) fn edit(
     if rename_developer || legacy_limit {
         body = reserialised(&body, |v| {
             if rename_developer {
-                developer_as_system(v, dialect);
+                switchyard::backend::http::edits::developer_as_system(v, dialect);
             }
             if legacy_limit {
                 switchyard::backend::http::legacy_max_tokens(v);
@@ -86,22 +86,4 @@ fn reserialised(body: &[u8], edit: impl FnOnce(&mut Map<String, Value>)) -> Opti
     let mut v: Map<String, Value> = serde_json::from_slice(body).ok()?;
     edit(&mut v);
     serde_json::to_vec(&v).ok().map(Bytes::from)
-}
-
-/// Renames `developer` messages to `system` (for backends configured with
-/// `developer_role: system`; the role exists in chat and Responses only).
-fn developer_as_system(body: &mut Map<String, Value>, dialect: Dialect) {
-    let list = match dialect {
-        Dialect::Chat => "messages",
-        Dialect::Responses => "input",
-        _ => return,
-    };
-    let Some(messages) = body.get_mut(list).and_then(Value::as_array_mut) else {
-        return;
-    };
-    for m in messages {
-        if m.get("role").and_then(Value::as_str) == Some("developer") {
-            m["role"] = json!("system");
-        }
-    }
 }

@@ -121,10 +121,16 @@ pub const CLOUD_PLATFORM_SCOPE: &str = "https://www.googleapis.com/auth/cloud-pl
 /// `GOOGLE_APPLICATION_CREDENTIALS`, gcloud's ADC file, the metadata server, or the
 /// `gcloud` command, in that order. Found on first use, then cached with its tokens.
 /// (The `google-auth` feature, on by default.)
+///
+/// [`GoogleAdc::from_file`] takes the key file's path from the caller instead, so that a
+/// `GOOGLE_APPLICATION_CREDENTIALS` read from an env file (which never enters the process
+/// environment `gcp_auth` reads) is the one used.
 #[cfg(feature = "google-auth")]
 #[derive(Default)]
 pub struct GoogleAdc {
     provider: OnceCell<Arc<dyn gcp_auth::TokenProvider>>,
+    /// The service-account key file to use, when given rather than looked up.
+    file: Option<std::path::PathBuf>,
 }
 
 #[cfg(feature = "google-auth")]
@@ -134,19 +140,33 @@ impl GoogleAdc {
         Self::default()
     }
 
+    /// A source using the service-account key file at `path` (what
+    /// `GOOGLE_APPLICATION_CREDENTIALS` names), read on first use.
+    pub fn from_file(path: impl Into<std::path::PathBuf>) -> Self {
+        GoogleAdc {
+            provider: OnceCell::new(),
+            file: Some(path.into()),
+        }
+    }
+
     async fn provider(&self) -> Result<&Arc<dyn gcp_auth::TokenProvider>> {
+        if let Some(path) = &self.file {
+            return self
+                .provider
+                .get_or_try_init(|| async {
+                    gcp_auth::CustomServiceAccount::from_file(path)
+                        .map(|a| Arc::new(a) as Arc<dyn gcp_auth::TokenProvider>)
+                        .map_err(|e| unusable_key_file(path, &e))
+                })
+                .await;
+        }
         self.provider
             .get_or_try_init(|| async {
                 gcp_auth::provider().await.map_err(|e| {
                     // gcp_auth reads this variable itself; when it is set, the file it
                     // names is the problem, and gcp_auth's message does not name it.
                     match std::env::var_os("GOOGLE_APPLICATION_CREDENTIALS") {
-                        Some(path) => Error::Config(format!(
-                            "GOOGLE_APPLICATION_CREDENTIALS names `{}`, which is not a usable \
-                             service-account key file ({e}); point it at the JSON key file \
-                             of a service account, or unset it to use gcloud's credentials",
-                            Path::new(&path).display()
-                        )),
+                        Some(path) => unusable_key_file(Path::new(&path), &e),
                         None => Error::Config(format!(
                             "no Google Application Default Credentials found ({e}); run \
                              `gcloud auth application-default login`, or set \
@@ -157,6 +177,17 @@ impl GoogleAdc {
             })
             .await
     }
+}
+
+/// The key file `GOOGLE_APPLICATION_CREDENTIALS` names could not be used.
+#[cfg(feature = "google-auth")]
+fn unusable_key_file(path: &Path, e: &gcp_auth::Error) -> Error {
+    Error::Config(format!(
+        "GOOGLE_APPLICATION_CREDENTIALS names `{}`, which is not a usable \
+         service-account key file ({e}); point it at the JSON key file \
+         of a service account, or unset it to use gcloud's credentials",
+        path.display()
+    ))
 }
 
 #[cfg(feature = "google-auth")]

@@ -203,6 +203,19 @@ impl<B: EnvSource> EnvSource for LayeredEnv<B> {
             _ => self.base.var(name),
         }
     }
+
+    fn explicit_vars(&self) -> Vec<(String, String)> {
+        let mut vars = self.base.explicit_vars();
+        let mut file: Vec<(String, String)> = self
+            .file
+            .iter()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        file.sort();
+        vars.extend(file);
+        vars
+    }
 }
 
 /// `value` as it is written after `=`: bare when it is made of plain characters, else in

@@ -9,6 +9,14 @@ use std::collections::HashMap;
 pub trait EnvSource {
     /// The value of `name`, if set and valid Unicode. An empty value counts as unset.
     fn var(&self, name: &str) -> Option<String>;
+
+    /// The variables this source holds beyond the process environment (an env file's, a
+    /// map's), in order, a later one winning: what a subprocess (a CLI agent) must be
+    /// given explicitly to see the same environment, since it inherits only the
+    /// process's. Empty for the process environment itself.
+    fn explicit_vars(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
 }
 
 /// The process environment.
@@ -40,6 +48,17 @@ impl MapEnv {
 impl EnvSource for MapEnv {
     fn var(&self, name: &str) -> Option<String> {
         self.0.get(name).filter(|v| !v.is_empty()).cloned()
+    }
+
+    fn explicit_vars(&self) -> Vec<(String, String)> {
+        let mut vars: Vec<(String, String)> = self
+            .0
+            .iter()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        vars.sort();
+        vars
     }
 }
 

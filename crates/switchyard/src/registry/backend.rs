@@ -38,7 +38,8 @@ pub struct Backend {
     pub auth: Resolved<Auth>,
     /// Prices by model id.
     pub prices: BTreeMap<String, Resolved<Price>>,
-    /// Fields added to every request body.
+    /// Fields added to every request body of the backend's main dialect (the first in
+    /// `apis`): see [`Backend::extra_body_for`].
     pub extra_body: BTreeMap<String, Resolved<serde_json::Value>>,
     /// Context window in tokens, when known.
     pub context_window: Option<Resolved<u64>>,
@@ -302,6 +303,37 @@ impl Backend {
             url: filled.clone(),
             reason: e.to_string(),
         })
+    }
+
+    /// The `extra_body` fields a `dialect` body gets: all of them in the backend's main
+    /// dialect (the first in `apis`, the one its fields are written for: a chat server's
+    /// `chat_template_kwargs` would be refused in a Responses body), none in another.
+    pub fn extra_body_for(
+        &self,
+        dialect: Dialect,
+    ) -> impl Iterator<Item = (&String, &Resolved<serde_json::Value>)> {
+        let main = self.apis.value.first() == Some(&dialect);
+        self.extra_body.iter().filter(move |_| main)
+    }
+
+    /// The fields of this backend that make its request encoding change a `dialect` body
+    /// after the codec wrote it (`developer_role: system`, `max_tokens_field: max_tokens`,
+    /// `extra_body`): a program that sends such a body itself (a bound CLI) must send it
+    /// through the gateway, which applies them.
+    pub fn body_edits(&self, dialect: Dialect) -> Vec<&'static str> {
+        let mut edits = Vec::new();
+        if self.developer_role.value == DeveloperRole::System
+            && matches!(dialect, Dialect::Chat | Dialect::Responses)
+        {
+            edits.push("developer_role: system");
+        }
+        if self.max_tokens_field.value == MaxTokensField::MaxTokens && dialect == Dialect::Chat {
+            edits.push("max_tokens_field: max_tokens");
+        }
+        if self.extra_body_for(dialect).next().is_some() {
+            edits.push("extra_body");
+        }
+        edits
     }
 
     /// How the key is sent when calling `dialect`. The native Gemini API takes an API key

@@ -16,7 +16,8 @@ use crate::config_error::{ConfigError, ConfigProblem, Location};
 use crate::env::{env_stem, EnvSource};
 use crate::internal::suggest::nearest;
 
-/// Top-level keys of a backends file (the built-ins and the user's file).
+/// Top-level keys of a backends file (the built-ins and the user's file) in its sectioned
+/// form; a file with none of them is the bare form, a mapping of backends.
 pub const BACKENDS_FILE_KEYS: &[&str] = &["backends", "routes", "prices_date"];
 
 /// The user's backends file: `$SWITCHYARD_BACKENDS`, else
@@ -111,7 +112,32 @@ fn unknown_top(label: &str, spans: &SpanIndex, key: &str, accepted: &[&str]) -> 
     )
 }
 
-/// A backends file (built-in or user): `backends:` and `prices_date:`.
+/// A top-level key of a backends file written with `backends:` that is none of its
+/// sections: the file mixes the sectioned form and the bare one (backends at the top).
+fn mixed_forms(label: &str, spans: &SpanIndex, key: &str) -> ConfigError {
+    let loc = match spans.find(&[key]) {
+        Some((l, c)) => Location::at(label, l, c),
+        None => Location::source(label),
+    };
+    let hint = nearest(key, BACKENDS_FILE_KEYS.iter().copied())
+        .map(|n| format!(" (did you mean `{n}`?)"))
+        .unwrap_or_default();
+    ConfigError::new(
+        loc,
+        ConfigProblem::Invalid {
+            field: key.to_string(),
+            message: format!(
+                "unknown top-level key `{key}`{hint}; a backends file is either sectioned \
+                 (top-level keys among: {}) or a bare mapping of backend names to their \
+                 fields, not both: move `{key}` under `backends:` if it is a backend",
+                BACKENDS_FILE_KEYS.join(", ")
+            ),
+        },
+    )
+}
+
+/// A backends file (built-in or user): `backends:`, `routes:` and `prices_date:`, or a
+/// bare mapping of backends.
 #[derive(Clone)]
 pub(crate) struct BackendsFile {
     pub patches: Vec<BackendPatch>,
@@ -134,6 +160,27 @@ pub(crate) fn parse_backends_file(
     let Some(file) = parse_file(text, label, errors) else {
         return out;
     };
+    // The bare form: a file of backends alone (`my-vllm: {base_url: …}` at the top), as
+    // some programs write it. It is that form only when no key of the sectioned form is
+    // present: a file mixing both is refused below, naming both ways to write it.
+    let sectioned = file
+        .top
+        .iter()
+        .any(|(k, _)| BACKENDS_FILE_KEYS.contains(&k.as_str()));
+    if !sectioned && !file.top.is_empty() {
+        let src = LayerSource {
+            layer,
+            label: label.to_string(),
+            spans: Some(&file.spans),
+            prefix: Vec::new(),
+        };
+        let mut map = serde_yaml_ng::Mapping::new();
+        for (k, v) in &file.top {
+            map.insert(Value::String(k.clone()), v.clone());
+        }
+        out.patches = patch::parse_backends(&src, &Value::Mapping(map), errors);
+        return out;
+    }
     for (k, v) in &file.top {
         match k.as_str() {
             "backends" => {
@@ -147,7 +194,7 @@ pub(crate) fn parse_backends_file(
             }
             "routes" => out.routes = routes_of(&layer, label, &file.spans, v, errors),
             "prices_date" => out.prices_date = Some(key_text(v)),
-            other => errors.push(unknown_top(label, &file.spans, other, BACKENDS_FILE_KEYS)),
+            other => errors.push(mixed_forms(label, &file.spans, other)),
         }
     }
     out

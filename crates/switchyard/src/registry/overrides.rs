@@ -33,6 +33,7 @@ pub struct Override {
     /// The argument as written.
     pub text: String,
     /// The key path: `["llm", "planner", "model"]`. For `backends`, the path is
+    /// `["backends", name]` (a whole backend, `backends.<name>={…}`), or
     /// `["backends", name, field]` plus one map key (which may hold dots, like a model id)
     /// for `prices`, `models` and `extra_body`.
     pub path: Vec<String>,
@@ -76,6 +77,21 @@ fn bad(text: &str, reason: impl Into<String>) -> ConfigError {
     )
 }
 
+/// Why `name` is no backend name, with the right override for the anonymous backend of
+/// an inline role (`role:<name>`), whose fields are the role's own.
+fn backend_name_problem(name: &str) -> String {
+    match name.strip_prefix("role:") {
+        Some(role) if is_backend_name(role) => format!(
+            "`{name}` is the backend of the inline role `{role}`, set by the role's own keys: \
+             write `llm.{role}.<key>=<value>` (as `llm.{role}.command=/path/to/claude`)"
+        ),
+        _ => format!(
+            "`{name}` is not a valid backend name (letters, digits, `-` and `_`, starting with \
+             a letter)"
+        ),
+    }
+}
+
 /// Parses one override.
 pub fn parse_override(text: &str) -> Result<Override, ConfigError> {
     let Some((key, raw)) = text.split_once('=') else {
@@ -97,13 +113,34 @@ pub fn parse_override(text: &str) -> Result<Override, ConfigError> {
         let mut parts = rest.splitn(3, '.');
         let name = parts.next().unwrap_or("");
         let field = parts.next().unwrap_or("");
-        if name.is_empty() || field.is_empty() {
-            return Err(bad(text, "a backends override names a backend and a field"));
+        if name.is_empty() {
+            return Err(bad(
+                text,
+                "a backends override names a backend: `backends.<name>.<field>=<value>`, \
+                 or `backends.<name>={<field>: <value>, …}` for a whole backend",
+            ));
         }
         if !is_backend_name(name) {
-            return Err(bad(text, format!("`{name}` is not a valid backend name")));
+            return Err(bad(text, backend_name_problem(name)));
         }
-        let mut p = vec!["backends".to_string(), name.to_string(), field.to_string()];
+        if field.is_empty() {
+            // `backends.<name>={…}`: a whole backend, its fields as an inline YAML (or
+            // JSON) mapping, laid over the lower layers field by field.
+            if !raw.trim_start().starts_with('{') {
+                return Err(bad(
+                    text,
+                    format!(
+                        "`backends.{name}=` takes a whole backend as a mapping of its fields, \
+                         `backends.{name}={{base_url: …, apis: [chat]}}`; to set one field \
+                         write `backends.{name}.<field>=<value>`"
+                    ),
+                ));
+            }
+        }
+        let mut p = vec!["backends".to_string(), name.to_string()];
+        if !field.is_empty() {
+            p.push(field.to_string());
+        }
         if let Some(map_key) = parts.next() {
             if !matches!(field, "prices" | "models" | "extra_body") {
                 return Err(bad(
@@ -223,6 +260,8 @@ mod tests {
         let e = parse_override("backendz.x.y=1").unwrap_err().to_string();
         assert!(e.contains("did you mean `backends`"), "{e}");
         assert!(parse_override("backends.vllm=1").is_err());
+        assert!(parse_override("backends.vllm=[chat]").is_err());
+        assert!(parse_override("backends.=1").is_err());
         assert!(parse_override("backends.vllm.base_url").is_err());
         assert!(parse_override("backends.vllm.base_url.x=1").is_err());
         assert!(parse_override("backends.vllm.apis=[chat").is_err());

@@ -201,7 +201,7 @@ impl Draft {
                 .unwrap_or_else(|| Resolved::default_value(DeveloperRole::Keep)),
             max_tokens_field: self
                 .max_tokens_field
-                .unwrap_or_else(|| Resolved::default_value(MaxTokensField::MaxCompletionTokens)),
+                .unwrap_or_else(|| Resolved::default_value(MaxTokensField::MaxTokens)),
             models: self.models,
             from: self.from,
             command: self.command,

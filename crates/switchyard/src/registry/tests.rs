@@ -446,10 +446,8 @@ fn defaults_for_a_new_backend() {
     assert_eq!(b.auth.value, Auth::Bearer);
     assert!(b.key_required.value);
     assert_eq!(b.developer_role.value, DeveloperRole::Keep);
-    assert_eq!(
-        b.max_tokens_field.value,
-        MaxTokensField::MaxCompletionTokens
-    );
+    // What every OpenAI-compatible server knows; OpenAI's own backend declares the other.
+    assert_eq!(b.max_tokens_field.value, MaxTokensField::MaxTokens);
     assert!(b.context_window.is_none());
 }
 

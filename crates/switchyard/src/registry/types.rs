@@ -92,11 +92,13 @@ closed_set! {
 }
 
 closed_set! {
-    /// The field a chat request carries its output limit in.
+    /// The field a chat request carries its output limit in: `max_tokens` unless the
+    /// backend declares `max_completion_tokens` (OpenAI's own API, whose reasoning models
+    /// refuse `max_tokens`: the built-in `openai` declares it).
     MaxTokensField {
-        /// OpenAI's current field (its newer models refuse `max_tokens`).
+        /// OpenAI's field for its reasoning models (they refuse `max_tokens`).
         MaxCompletionTokens = "max_completion_tokens",
-        /// The older field, for OpenAI-compatible servers that know only it.
+        /// The field every OpenAI-compatible server knows (the default).
         MaxTokens = "max_tokens",
     }
 }

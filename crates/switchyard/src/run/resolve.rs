@@ -621,6 +621,17 @@ fn fold_role(
     }
     let dialect = role_dialect(entry, &backend, found);
     let resolved = role_settings(entry, &backend, dialect, found);
+    let other_served =
+        dialect.filter(|d| backend.apis.value.first() != Some(d) && backend.apis.value.contains(d));
+    if let Some(d) = other_served {
+        // The role calls a dialect other than the backend's main one: the backend's
+        // `extra_body`, written for its main dialect, is not sent (see
+        // `Backend::extra_body_for`); the role's own, written for the role's, is. The
+        // role's copy of the backend lists the role's dialect first, as its main one.
+        backend.extra_body.clear();
+        backend.apis.value.retain(|a| *a != d);
+        backend.apis.value.insert(0, d);
+    }
     for (k, v) in &resolved.extra_body {
         backend
             .extra_body
@@ -661,6 +672,25 @@ fn inline_target(
     } else {
         ModelSource::RoleEntry
     };
+    if inline.implied {
+        // The older form's model is the endpoint's own id; one that reads as a reference
+        // to a configured backend may mean that backend instead: not guessed.
+        let named = model.value.split_once('/').map(|(b, _)| b);
+        if let Some(b) = named.filter(|b| config.registry.backend(b).is_some()) {
+            found.push(role_problem(
+                model.loc.clone(),
+                name,
+                format!(
+                    "`base_url` with `model: {m}`, which names backend `{b}`, says two places \
+                     to call: to call `{m}` as a model id at `base_url`, add `backend: \
+                     openai_compatible`; to call backend `{b}`, drop `base_url` (and set it on \
+                     the backend: `backends.{b}.base_url`)",
+                    m = model.value
+                ),
+            ));
+            return None;
+        }
+    }
     let backend = inline_backend(config, entry, inline, found)?;
     if inline.kind.value == InlineKind::Replay && inline.log.is_none() {
         found.push(role_problem(

@@ -5,7 +5,8 @@
 //! - a mapping: `planner: {model: <reference>, price: {...}, extra_body: {...}, <settings>}`;
 //! - an inline endpoint: `planner: {backend: <kind>, model, base_url, api_key_env, <settings>}`,
 //!   which becomes an anonymous backend `role:<name>`, validated by the registry's own
-//!   field parser.
+//!   field parser; the older form without `backend:`, `{base_url, model, api_key_env}`, is
+//!   an `openai_compatible` one.
 
 use std::collections::BTreeMap;
 
@@ -111,6 +112,7 @@ pub const INLINE_KEYS: &[&str] = &[
     "context_window",
     "developer_role",
     "max_tokens_field",
+    "command",
     "log",
 ];
 
@@ -121,6 +123,7 @@ const BACKEND_FIELDS: &[&str] = &[
     "context_window",
     "developer_role",
     "max_tokens_field",
+    "command",
 ];
 
 /// A value and where it was written.
@@ -138,6 +141,8 @@ pub(crate) struct Inline {
     pub patches: Vec<BackendPatch>,
     /// `log:` of a replay endpoint.
     pub log: Option<Located<String>>,
+    /// Written in the older form, without `backend:` (`{base_url, model, api_key_env}`).
+    pub implied: bool,
 }
 
 /// One role, every layer merged.
@@ -279,8 +284,19 @@ pub(crate) fn parse_role(
         }
         Value::Mapping(m) => {
             let fields: Vec<(String, &Value)> = m.iter().map(|(k, v)| (key_text(k), v)).collect();
+            let has = |key: &str| fields.iter().any(|(k, _)| k == key);
             if let Some((_, kind)) = fields.iter().find(|(k, _)| k == "backend") {
                 start_inline(entry, kind, src, errors);
+            } else if entry.form != RoleForm::Inline && has("base_url") && has("model") {
+                // The older form of an endpoint, `{base_url, model, api_key_env}`: the model
+                // is the endpoint's own id, as in an `openai_compatible` inline endpoint,
+                // which it is. (`base_url` without `model` stays a stray key: over a role
+                // naming a reference, which backend it would change is not said.)
+                let kind = Value::String(InlineKind::OpenaiCompatible.as_str().into());
+                start_inline(entry, &kind, src, errors);
+                if let Some(inline) = entry.inline.as_mut() {
+                    inline.implied = true;
+                }
             } else if entry.form == RoleForm::Reference {
                 entry.form = RoleForm::Mapping;
             }
@@ -347,6 +363,7 @@ fn start_inline(
             kind: Located { value: k, loc },
             patches,
             log: None,
+            implied: false,
         });
     }
 }

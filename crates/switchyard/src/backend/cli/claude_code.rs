@@ -107,13 +107,14 @@ impl ClaudeCodeBackend {
             Some(_) => prompt.with_instructions_inline(),
             None => prompt.text.clone(),
         };
+        // Set inside a Claude Code session; a nested `claude` would refuse to start.
+        let removed: Vec<OsString> = vec!["CLAUDECODE".into()];
         Ok(Invocation {
             backend: self.config.name.clone(),
             program: self.config.program.clone(),
             args,
-            env: thinking_env(call),
-            // Set inside a Claude Code session; a nested `claude` would refuse to start.
-            env_remove: vec!["CLAUDECODE".into()],
+            env: self.config.child_env(thinking_env(call), &removed),
+            env_remove: removed,
             stdin,
             timeout: self.config.timeout,
         })

@@ -88,7 +88,7 @@ impl CodexBackend {
             backend: self.config.name.clone(),
             program: self.config.program.clone(),
             args,
-            env: Vec::new(),
+            env: self.config.child_env(Vec::new(), &[]),
             env_remove: Vec::new(),
             // Codex has no system prompt flag: instructions go in front of the task.
             stdin: prompt.with_instructions_inline(),
@@ -449,6 +449,7 @@ mod effort_tests {
             program: "codex".into(),
             leading_args: Vec::new(),
             timeout: None,
+            env: Vec::new(),
         });
         let mut request = switchyard_wire::Request::user("hi");
         request.reasoning = Some(switchyard_wire::Reasoning {

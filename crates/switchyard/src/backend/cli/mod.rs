@@ -41,6 +41,7 @@ use crate::env::EnvSource;
 use crate::error::{Error, ProviderDetails, Result};
 use crate::registry::{self, Kind};
 use bytes::Bytes;
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 use switchyard_wire::{Part, Request, Role};
@@ -56,8 +57,9 @@ pub const DEFAULT_CLI_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 /// than in an argument (Linux refuses a single argument over 128 KiB).
 pub const MAX_SYSTEM_ARG: usize = 100_000;
 
-/// Everything a CLI backend needs, resolved from the registry.
-#[derive(Debug, Clone)]
+/// Everything a CLI backend needs, resolved from the registry. Its `Debug` shows the
+/// names of `env`'s variables, never their values.
+#[derive(Clone)]
 pub struct CliConfig {
     /// The backend's name (`claude-code`).
     pub name: String,
@@ -67,6 +69,72 @@ pub struct CliConfig {
     pub leading_args: Vec<String>,
     /// The most one run may take.
     pub timeout: Option<Duration>,
+    /// Variables of the resolved environment the program inherits no other way (an env
+    /// file's: `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`…), set in its environment under the
+    /// backend's own (see [`EnvSource::explicit_vars`]).
+    pub env: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for CliConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.env.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("CliConfig")
+            .field("name", &self.name)
+            .field("program", &self.program)
+            .field("leading_args", &self.leading_args)
+            .field("timeout", &self.timeout)
+            .field("env (names)", &names)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod debug_tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_shows_a_variables_value() {
+        let config = CliConfig {
+            name: "claude-code".into(),
+            program: "claude".into(),
+            leading_args: Vec::new(),
+            timeout: None,
+            env: vec![("ANTHROPIC_API_KEY".into(), "secret-value-0123".into())],
+        };
+        let own = vec![(OsString::from("X"), OsString::from("secret-own-4567"))];
+        let inv = process::Invocation {
+            backend: "claude-code".into(),
+            program: "claude".into(),
+            args: Vec::new(),
+            env: config.child_env(own, &[]),
+            env_remove: Vec::new(),
+            stdin: "prompt".into(),
+            timeout: None,
+        };
+        for shown in [format!("{config:?}"), format!("{inv:?}")] {
+            assert!(shown.contains("ANTHROPIC_API_KEY"), "{shown}");
+            assert!(!shown.contains("secret-"), "{shown}");
+        }
+    }
+}
+
+impl CliConfig {
+    /// The child's variables: the resolved environment's, then the run's `own` (which
+    /// win), none of those the run removes.
+    pub fn child_env(
+        &self,
+        own: Vec<(OsString, OsString)>,
+        removed: &[OsString],
+    ) -> Vec<(OsString, OsString)> {
+        let mut env: Vec<(OsString, OsString)> = self
+            .env
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .filter(|(k, _)| !removed.contains(k))
+            .collect();
+        env.extend(own);
+        env
+    }
 }
 
 /// The usual program name of a CLI kind, and how to install it.
@@ -102,14 +170,30 @@ pub fn locate(backend: &registry::Backend, env: &dyn EnvSource) -> Result<(PathB
             };
             Err(Error::Config(format!(
                 "backend `{}` (kind `{}`) runs a program, and {looked}. Install it ({install}) \
-                 or set the backend's `command` to the program's path: in your backends file \
-                 `backends: {{{name}: {{command: /path/to/{usual}}}}}`, or on the command line \
-                 `backends.{name}.command=/path/to/{usual}`",
+                 or {}",
                 backend.name,
                 backend.kind.value,
-                name = backend.name,
+                set_command_hint(&backend.name, usual),
             )))
         }
+    }
+}
+
+/// How to set the `command` of backend `name`, in words a user can paste: a registry
+/// backend's field (`backends.<name>.command=…`), or for the anonymous backend of an
+/// inline role (`role:<role>`), the role's own key (`llm.<role>.command=…`).
+pub fn set_command_hint(name: &str, usual: &str) -> String {
+    match name.strip_prefix("role:") {
+        Some(role) => format!(
+            "set the role's `command` to the program's path: in the run config \
+             `llm: {{{role}: {{command: /path/to/{usual}}}}}`, or on the command line \
+             `llm.{role}.command=/path/to/{usual}`"
+        ),
+        None => format!(
+            "set the backend's `command` to the program's path: in your backends file \
+             `backends: {{{name}: {{command: /path/to/{usual}}}}}`, or on the command line \
+             `backends.{name}.command=/path/to/{usual}`"
+        ),
     }
 }
 
@@ -124,6 +208,7 @@ pub fn cli_backend(
         program,
         leading_args,
         timeout: Some(DEFAULT_CLI_TIMEOUT),
+        env: env.explicit_vars(),
     };
     match backend.kind.value {
         Kind::ClaudeCode => Ok(std::sync::Arc::new(ClaudeCodeBackend::new(config))),

@@ -9,8 +9,9 @@ use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 
-/// One run of a program.
-#[derive(Debug, Clone)]
+/// One run of a program. Its `Debug` shows the names of the variables set, never their
+/// values (an env file's keys are among them).
+#[derive(Clone)]
 pub struct Invocation {
     /// The backend, for messages.
     pub backend: String,
@@ -26,6 +27,21 @@ pub struct Invocation {
     pub stdin: String,
     /// The most the run may take; the child is killed after it.
     pub timeout: Option<Duration>,
+}
+
+impl std::fmt::Debug for Invocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&OsString> = self.env.iter().map(|(k, _)| k).collect();
+        f.debug_struct("Invocation")
+            .field("backend", &self.backend)
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("env (names)", &names)
+            .field("env_remove", &self.env_remove)
+            .field("stdin bytes", &self.stdin.len())
+            .field("timeout", &self.timeout)
+            .finish()
+    }
 }
 
 /// What a finished run left.

@@ -3,6 +3,7 @@
 //! the gateway's pass-through uses too), and decodes the reply or stream ([`stream`]).
 
 mod client;
+pub mod edits;
 mod history;
 mod limits;
 mod send;
@@ -22,7 +23,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use serde_json::{Map, Value};
 use std::time::Duration;
-use switchyard_wire::{codec, Dialect, EncodeOptions, Reply, Request, Role};
+use switchyard_wire::{codec, Dialect, EncodeOptions, Reply};
 
 /// Where a backend's dialect is called for its model: parsed once, when the backend is
 /// built, not on every call.
@@ -106,12 +107,13 @@ pub struct HttpConfig {
     /// The variable that would hold the key, when none was sent because it is unset (a
     /// backend whose key is optional): a refusal for want of one then says so.
     pub unsent_key: Option<String>,
-    /// Fields merged into every request body (top level; these win).
+    /// Fields merged into every request body (top level; these win): the backend's
+    /// `extra_body` when `dialect` is its main one (see `connect`), else none.
     pub extra_body: Map<String, Value>,
     /// Send `developer` messages as `system` (for endpoints that refuse the role).
     pub developer_as_system: bool,
-    /// Send a chat request's output limit as `max_tokens` (for OpenAI-compatible
-    /// servers that know only the older field) instead of `max_completion_tokens`.
+    /// Send a chat request's output limit as `max_tokens` (what OpenAI-compatible servers
+    /// know; the default) instead of `max_completion_tokens` (OpenAI's reasoning models).
     pub legacy_max_tokens: bool,
     /// Waits.
     pub timeouts: Timeouts,
@@ -160,11 +162,7 @@ impl HttpBackend {
 
     /// The body that would be sent for a call (for records and `--dry-run`).
     pub fn encode_body(&self, call: &Call, stream: bool) -> Result<Map<String, Value>> {
-        let mut request = if self.config.developer_as_system {
-            developer_to_system(&call.request)
-        } else {
-            call.request.clone()
-        };
+        let mut request = call.request.clone();
         // Signatures and encrypted reasoning another backend issued would be refused here.
         request.drop_state_not_from(&self.config.name);
         history::fit(&mut request, self.config.dialect, &call.model);
@@ -182,12 +180,7 @@ impl HttpBackend {
                     self.config.dialect
                 ))
             })?;
-        if self.config.legacy_max_tokens && self.config.dialect == Dialect::Chat {
-            legacy_max_tokens(&mut body);
-        }
-        for (key, value) in &self.config.extra_body {
-            body.insert(key.clone(), value.clone());
-        }
+        edits::apply(&self.config, self.config.dialect, &mut body);
         Ok(body)
     }
 
@@ -290,21 +283,4 @@ pub fn answers_whole(headers: &reqwest::header::HeaderMap) -> bool {
     kind == "application/json" || kind.ends_with("+json")
 }
 
-/// Moves a chat body's `max_completion_tokens` to `max_tokens` (`max_tokens_field:
-/// max_tokens`); a body that already has `max_tokens` keeps it.
-pub fn legacy_max_tokens(body: &mut Map<String, Value>) {
-    if let Some(limit) = body.remove("max_completion_tokens") {
-        body.entry("max_tokens").or_insert(limit);
-    }
-}
-
-/// The request with `developer` messages sent as `system`.
-fn developer_to_system(request: &Request) -> Request {
-    let mut request = request.clone();
-    for message in &mut request.messages {
-        if message.role == Role::Developer {
-            message.role = Role::System;
-        }
-    }
-    request
-}
+pub use edits::legacy_max_tokens;

@@ -177,3 +177,157 @@ fn a_setting_refused_through_run_is_refused_by_ask_role_with_the_same_message() 
     }
     assert_eq!(mock.received(), 0, "nothing was sent by either door");
 }
+
+/// The request a client of the gateway sends for the planner's call: the route's name as
+/// its model and the role's settings as the fields of its dialect.
+fn planner_as_a_client(prompt: &str) -> String {
+    serde_json::json!({
+        "model": "pair",
+        "messages": [{"role": "user", "content": prompt}],
+        "temperature": 0.25,
+        "max_completion_tokens": 50,
+        "stop": ["END"],
+    })
+    .to_string()
+}
+
+#[test]
+fn a_role_called_through_the_gateway_sends_the_body_run_sends_and_prices_it_alike() {
+    let mock = mock();
+    let tmp = tempfile::tempdir().unwrap();
+    // The mock's address in the file, so that every door reads the very same config.
+    let config = write_config(
+        tmp.path(),
+        &format!(
+            "backends: {{mock: {{base_url: \"{}\", max_tokens_field: max_tokens}}}}\n{CONFIG}",
+            mock.base_url()
+        ),
+    );
+    let run_log = tmp.path().join("by-run");
+    let store = tmp.path().join("by-gateway");
+    through_run(
+        &config,
+        &[format!("log={}", run_log.display())],
+        "planner",
+        "the same question",
+    );
+    let home = tempfile::tempdir().unwrap();
+    let (child, addr) = common::serving::serve(
+        home.path(),
+        &[],
+        &[
+            "--config".as_ref(),
+            config.as_os_str(),
+            "--data-dir".as_ref(),
+            store.as_os_str(),
+        ],
+    );
+    let (status, reply) = common::serving::exchange(
+        &addr,
+        "POST",
+        "/v1/chat/completions",
+        &planner_as_a_client("the same question"),
+    );
+    let (code, err) = common::serving::stop(child);
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(code, Some(0), "{err}");
+
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2, "each door called the provider once");
+    assert_eq!(requests[0].path, requests[1].path);
+    assert_eq!(requests[0].json, requests[1].json, "the same upstream body");
+    let body = requests[0].json.clone().unwrap();
+    // The backend's encoding rule, applied at both doors: its limit field is `max_tokens`.
+    assert_eq!(body["max_tokens"], 50, "{body}");
+    assert_eq!(
+        body["model"], "mock-small",
+        "the route's first member: {body}"
+    );
+
+    let (by_run, by_gateway) = (comparable(&run_log), comparable(&store));
+    // What a call is and what it cost are the same whichever door made it.
+    for field in [
+        "reference",
+        "backend",
+        "model",
+        "dialect",
+        "stream",
+        "body",
+        "reply",
+        "raw",
+        "usage",
+        "usage_reported",
+        "attempts",
+        "route",
+        "cost_usd",
+        "provider_cost_usd",
+        "error",
+    ] {
+        assert_eq!(
+            by_run[field], by_gateway[field],
+            "`{field}` of the two records"
+        );
+    }
+    assert!(
+        by_run["cost_usd"].as_f64().is_some_and(|c| c > 0.0),
+        "{by_run}"
+    );
+}
+
+#[test]
+fn a_backend_named_alone_is_its_default_model_at_the_gateway_as_at_ask() {
+    let mock = mock();
+    let tmp = tempfile::tempdir().unwrap();
+    let config = write_config(
+        tmp.path(),
+        &format!(
+            "backends: {{mock: {{base_url: \"{}\"}}}}\n",
+            mock.base_url()
+        ),
+    );
+    let home = tempfile::tempdir().unwrap();
+    let asked = run(switchyard(home.path()).arg("--config").arg(&config).args([
+        "ask",
+        "mock",
+        "by ask",
+        "--no-stream",
+    ]));
+    assert!(asked.ok, "{}", asked.err);
+    let refused = run(switchyard(home.path()).arg("--config").arg(&config).args([
+        "ask",
+        "openai",
+        "hi",
+        "--no-stream",
+    ]));
+    assert!(!refused.ok);
+
+    let (child, addr) =
+        common::serving::serve(home.path(), &[], &["--config".as_ref(), config.as_os_str()]);
+    let post = |model: &str| {
+        let body = serde_json::json!({
+            "model": model, "messages": [{"role": "user", "content": "by the gateway"}]
+        });
+        common::serving::exchange(&addr, "POST", "/v1/chat/completions", &body.to_string())
+    };
+    let (ok, reply) = post("mock");
+    let (not_found, message) = post("openai");
+    common::serving::stop(child);
+    assert_eq!(ok, 200, "{reply}");
+    let sent: Vec<_> = mock
+        .requests()
+        .into_iter()
+        .filter_map(|r| r.json)
+        .map(|b| b["model"].clone())
+        .collect();
+    assert_eq!(
+        sent,
+        ["echo", "echo"],
+        "ask, then the gateway: the default model"
+    );
+    // A backend with no default model: the same words at both doors.
+    assert_eq!(not_found, 404, "{message}");
+    let said = "names a backend that declares no default model: name one (`openai/<model id>`), \
+                or give the backend `default_model: <model id>`";
+    assert!(refused.err.contains(said), "{}", refused.err);
+    assert!(message.contains(said), "{message}");
+}

@@ -53,7 +53,7 @@ impl Running {
         seen: SeenSoFar,
     ) -> Option<Passed> {
         let usage = unfinished_usage(seen.usage, sent_bytes, seen.output_bytes);
-        let cost_usd = crate::metrics::cost(price, &usage);
+        let cost_usd = switchyard::internal::cost::cost_at(price, &usage);
         // The first check has no step before it: the prompt is not a step of output.
         if self.last_usd > 0.0 {
             self.largest_step_usd = self.largest_step_usd.max(cost_usd - self.last_usd);

@@ -10,7 +10,7 @@ use crate::budget_stop;
 use crate::budgets::CallBound;
 use crate::keys::Key;
 use crate::limits::InFlight;
-use crate::metrics::{cost, CallSummary};
+use crate::metrics::CallSummary;
 use crate::state::State;
 use crate::store::{Draft, Finished};
 use crate::upstream::Target;
@@ -443,7 +443,8 @@ impl Meter {
             }
         }
         if let (Some(price), Some(usage)) = (&self.price, &s.usage) {
-            s.cost_usd = Some(cost(price, usage));
+            // The library's formula, the one every door prices with.
+            s.cost_usd = Some(switchyard::internal::cost::cost_at(price, usage));
         }
         if let (Some(key), Some(usage)) = (&self.key, &s.usage) {
             key.limiter.charge_tokens(usage.total());

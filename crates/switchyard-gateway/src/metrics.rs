@@ -542,14 +542,3 @@ fn escape(s: &str) -> String {
         .replace('"', "\\\"")
         .replace('\n', "\\n")
 }
-
-/// Cost in USD of `usage` at `price` (USD per million tokens).
-pub fn cost(price: &switchyard::registry::Price, usage: &Usage) -> f64 {
-    let cached = usage.cached_input as f64;
-    let write = usage.cache_write as f64;
-    let uncached = usage.uncached_input() as f64;
-    let input = uncached * price.input
-        + cached * price.cached_input.unwrap_or(price.input)
-        + write * price.cache_write.unwrap_or(price.input);
-    (input + usage.output as f64 * price.output) / 1_000_000.0
-}

@@ -189,7 +189,17 @@ impl Upstreams {
         if let Some([only]) = self.registry.route(text).map(|r| r.members.as_slice()) {
             text = &only.reference;
         }
-        match self.registry.parse_reference(text) {
+        // A backend named alone (`mock`, `vertex`) is its default model, as at every door.
+        let Some(completed) = switchyard::run::default_reference(&self.registry, text) else {
+            return Err(ApiError::new(
+                Category::NotFound,
+                format!(
+                    "`{text}` names a backend that declares no default model: name one (`{text}/<model id>`), \
+                     or give the backend `default_model: <model id>`"
+                ),
+            ));
+        };
+        match self.registry.parse_reference(&completed) {
             Ok(Parsed::Reference(r)) => Ok(r),
             Ok(Parsed::NotAReference(_)) => {
                 let names: Vec<&str> = self.models.keys().map(String::as_str).collect();
@@ -328,8 +338,10 @@ impl Upstreams {
         .with_limits(self.calling.reply_limits);
         let http = Arc::new(http);
         let label = format!("{}/{}", backend.name, reference.model);
-        // Traced by the gateway's meter, with the client's key and trace context.
-        let llm = Llm::new(label, http.clone(), reference.model.clone())
+        // The library's handle of the model (its price and context window, as a run's
+        // role gets them); traced by the gateway's meter, with the client's key and trace
+        // context.
+        let llm = switchyard::run::model_handle(label, http.clone(), backend, &reference.model)
             .with_retry(self.calling.retry.clone())
             .with_sleeper(self.calling.sleeper.clone())
             .without_trace();
@@ -349,10 +361,10 @@ impl Upstreams {
             model: reference.model.clone(),
             reference: format!("{}/{}", backend.name, reference.model),
             dialect,
+            price: llm.price().cloned(),
+            context_window: llm.context_window(),
             http,
             llm,
-            price: backend.price(&reference.model).map(|p| p.value),
-            context_window: backend.context_window.as_ref().map(|w| w.value),
             output_limit: backend
                 .max_output_tokens
                 .as_ref()
@@ -400,10 +412,11 @@ impl Upstreams {
         .map_err(|e| ApiError::from_upstream(&e))?
         .with_limits(self.calling.reply_limits);
         let label = format!("{}/{}", backend.name, reference.model);
-        let llm = Llm::new(
+        let llm = switchyard::run::model_handle(
             label.clone(),
             embedder.http().clone(),
-            reference.model.clone(),
+            backend,
+            &reference.model,
         )
         .with_retry(self.calling.retry.clone())
         .with_sleeper(self.calling.sleeper.clone())
@@ -413,8 +426,8 @@ impl Upstreams {
             model: reference.model.clone(),
             reference: label,
             embedder,
+            price: llm.price().cloned(),
             llm,
-            price: backend.price(&reference.model).map(|p| p.value),
         })
     }
 }

@@ -561,10 +561,16 @@ impl Llm {
     /// price when the model has one, else the cost the provider reported itself (Claude
     /// Code's `total_cost_usd`), else unknown.
     pub fn cost(&self, reply: &crate::Reply) -> Option<f64> {
+        self.cost_of(reply.usage.as_ref(), &reply.raw)
+    }
+
+    /// [`Llm::cost`] of a call known by its usage and the provider's raw reply (the
+    /// gateway's record, which holds no [`Reply`](crate::Reply)).
+    pub fn cost_of(&self, usage: Option<&switchyard_wire::Usage>, raw: &[u8]) -> Option<f64> {
         crate::internal::cost::priced_or_reported(
             self.price(),
-            reply.usage.as_ref(),
-            self.backend().reported_cost(&reply.raw),
+            usage,
+            self.backend().reported_cost(raw),
         )
     }
 

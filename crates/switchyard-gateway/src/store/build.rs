@@ -143,7 +143,9 @@ pub(super) fn build_record(call: Finished) -> CallRecord {
         cost_usd: if draft.cache_hit.is_some() {
             Some(0.0)
         } else {
-            switchyard::internal::cost::call_cost(price.as_ref(), usage.as_ref())
+            // The library's one rule (`Llm::cost`): the gateway's upstreams are HTTP
+            // backends, which report no cost of their own.
+            switchyard::internal::cost::priced_or_reported(price.as_ref(), usage.as_ref(), None)
         },
         provider_cost_usd: None,
         error,

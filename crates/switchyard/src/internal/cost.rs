@@ -15,13 +15,18 @@ use switchyard_wire::Usage;
 
 /// The cost in USD of one turn's usage, or `None` when the model has no price.
 pub fn cost(price: Option<&Price>, usage: &Usage) -> Option<f64> {
-    let price = price?;
+    price.map(|p| cost_at(p, usage))
+}
+
+/// The cost in USD of `usage` at `price`: the formula every door and the gateway's
+/// running counts (a stream's budget stop, its metrics) use.
+pub fn cost_at(price: &Price, usage: &Usage) -> f64 {
     let per_token = |per_million: f64| per_million / 1_000_000.0;
     let uncached = usage.uncached_input() as f64 * per_token(price.input);
     let cached = usage.cached_input as f64 * per_token(price.cached_input.unwrap_or(price.input));
     let written = usage.cache_write as f64 * per_token(price.cache_write.unwrap_or(price.input));
     let output = usage.output as f64 * per_token(price.output);
-    Some(uncached + cached + written + output)
+    uncached + cached + written + output
 }
 
 /// The cost of a call of several turns: the sum of each turn's cost (`None` without a

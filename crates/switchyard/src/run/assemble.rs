@@ -4,9 +4,11 @@
 //! `switchyard ask`, the Python package, `switchyard bind`, the gateway's library handles.
 //! Each of them must make the *same* call from the same inputs, so they go through the one
 //! assembly of this module and [`resolve`](super::resolve). Today [`Run`](super::Run) and
-//! `switchyard ask` do; the Python package, `bind` and the gateway are still to be moved
-//! onto it (the functions they need are here: [`OneCall`], [`model_from_env`],
-//! [`Llm::cost`](crate::Llm::cost)).
+//! `switchyard ask` do; the gateway (and `bind` through it) resolves a client's model name
+//! with [`default_reference`], makes its handles with [`model_handle`] and prices with
+//! [`Llm::cost`](crate::Llm::cost)'s rule, but keeps its own `retry:`/`timeouts:`/`cache:`
+//! readers; the Python package is still to be moved onto it (the functions it needs are
+//! here: [`OneCall`], [`model_from_env`]).
 //!
 //!
 //! **Inputs**
@@ -223,6 +225,24 @@ pub fn default_reference(registry: &Registry, text: &str) -> Option<String> {
             .map(|m| format!("{}/{}", b.name, m.value)),
         None => Some(text.to_string()),
     }
+}
+
+/// The handle of `model` on the registry's `backend`, called through `inner`, with what
+/// the registry says of that model: its price (what records, budgets and
+/// [`Llm::cost`](crate::Llm::cost) count) and its context window.
+///
+/// Every door's handle of a model is made here: a run's roles (and so `ask`) and the
+/// gateway's upstream targets, so that a model is priced and bounded alike whichever door
+/// calls it.
+pub fn model_handle(
+    label: impl Into<String>,
+    inner: std::sync::Arc<dyn crate::backend::Backend>,
+    backend: &crate::registry::Backend,
+    model: &str,
+) -> crate::Llm {
+    crate::Llm::new(label, inner, model.to_string())
+        .with_price(backend.price(model).map(|p| p.value))
+        .with_context_window(backend.context_window.as_ref().map(|w| w.value))
 }
 
 /// The model a caller that names none gets from the environment, by the seeds'

@@ -1008,11 +1008,10 @@ fn build_llm(
     let wrapped = Arc::new(RoleBackend::new(inner, info.settings.clone(), total));
     // A role whose backend serves embeddings embeds too (`Llm::embed`).
     let embedder = crate::embed::embedder_for(&info.backend, &info.model, env, timeouts)?;
-    let llm = Llm::new(info.reference.clone(), wrapped, info.model.clone())
-        .with_role(info.name.clone())
-        .with_price(info.backend.price(&info.model).map(|p| p.value))
-        .with_context_window(info.backend.context_window.as_ref().map(|w| w.value))
-        .with_policy(info.policy.clone());
+    let llm =
+        super::assemble::model_handle(info.reference.clone(), wrapped, &info.backend, &info.model)
+            .with_role(info.name.clone())
+            .with_policy(info.policy.clone());
     Ok(match embedder {
         Some(e) => llm.with_embedder(e),
         None => llm,

@@ -22,7 +22,7 @@ timeouts:
   timeout_seconds: 30
 budget:
   max_calls: 10
-cache: read-write
+cache: {mode: read-write, temperature_above_zero: true}
 ";
 
 fn write_config(dir: &Path, text: &str) -> std::path::PathBuf {
@@ -204,7 +204,9 @@ fn a_role_called_through_the_gateway_sends_the_body_run_sends_and_prices_it_alik
         ),
     );
     let run_log = tmp.path().join("by-run");
-    let store = tmp.path().join("by-gateway");
+    // Apart from the run's log: a gateway's store beside a run directory answers from it.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let store = elsewhere.path().join("by-gateway");
     through_run(
         &config,
         &[format!("log={}", run_log.display())],
@@ -244,30 +246,22 @@ fn a_role_called_through_the_gateway_sends_the_body_run_sends_and_prices_it_alik
         "the route's first member: {body}"
     );
 
-    let (by_run, by_gateway) = (comparable(&run_log), comparable(&store));
-    // What a call is and what it cost are the same whichever door made it.
-    for field in [
-        "reference",
-        "backend",
-        "model",
-        "dialect",
-        "stream",
-        "body",
-        "reply",
-        "raw",
-        "usage",
-        "usage_reported",
-        "attempts",
-        "route",
-        "cost_usd",
-        "provider_cost_usd",
-        "error",
-    ] {
-        assert_eq!(
-            by_run[field], by_gateway[field],
-            "`{field}` of the two records"
-        );
+    let (mut by_run, mut by_gateway) = (comparable(&run_log), comparable(&store));
+    // What only one door knows: the caller's role (a client of the gateway is none), the
+    // dialect a client spoke.
+    assert_eq!(by_run["role"], "planner");
+    assert_eq!(by_gateway["client_dialect"], "chat");
+    for record in [&mut by_run, &mut by_gateway] {
+        let record = record.as_object_mut().unwrap();
+        record.remove("role");
+        record.remove("client_dialect");
     }
+    assert_eq!(
+        by_run, by_gateway,
+        "the same record apart from times, ids and the caller"
+    );
+    assert!(by_run["cache_key"].is_string(), "{by_run}");
+    assert_eq!(by_run["parameters"]["temperature"], 0.25, "{by_run}");
     assert!(
         by_run["cost_usd"].as_f64().is_some_and(|c| c > 0.0),
         "{by_run}"
@@ -275,7 +269,7 @@ fn a_role_called_through_the_gateway_sends_the_body_run_sends_and_prices_it_alik
 }
 
 #[test]
-fn a_backend_named_alone_is_its_default_model_at_the_gateway_as_at_ask() {
+fn a_backend_named_alone_is_its_default_model_at_ask_the_gateway_and_bind() {
     let mock = mock();
     let tmp = tempfile::tempdir().unwrap();
     let config = write_config(
@@ -330,4 +324,91 @@ fn a_backend_named_alone_is_its_default_model_at_the_gateway_as_at_ask() {
                 or give the backend `default_model: <model id>`";
     assert!(refused.err.contains(said), "{}", refused.err);
     assert!(message.contains(said), "{message}");
+
+    // `bind`: the same model, the same refusal.
+    let printed = run(switchyard(home.path())
+        .arg("--config")
+        .arg(&config)
+        .args(["bind", "claude", "mock", "--print"]));
+    assert!(printed.ok, "{}", printed.err);
+    assert!(
+        printed.out.contains("ANTHROPIC_MODEL=echo"),
+        "{}",
+        printed.out
+    );
+    let unbound = run(switchyard(home.path())
+        .arg("--config")
+        .arg(&config)
+        .args(["bind", "claude", "openai", "--print"]));
+    assert!(!unbound.ok);
+    assert!(unbound.err.contains(said), "{}", unbound.err);
+}
+
+/// Codex's call, as curl: a Responses request to the bound provider's base URL and model
+/// (both read from its `-c` arguments), the prompt being its last argument.
+#[cfg(unix)]
+const CODEX_CALL: &str = r#"base=; model=; prompt=
+for a in "$@"; do case "$a" in
+  model_providers.switchyard.base_url=*) base=$(printf '%s' "${a#*=}" | tr -d '"');;
+  model=*) model=$(printf '%s' "${a#*=}" | tr -d '"');;
+  *) prompt="$a";;
+esac; done
+curl -sS "$base/responses" -H 'content-type: application/json' -d "{\"model\":\"$model\",\"input\":\"$prompt\"}""#;
+
+/// `bind codex` on a route of chat-only members goes through the gateway it starts: the
+/// provider is sent what a run's role of that route sends for the same prompt, and the
+/// call is recorded as the run records it.
+#[cfg(unix)]
+#[test]
+fn a_role_bound_to_codex_sends_the_body_run_sends_and_records_it_alike() {
+    let mock = mock();
+    let tmp = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let store = elsewhere.path().join("by-bind");
+    let config = write_config(
+        tmp.path(),
+        &format!(
+            "backends: {{mock: {{base_url: \"{}\", apis: [chat]}}}}\n\
+             routes:\n  pair: {{pick: order, members: [{{model: mock/mock-small}}, {{model: mock/mock-large}}]}}\n\
+             llm:\n  coder: pair\n\
+             store: {}\n",
+            mock.base_url(),
+            store.display()
+        ),
+    );
+    let run_log = tmp.path().join("by-run");
+    through_run(
+        &config,
+        &[format!("log={}", run_log.display())],
+        "coder",
+        "hello codex",
+    );
+
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = common::stand_in::stand_in(dir.path(), "codex", CODEX_CALL, 0);
+    let bound = run(switchyard(home.path())
+        .arg("--config")
+        .arg(&config)
+        .args(["bind", "codex", "pair", "--", "hello codex"])
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .env("SWITCHYARD_GATEWAY_URL", "http://127.0.0.1:9"));
+    assert!(bound.ok, "{}\n{}", bound.out, bound.err);
+
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2, "each door called the provider once");
+    assert_eq!(requests[0].path, requests[1].path);
+    assert_eq!(requests[0].json, requests[1].json, "the same upstream body");
+    let (mut by_run, mut by_bind) = (comparable(&run_log), comparable(&store));
+    assert_eq!(by_run["role"], "coder");
+    assert_eq!(by_bind["client_dialect"], "responses");
+    for record in [&mut by_run, &mut by_bind] {
+        let record = record.as_object_mut().unwrap();
+        record.remove("role");
+        record.remove("client_dialect");
+    }
+    assert_eq!(
+        by_run, by_bind,
+        "the same record apart from times, ids and the caller"
+    );
 }

@@ -193,10 +193,7 @@ impl Upstreams {
         let Some(completed) = switchyard::run::default_reference(&self.registry, text) else {
             return Err(ApiError::new(
                 Category::NotFound,
-                format!(
-                    "`{text}` names a backend that declares no default model: name one (`{text}/<model id>`), \
-                     or give the backend `default_model: <model id>`"
-                ),
+                switchyard::run::no_default_model(text),
             ));
         };
         match self.registry.parse_reference(&completed) {

@@ -362,7 +362,10 @@ fn http_backend<'r>(
     registry: &'r Registry,
     reference: &str,
 ) -> Result<(&'r registry::Backend, String)> {
-    let r = registry.require_reference(reference)?;
+    // A backend named alone (`mock`) is its default model, as at every door.
+    let completed = crate::run::default_reference(registry, reference)
+        .ok_or_else(|| Error::Config(crate::run::no_default_model(reference)))?;
+    let r = registry.require_reference(&completed)?;
     let backend = registry
         .backend(&r.backend)
         .ok_or_else(|| Error::Config(format!("backend `{}` vanished", r.backend)))?;

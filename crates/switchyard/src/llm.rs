@@ -54,6 +54,10 @@ pub struct Llm {
     cache: Option<Arc<crate::cache::Cache>>,
     /// Whether calls are traced when the export is on (`trace`).
     traced: bool,
+    /// A role's settings, laid on each request (where it sets none of its own) before
+    /// anything else sees it: the cache's key and rules, the record's request and
+    /// parameters, the budget's reservation read the request the provider is sent.
+    settings: Option<Arc<crate::run::Settings>>,
 }
 
 impl std::fmt::Debug for Llm {
@@ -93,6 +97,7 @@ impl Llm {
             routed: None,
             cache: None,
             traced: true,
+            settings: None,
         }
     }
 
@@ -196,6 +201,7 @@ impl Llm {
     /// a budget checks it first; a handle with a recorder records the call before
     /// returning.
     pub async fn complete_detailed(&self, request: Request) -> CallOutcome<Reply> {
+        let request = self.with_settings_applied(request);
         let entered = match self.cache_lookup(&request, false) {
             Some(crate::cache::Lookup::Hit(hit)) => {
                 return self.cached_complete(request, hit).await
@@ -258,6 +264,7 @@ impl Llm {
     /// to the stream's first output; how the stream ends is the stream's to tell (a
     /// recording handle records the call when the stream ends).
     pub async fn stream_detailed(&self, request: Request) -> CallOutcome<ReplyStream> {
+        let request = self.with_settings_applied(request);
         let entered = match self.cache_lookup(&request, true) {
             Some(crate::cache::Lookup::Hit(hit)) => return self.cached_stream(request, hit),
             Some(crate::cache::Lookup::Miss(key)) => key,
@@ -532,6 +539,21 @@ impl Llm {
     /// The handle's role, if it has one.
     pub fn role(&self) -> Option<&str> {
         self.role.as_deref()
+    }
+
+    /// The handle laying `settings` (a role's) on each request that does not set them
+    /// itself, before its cache, budget and recorder see it: a record shows the request
+    /// sent, and a role's `temperature` is a temperature the cache's rules see.
+    pub fn with_settings(mut self, settings: crate::run::Settings) -> Self {
+        self.settings = (settings != crate::run::Settings::default()).then(|| Arc::new(settings));
+        self
+    }
+
+    fn with_settings_applied(&self, mut request: Request) -> Request {
+        if let Some(settings) = &self.settings {
+            settings.apply(&mut request);
+        }
+        request
     }
 
     /// The handle recording every call it makes into `recorder`'s run directory.

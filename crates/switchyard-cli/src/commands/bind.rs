@@ -44,15 +44,19 @@ pub(super) fn run(
     // The CLI is found like its backend kind finds it: the `command` of the backend of that
     // kind (`claude-code`, `codex`), else its usual name on PATH.
     let runner = runner_backend(config, agent);
-    if !needs_gateway(agent, &config.registry, &args.reference).map_err(err)? {
+    // A backend named alone (`mock`) is its default model, as at every door; one without
+    // a default model is refused by the binding with the library's words.
+    let reference = switchyard::run::default_reference(&config.registry, &args.reference)
+        .unwrap_or_else(|| args.reference.clone());
+    if !needs_gateway(agent, &config.registry, &reference).map_err(err)? {
         if args.print {
             // Printing writes the key as its variable: it needs no key, the shell that
             // runs the command does.
-            let binding = bind_to_print(agent, &config.registry, &args.reference, &args.args, &env)
+            let binding = bind_to_print(agent, &config.registry, &reference, &args.args, &env)
                 .map_err(err)?;
             print(runner, agent, &binding);
             if let Err(switchyard::Error::MissingKey { variable, .. }) =
-                bind(agent, &config.registry, &args.reference, &args.args, &env)
+                bind(agent, &config.registry, &reference, &args.args, &env)
             {
                 eprintln!(
                     "note: {variable} is unset here; set it in the shell that runs this command"
@@ -60,8 +64,7 @@ pub(super) fn run(
             }
             return Ok(());
         }
-        let binding =
-            bind(agent, &config.registry, &args.reference, &args.args, &env).map_err(err)?;
+        let binding = bind(agent, &config.registry, &reference, &args.args, &env).map_err(err)?;
         return exec(command(runner, agent, &binding)?);
     }
 
@@ -77,19 +80,19 @@ pub(super) fn run(
     let wanted = wanted.trim_end_matches('/').to_string();
     let running = runtime.block_on(probe(&wanted));
     let bind_at = |url: &str| {
-        bind_through_gateway(agent, &config.registry, &args.reference, &args.args, url).map_err(err)
+        bind_through_gateway(agent, &config.registry, &reference, &args.args, url).map_err(err)
     };
     // Why the gateway: the library says (a dialect not served, edits only it applies).
     let reason = config
         .registry
-        .require_reference(&args.reference)
+        .require_reference(&reference)
         .ok()
         .and_then(|r| config.registry.backend(&r.backend))
         .and_then(|b| gateway_reason(agent, b))
         .unwrap_or_else(|| {
             format!(
                 "`{}` is a route, whose members the gateway follows",
-                args.reference
+                reference
             )
         });
     if args.print {
@@ -110,8 +113,8 @@ pub(super) fn run(
     }
     // No gateway to reuse: serve one here while the CLI runs — with the built-in mock
     // answered in process, as `switchyard serve` does.
-    let reference = config.registry.require_reference(&args.reference).ok();
-    let backend = reference
+    let parsed = config.registry.require_reference(&reference).ok();
+    let backend = parsed
         .as_ref()
         .and_then(|r| config.registry.backend(&r.backend));
     if let Some(b) = backend {
@@ -120,7 +123,7 @@ pub(super) fn run(
     }
     let mut _mock = None;
     let mut served = None;
-    if reference.as_ref().is_some_and(|r| r.backend == "mock") {
+    if parsed.as_ref().is_some_and(|r| r.backend == "mock") {
         if let Some((mock, point)) = runtime.block_on(super::builtin_mock::start(config))? {
             let mut overrides = args.overrides.clone();
             overrides.push(point);

@@ -209,6 +209,15 @@ fn said_twice(message: &str) -> Option<&str> {
     (head.starts_with("role `") && rest.starts_with(head)).then_some(rest)
 }
 
+/// What every door says of `text` naming a backend that declares no default model
+/// ([`default_reference`] gave `None`).
+pub fn no_default_model(text: &str) -> String {
+    format!(
+        "`{text}` names a backend that declares no default model: name one (`{text}/<model id>`), \
+         or give the backend `default_model: <model id>`"
+    )
+}
+
 /// The reference a call is made with when `text` names only a backend (`vertex`,
 /// `mock`): that backend's default model; any other text is returned as it is.
 ///
@@ -264,11 +273,9 @@ pub fn model_from_env(
     let Some(text) = named else {
         return Ok(None);
     };
-    default_reference(registry, &text).map(Some).ok_or_else(|| {
-        crate::Error::Config(format!(
-            "backend `{text}` declares no default model: name one (`{text}/<model id>`), or give the backend `default_model: <model id>`"
-        ))
-    })
+    default_reference(registry, &text)
+        .map(Some)
+        .ok_or_else(|| crate::Error::Config(no_default_model(&text)))
 }
 
 #[cfg(test)]
@@ -310,7 +317,7 @@ mod tests {
             Some("openai/gpt-5")
         );
         let e = model_from_env(&r, Some("openai"), &none).unwrap_err();
-        assert!(e.to_string().contains("declares no default model"), "{e}");
+        assert_eq!(e.to_string(), no_default_model("openai"));
     }
 
     #[test]

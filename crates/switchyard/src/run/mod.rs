@@ -31,7 +31,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use assemble::{default_reference, model_from_env, model_handle, OneCall, BACKEND_VAR};
+pub use assemble::{
+    default_reference, model_from_env, model_handle, no_default_model, OneCall, BACKEND_VAR,
+};
 pub use check::{CheckReport, Problem, RoleCheck};
 pub use precedence::{ModelSource, MODEL_VAR};
 pub use resolve::{call_policy, default_model, RoleInfo};

@@ -750,10 +750,7 @@ fn reference_target(
         found.push(role_problem(
             loc,
             name,
-            format!(
-                "`{text}` names a backend that declares no default model: name one (`{text}/<model id>`), \
-                 or give the backend `default_model: <model id>`"
-            ),
+            super::assemble::no_default_model(text),
         ));
         return None;
     };
@@ -975,6 +972,7 @@ fn build_llm(
         let router = Arc::new(crate::router::Router::new(route.clone()));
         return Ok(Llm::routed(router, members)?
             .with_role(info.name.clone())
+            .with_settings(info.settings.clone())
             .with_policy(info.policy.clone()));
     }
     let timeouts = info.policy.timeouts();
@@ -1011,6 +1009,7 @@ fn build_llm(
     let llm =
         super::assemble::model_handle(info.reference.clone(), wrapped, &info.backend, &info.model)
             .with_role(info.name.clone())
+            .with_settings(info.settings.clone())
             .with_policy(info.policy.clone());
     Ok(match embedder {
         Some(e) => llm.with_embedder(e),

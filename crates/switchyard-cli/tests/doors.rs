@@ -412,3 +412,62 @@ fn a_role_bound_to_codex_sends_the_body_run_sends_and_records_it_alike() {
         "the same record apart from times, ids and the caller"
     );
 }
+
+/// A `retry:` a run refuses is refused by `ask --role`, the gateway (`serve`) and `bind`
+/// (direct, and through the gateway it would start), each saying the reader's words.
+#[test]
+fn a_policy_refused_by_a_run_is_refused_by_ask_the_gateway_and_bind_in_the_same_words() {
+    let mock = mock();
+    let tmp = tempfile::tempdir().unwrap();
+    let config = write_config(
+        tmp.path(),
+        &format!(
+            "backends: {{mock: {{base_url: \"{}\"}}}}\n\
+             routes:\n  pair: {{pick: order, members: [{{model: mock/mock-small}}, {{model: mock/mock-large}}]}}\n\
+             llm:\n  planner: pair\n\
+             log: {}\n\
+             retry: {{rate_limited: [\"soon\"]}}\n",
+            mock.base_url(),
+            tmp.path().join("log").display()
+        ),
+    );
+    let said = "`soon` is not a wait; write a number of seconds (30, 1.5) or a text with a unit \
+                (\"500ms\", \"30s\", \"2m\", \"1h\")";
+    let env = switchyard::env::MapEnv::default();
+    let by_run = switchyard::Run::builder(&config)
+        .env(&env)
+        .user_file(false)
+        .open()
+        .unwrap_err()
+        .to_string();
+    assert!(by_run.contains(said), "{by_run}");
+
+    let home = tempfile::tempdir().unwrap();
+    let door = |args: &[&str]| {
+        let r = run(switchyard(home.path())
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .env("SWITCHYARD_GATEWAY_URL", "http://127.0.0.1:9"));
+        assert!(!r.ok, "{args:?} was not refused: {}", r.out);
+        r.err
+    };
+    for (name, err) in [
+        (
+            "ask --role",
+            door(&["ask", "--role", "planner", "hi", "--no-stream"]),
+        ),
+        ("serve", door(&["serve", "--listen", "127.0.0.1:0"])),
+        (
+            "bind (direct)",
+            door(&["bind", "claude", "mock/echo", "--print"]),
+        ),
+        (
+            "bind (gateway)",
+            door(&["bind", "codex", "pair", "--print"]),
+        ),
+    ] {
+        assert!(err.contains(said), "{name}: {err}");
+    }
+    assert_eq!(mock.received(), 0, "no door called the provider");
+}

@@ -48,6 +48,9 @@ pub(super) fn run(
     // a default model is refused by the binding with the library's words.
     let reference = switchyard::run::default_reference(&config.registry, &args.reference)
         .unwrap_or_else(|| args.reference.clone());
+    // The run config's `retry:` and `timeouts:` are read as a run reads them: what a run
+    // refuses is refused here too, in the same words, bound directly or not.
+    switchyard::run::call_policy(config).map_err(err)?;
     if !needs_gateway(agent, &config.registry, &reference).map_err(err)? {
         if args.print {
             // Printing writes the key as its variable: it needs no key, the shell that

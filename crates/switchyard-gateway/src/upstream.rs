@@ -190,11 +190,19 @@ impl Upstreams {
             text = &only.reference;
         }
         // A backend named alone (`mock`, `vertex`) is its default model, as at every door.
-        let Some(completed) = switchyard::run::default_reference(&self.registry, text) else {
-            return Err(ApiError::new(
-                Category::NotFound,
-                switchyard::run::no_default_model(text),
-            ));
+        // (A reference, the common case, is read as it is: nothing allocated for it.)
+        let completed = if text.contains('/') {
+            std::borrow::Cow::Borrowed(text)
+        } else {
+            match switchyard::run::default_reference(&self.registry, text) {
+                Some(reference) => std::borrow::Cow::Owned(reference),
+                None => {
+                    return Err(ApiError::new(
+                        Category::NotFound,
+                        switchyard::run::no_default_model(text),
+                    ))
+                }
+            }
         };
         match self.registry.parse_reference(&completed) {
             Ok(Parsed::Reference(r)) => Ok(r),

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod doors;
 pub(crate) mod serving;
 
 use std::path::Path;

@@ -253,3 +253,46 @@ async fn embeddings_are_answered_from_the_cache_as_recorded() {
     assert_eq!(records[1].cost_usd, Some(0.0));
     assert!(records[1].embedding.is_some() && records[0].cache_key.is_some());
 }
+
+/// A role's settings are the request's: a role's `temperature` above zero keeps its calls
+/// out of the cache as a request's own would, unless `temperature_above_zero: true`; and
+/// the record's request holds the role's settings, as sent.
+#[tokio::test]
+async fn a_roles_temperature_is_seen_by_the_caches_rule() {
+    let mock = MockServer::start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let env = env(&mock);
+    for (n, (cache, calls)) in [
+        ("read-write", 2),
+        ("{mode: read-write, temperature_above_zero: true}", 1),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        mock.clear();
+        let log = tmp.path().join(format!("warm-{n}"));
+        let path = tmp.path().join(format!("warm-{n}.yaml"));
+        std::fs::write(
+            &path,
+            format!(
+                "llm:\n  poet: {{model: mock/echo, temperature: 0.7}}\nlog: {}\ncache: {cache}\n",
+                log.display()
+            ),
+        )
+        .unwrap();
+        let run = Run::builder(&path)
+            .env(&env)
+            .user_file(false)
+            .open()
+            .unwrap();
+        let poet = run.llm("poet").unwrap();
+        for _ in 0..2 {
+            poet.complete(Request::user("a poem")).await.unwrap();
+        }
+        assert_eq!(mock.received(), calls, "cache: {cache}");
+        run.recorder().unwrap().close().unwrap();
+        let records = read_records(&log).unwrap();
+        assert_eq!(records[0].request.temperature, Some(0.7), "cache: {cache}");
+        assert_eq!(records[0].parameters["temperature"], 0.7, "cache: {cache}");
+    }
+}

@@ -6,8 +6,9 @@
 //! assembly of this module and [`resolve`](super::resolve). Today [`Run`](super::Run) and
 //! `switchyard ask` do; the gateway (and `bind` through it) resolves a client's model name
 //! with [`default_reference`], makes its handles with [`model_handle`] and prices with
-//! [`Llm::cost`](crate::Llm::cost)'s rule, but keeps its own `retry:`/`timeouts:`/`cache:`
-//! readers; the Python package is still to be moved onto it (the functions it needs are
+//! [`Llm::cost`](crate::Llm::cost)'s rule and reads `cache:` with the library's reader, but
+//! reads `retry:`/`timeouts:` itself (into the library's types, with its own longer
+//! timeouts); the Python package is still to be moved onto it (the functions it needs are
 //! here: [`OneCall`], [`model_from_env`]).
 //!
 //!

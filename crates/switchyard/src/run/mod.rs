@@ -90,6 +90,7 @@ impl Run {
             user_file: true,
             custom: BTreeMap::new(),
             resume: false,
+            text: None,
         }
     }
 
@@ -212,6 +213,8 @@ pub struct RunBuilder<'a> {
     user_file: bool,
     custom: BTreeMap<String, Arc<dyn Backend>>,
     resume: bool,
+    /// The run config's text when it is held in memory (`path` then only names it).
+    text: Option<String>,
 }
 
 impl<'a> RunBuilder<'a> {
@@ -232,6 +235,14 @@ impl<'a> RunBuilder<'a> {
     /// from `env` instead of the process environment.
     pub fn env(mut self, env: &'a dyn EnvSource) -> Self {
         self.env = Some(env);
+        self
+    }
+
+    /// Reads the run config from `text` (YAML, or JSON) instead of the file: a config
+    /// held in memory, such as a Python program's dict. The builder's path names it in
+    /// messages and in the check report.
+    pub fn config_text(mut self, text: impl Into<String>) -> Self {
+        self.text = Some(text.into());
         self
     }
 
@@ -258,7 +269,10 @@ impl<'a> RunBuilder<'a> {
         opts.user_file = self.user_file;
         // Past the loader's problems: the roles are checked with what could be read, so
         // one mistake in the file does not hide the others.
-        let loaded = Config::load_all(&opts);
+        let loaded = match &self.text {
+            Some(text) => Config::load_all_run_config_text(&opts, &self.path, text),
+            None => Config::load_all(&opts),
+        };
         let mut p = resolve::prepare(
             loaded.config,
             loaded.problems,

@@ -1,0 +1,117 @@
+//! Which model `switchyard.llm(...)` calls: the one place the package decides it, so that
+//! it can give way to the library's own choice (a backend's `default_model`,
+//! `SWITCHYARD_BACKEND`) in one change.
+//!
+//! Precedence, strongest first: the model named in the call (a reference or route given,
+//! or `model=`), then `SWITCHYARD_MODEL` (and the `model=` override, the run config's
+//! `model:`, as for a role that names none), then the default model of the backend named
+//! alone (`llm("vertex")`) or, without one, of `SWITCHYARD_BACKEND`'s. A backend named
+//! alone is where the call goes: `SWITCHYARD_MODEL` applies to it only when it names a
+//! model on that backend, and `model=` beside it is a model id on it.
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use switchyard::env::EnvSource;
+use switchyard::registry::Config;
+use switchyard::run::MODEL_VAR;
+use switchyard::{Error, Parsed};
+
+use crate::errors::IntoPy;
+
+/// The environment variable naming the backend whose default model a call with no model
+/// gets (the seeds' `make_llm()`).
+pub(crate) const BACKEND_VAR: &str = "SWITCHYARD_BACKEND";
+
+/// The reference (or route) to call, from what the caller gave: `given` (positional: a
+/// reference, a route, or a backend's name alone) and `model` (the `model=` keyword).
+pub(crate) fn choose(
+    config: &Config,
+    env: &dyn EnvSource,
+    given: Option<&str>,
+    model: Option<&str>,
+) -> PyResult<String> {
+    let alone = given.filter(|g| backend_alone(config, g));
+    match (given, alone, model) {
+        (_, Some(backend), Some(model)) => Ok(on_backend(backend, model)),
+        (Some(given), None, Some(model)) => Err(PyTypeError::new_err(format!(
+            "switchyard.llm: `{given}` already names the model, and `model={model:?}` names another: pass one (`model=` beside a backend's name alone is its model id: `llm(\"vertex\", model=\"gemini-2.5-pro\")`)"
+        ))),
+        (_, Some(backend), None) => match env.var(MODEL_VAR) {
+            Some(m) if backend_of(config, &m).as_deref() == Some(backend) => Ok(m),
+            _ => backend_default(config, backend, None),
+        },
+        (Some(given), None, None) => Ok(given.to_string()),
+        (None, _, Some(model)) => match env.var(BACKEND_VAR) {
+            // A model id that is no reference, with a backend chosen by the environment.
+            Some(b) if !names_a_model(config, model) && config.registry.backend(&b).is_some() => {
+                Ok(on_backend(&b, model))
+            }
+            _ => Ok(model.to_string()),
+        },
+        (None, _, None) => {
+            if let Some(m) = switchyard::run::default_model(config, env) {
+                return Ok(m);
+            }
+            match env.var(BACKEND_VAR) {
+                Some(b) => backend_default(config, &b, Some(BACKEND_VAR)),
+                None => Err(Error::Config(format!(
+                    "no model: pass a reference (`switchyard.llm(\"mock/echo\")`) or `model=`, or set the environment variable {MODEL_VAR} (a reference) or {BACKEND_VAR} (a backend with a default model)"
+                )))
+                .py_err(),
+            }
+        }
+    }
+}
+
+/// Whether `text` is a backend's name alone (not a route's, not a reference).
+fn backend_alone(config: &Config, text: &str) -> bool {
+    !text.contains('/')
+        && config.registry.route(text).is_none()
+        && config.registry.backend(text).is_some()
+}
+
+/// Whether `text` is a reference or a route.
+fn names_a_model(config: &Config, text: &str) -> bool {
+    config.registry.route(text).is_some() || backend_of(config, text).is_some()
+}
+
+/// The backend a reference names, if it is one.
+fn backend_of(config: &Config, reference: &str) -> Option<String> {
+    match config.registry.parse_reference(reference) {
+        Ok(Parsed::Reference(r)) => Some(r.backend),
+        _ => None,
+    }
+}
+
+/// `model` on `backend`: the model id on it, or already a reference on it.
+fn on_backend(backend: &str, model: &str) -> String {
+    if model.starts_with(&format!("{backend}/")) {
+        model.to_string()
+    } else {
+        format!("{backend}/{model}")
+    }
+}
+
+/// The default model of `backend` (named by `var` when the environment chose it).
+///
+/// The registry declares no default models yet: until it does, this says so and what to
+/// write instead.
+fn backend_default(config: &Config, backend: &str, var: Option<&str>) -> PyResult<String> {
+    let from = var.map(|v| format!(" (from {v})")).unwrap_or_default();
+    if config.registry.backend(backend).is_none() {
+        let known: Vec<&str> = config
+            .registry
+            .backends()
+            .map(|b| b.name.as_str())
+            .collect();
+        return Err(Error::Config(format!(
+            "no backend is called `{backend}`{from}; known backends: {}",
+            known.join(", ")
+        )))
+        .py_err();
+    }
+    Err(Error::Config(format!(
+        "backend `{backend}`{from} declares no default model: name one, `{backend}/<model id>` (`model=` or {MODEL_VAR})"
+    )))
+    .py_err()
+}

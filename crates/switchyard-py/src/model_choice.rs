@@ -1,13 +1,15 @@
 //! Which model `switchyard.llm(...)` calls: the one place the package decides it, so that
 //! it can give way to the library's own choice (a backend's `default_model`,
-//! `SWITCHYARD_BACKEND`) in one change.
+//! `SWITCHYARD_BACKEND`: `run::model_from_env` and `run::default_reference` on the
+//! assembly branch) in one change: [`backend_default`] becomes `default_reference`.
 //!
-//! Precedence, strongest first: the model named in the call (a reference or route given,
-//! or `model=`), then `SWITCHYARD_MODEL` (and the `model=` override, the run config's
-//! `model:`, as for a role that names none), then the default model of the backend named
-//! alone (`llm("vertex")`) or, without one, of `SWITCHYARD_BACKEND`'s. A backend named
-//! alone is where the call goes: `SWITCHYARD_MODEL` applies to it only when it names a
-//! model on that backend, and `model=` beside it is a model id on it.
+//! Precedence, strongest first: the model named in the call (a reference, a route, or a
+//! backend's name alone: its default model; or `model=`), then `SWITCHYARD_MODEL` (and the
+//! `model=` override, the run config's `model:`, as for a role that names none), then the
+//! default model of `SWITCHYARD_BACKEND`'s backend. `model=` beside a backend's name alone
+//! (`llm("vertex", model="gemini-2.5-pro")`), or a model id that is no reference with
+//! `SWITCHYARD_BACKEND` set, is a model id on that backend (the seeds' `make_llm(backend,
+//! model)`).
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -36,10 +38,7 @@ pub(crate) fn choose(
         (Some(given), None, Some(model)) => Err(PyTypeError::new_err(format!(
             "switchyard.llm: `{given}` already names the model, and `model={model:?}` names another: pass one (`model=` beside a backend's name alone is its model id: `llm(\"vertex\", model=\"gemini-2.5-pro\")`)"
         ))),
-        (_, Some(backend), None) => match env.var(MODEL_VAR) {
-            Some(m) if backend_of(config, &m).as_deref() == Some(backend) => Ok(m),
-            _ => backend_default(config, backend, None),
-        },
+        (_, Some(backend), None) => backend_default(config, backend, None),
         (Some(given), None, None) => Ok(given.to_string()),
         (None, _, Some(model)) => match env.var(BACKEND_VAR) {
             // A model id that is no reference, with a backend chosen by the environment.
@@ -94,8 +93,8 @@ fn on_backend(backend: &str, model: &str) -> String {
 
 /// The default model of `backend` (named by `var` when the environment chose it).
 ///
-/// The registry declares no default models yet: until it does, this says so and what to
-/// write instead.
+/// The registry on this branch declares no default models: until it does, this says so
+/// and what to write instead.
 fn backend_default(config: &Config, backend: &str, var: Option<&str>) -> PyResult<String> {
     let from = var.map(|v| format!(" (from {v})")).unwrap_or_default();
     if config.registry.backend(backend).is_none() {

@@ -43,9 +43,11 @@ def test_a_model_id_goes_to_the_backend_named(no_model_env):
     assert switchyard.llm(model="echo").label == "mock/echo"
 
 
-def test_a_backend_named_alone_takes_the_model_environment_only_on_it(no_model_env):
+def test_a_backend_named_alone_is_explicit(no_model_env):
+    # The environment's model does not move a call that names its backend.
     no_model_env.setenv("SWITCHYARD_MODEL", "mock/think")
-    assert switchyard.llm("mock").label == "mock/think"
+    with pytest.raises(switchyard.ConfigError, match="backend `mock` declares no default model"):
+        switchyard.llm("mock")
 
 
 def test_a_backend_without_a_default_model_says_what_to_write(no_model_env):

@@ -58,3 +58,9 @@ def test_typed_errors_raise_from_the_awaited_coroutine():
     coroutine = switchyard.llm("mock/fault-400", retry=False).acomplete("x")
     with pytest.raises(switchyard.BadRequest):
         asyncio.run(coroutine)
+
+
+def test_a_bad_option_raises_when_awaited_as_an_async_def_would(llm):
+    coroutine = llm.acomplete("x", max_tokenz=5)
+    with pytest.raises(TypeError, match="max_tokenz"):
+        asyncio.run(coroutine)

@@ -68,7 +68,7 @@ class Critic:
 def test_a_campaign_with_inline_backends_and_a_python_role(tmp_path, mock_server):
     critic = Critic()
     config = {
-        "log": str(tmp_path / "campaign"),
+        "log": tmp_path / "campaign",  # a Path, as such programs hold them
         "backends": {"lab": {"base_url": mock_server.base_url, "apis": ["chat"], "auth": "none"}},
         "llm": {
             "planner": {"model": "lab/think", "max_tokens": 200},

@@ -10,6 +10,7 @@ use pyo3::types::PyDict;
 use switchyard::env::EnvSource;
 use switchyard::registry::{Config, LoadOptions, Loaded};
 
+use crate::errors::IntoPy;
 use crate::json::{to_json, type_name};
 
 /// What a dict config is called in messages and in the check report.
@@ -75,4 +76,26 @@ impl ConfigSource {
             }
         }
     }
+}
+
+/// The registry and sections as the CLI loads them: the built-ins, the user's file, the
+/// environment, `config` (a path or a dict, when given) and `overrides`; every problem
+/// as one `ConfigError`.
+pub(crate) fn load_config(
+    config: Option<&Bound<'_, PyAny>>,
+    env: &dyn EnvSource,
+    overrides: Vec<String>,
+) -> PyResult<Config> {
+    let loaded = match config {
+        Some(c) => ConfigSource::extract(c)?.load(env, &overrides),
+        None => {
+            let mut opts = LoadOptions::new(env);
+            opts.overrides = overrides;
+            Config::load_all(&opts)
+        }
+    };
+    loaded
+        .into_result()
+        .map_err(|e| switchyard::Error::Config(e.to_string()))
+        .py_err()
 }

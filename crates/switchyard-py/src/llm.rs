@@ -9,9 +9,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use switchyard::env::ProcessEnv;
 use switchyard::run::RoleBackend;
-use switchyard::{CallOutcome, Error};
+use switchyard::CallOutcome;
 
-use crate::config_source::ConfigSource;
+use crate::config_source::load_config;
 use crate::errors::{self, IntoPy};
 use crate::reply::Reply;
 use crate::runtime;
@@ -38,19 +38,7 @@ pub(crate) fn llm(
     settings: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Llm> {
     let env = ProcessEnv;
-    let overrides = overrides.unwrap_or_default();
-    let loaded = match config {
-        Some(c) => ConfigSource::extract(c)?.load(&env, &overrides),
-        None => {
-            let mut opts = switchyard::registry::LoadOptions::new(&env);
-            opts.overrides = overrides;
-            switchyard::registry::Config::load_all(&opts)
-        }
-    };
-    let config = loaded
-        .into_result()
-        .map_err(|e| Error::Config(e.to_string()))
-        .py_err()?;
+    let config = load_config(config, &env, overrides.unwrap_or_default())?;
     let reference = model_choice::choose(&config, &env, reference.as_deref(), model.as_deref())?;
     let base = switchyard::run::call_policy(&config).py_err()?;
     let given = settings;

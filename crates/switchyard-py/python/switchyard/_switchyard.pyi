@@ -248,16 +248,22 @@ class Mock:
     def clear(self) -> None: ...
     def stop(self) -> None: ...
 
-def backends_list(config: Optional[str] = None, overrides: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+def backends_list(
+    config: Union[str, Mapping[str, Any], None] = None, overrides: Optional[Sequence[str]] = None
+) -> Dict[str, Any]:
     """``switchyard backends list --json`` as data (see ``switchyard.backends.list``)."""
 
 def backends_show(
-    reference: str, config: Optional[str] = None, overrides: Optional[Sequence[str]] = None
+    reference: str,
+    config: Union[str, Mapping[str, Any], None] = None,
+    overrides: Optional[Sequence[str]] = None,
 ) -> Dict[str, Any]:
     """``switchyard backends show REF --json`` as data (see ``switchyard.backends.show``)."""
 
 def backends_check(
-    reference: str, config: Optional[str] = None, overrides: Optional[Sequence[str]] = None
+    reference: str,
+    config: Union[str, Mapping[str, Any], None] = None,
+    overrides: Optional[Sequence[str]] = None,
 ) -> Dict[str, Any]:
     """``switchyard backends check REF --json`` as data (see ``switchyard.backends.check``):
     sends one short request per claimed dialect, the GIL released while they wait."""

@@ -141,3 +141,10 @@ def test_a_dict_config_problem_names_the_key():
     assert "<config dict>" in str(info.value) and "max_tokenz" in str(info.value)
     with pytest.raises(TypeError, match="a path .* or a dict"):
         switchyard.Run.open(42)
+
+
+def test_the_registry_functions_take_a_dict_config_too():
+    config = {"backends": {"lab": {"base_url": "http://127.0.0.1:9/v1", "apis": ["chat"], "auth": "none"}}}
+    info = switchyard.backends.show("lab/qwen", config=config)
+    assert (info.backend, info.model) == ("lab", "qwen")
+    assert "lab" in {b.name for b in switchyard.backends.list(config=config)}

@@ -18,6 +18,6 @@ export VIRTUAL_ENV="$venv"
 export PATH="$venv/bin:$PATH"
 (cd "$here" && maturin develop --quiet ${MATURIN_FLAGS:-})
 # Hermetic: no user backends file, no default model from the caller's shell.
-unset SWITCHYARD_MODEL MOCK_BASE_URL
+unset SWITCHYARD_MODEL SWITCHYARD_BACKEND MOCK_BASE_URL
 export SWITCHYARD_BACKENDS="$here/python/tests/.no-backends.yaml"
 exec "$venv/bin/python" -m pytest "$here/python/tests" -q "$@"

@@ -68,6 +68,12 @@ impl Backend for PyBackend {
         Some(Dialect::Chat)
     }
 
+    /// A str reply (or a dict without `usage`) is a reply whose usage is unknown: a Python
+    /// function often has no token counts to give.
+    fn reports_usage(&self) -> bool {
+        false
+    }
+
     async fn complete(&self, call: &Call) -> switchyard::Result<Reply> {
         let object = Python::attach(|py| self.object.clone_ref(py));
         let name = self.name.clone();
@@ -367,8 +373,9 @@ impl Parts {
     }
 }
 
-/// What a Python backend returned, as a reply: a `switchyard.Reply`, a str (the text),
-/// or a dict with `text` or `content` (canonical parts), `usage`, `finish`, `model`.
+/// What a Python backend returned, as a reply: a `switchyard.Reply`, a str (the text,
+/// usage unknown), or a dict with `text` or `content` (canonical parts), `usage`
+/// (unknown without it), `finish`, `model`.
 fn reply_from(value: &Bound<'_, PyAny>) -> PyResult<Reply> {
     if let Ok(reply) = value.downcast::<crate::reply::Reply>() {
         return Ok(reply.get().reply.clone());

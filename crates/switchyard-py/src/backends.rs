@@ -2,27 +2,20 @@
 //! `switchyard backends list|show|check --json` prints, made by the CLI's own functions
 //! (`switchyard_cli::data`).
 
-use std::path::PathBuf;
-
 use pyo3::prelude::*;
 use switchyard::env::ProcessEnv;
-use switchyard::registry::{Config, LoadOptions};
+use switchyard::registry::Config;
 use switchyard::{Error, ReferenceError};
 
+use crate::config_source::load_config;
 use crate::errors::IntoPy;
 use crate::json;
 use crate::runtime;
 
 /// The registry as the CLI loads it: built-ins, the user's file, the environment, the run
-/// config's `backends:` and the overrides.
-fn load(config: Option<PathBuf>, overrides: Option<Vec<String>>) -> PyResult<Config> {
-    let env = ProcessEnv;
-    let mut opts = LoadOptions::new(&env);
-    opts.run_config = config;
-    opts.overrides = overrides.unwrap_or_default();
-    Config::load(&opts)
-        .map_err(|e| Error::Config(e.to_string()))
-        .py_err()
+/// config's `backends:` (a path or a dict) and the overrides.
+fn load(config: Option<&Bound<'_, PyAny>>, overrides: Option<Vec<String>>) -> PyResult<Config> {
+    load_config(config, &ProcessEnv, overrides.unwrap_or_default())
 }
 
 /// Every backend, as `switchyard backends list --json` prints them.
@@ -30,7 +23,7 @@ fn load(config: Option<PathBuf>, overrides: Option<Vec<String>>) -> PyResult<Con
 #[pyo3(signature = (config = None, overrides = None))]
 pub(crate) fn backends_list<'py>(
     py: Python<'py>,
-    config: Option<PathBuf>,
+    config: Option<&Bound<'py, PyAny>>,
     overrides: Option<Vec<String>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let config = load(config, overrides)?;
@@ -47,7 +40,7 @@ pub(crate) fn backends_list<'py>(
 pub(crate) fn backends_show<'py>(
     py: Python<'py>,
     reference: &str,
-    config: Option<PathBuf>,
+    config: Option<&Bound<'py, PyAny>>,
     overrides: Option<Vec<String>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let config = load(config, overrides)?;
@@ -74,7 +67,7 @@ pub(crate) fn backends_show<'py>(
 pub(crate) fn backends_check<'py>(
     py: Python<'py>,
     reference: &str,
-    config: Option<PathBuf>,
+    config: Option<&Bound<'py, PyAny>>,
     overrides: Option<Vec<String>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let config = load(config, overrides)?;

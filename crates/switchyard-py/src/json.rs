@@ -10,8 +10,9 @@ use serde_json::{Map, Number, Value};
 /// until the stack overflows, which kills the interpreter rather than raising.
 const MAX_DEPTH: usize = 128;
 
-/// A Python value as JSON: `None`, `bool`, `int`, `float`, `str`, lists, tuples and dicts
-/// with string keys. `what` names the argument in the error.
+/// A Python value as JSON: `None`, `bool`, `int`, `float`, `str`, `os.PathLike` (its
+/// string), lists, tuples and dicts with string keys. `what` names the argument in the
+/// error.
 pub(crate) fn to_json(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
     convert(obj, what, 0)
 }
@@ -70,8 +71,14 @@ fn convert(obj: &Bound<'_, PyAny>, path: &str, depth: usize) -> PyResult<Value> 
         }
         return Ok(Value::Array(items));
     }
+    // A path (`os.PathLike`: a run config dict's `log: tmp_path / "run"`) as its string.
+    if let Ok(fspath) = obj.call_method0("__fspath__") {
+        if let Ok(s) = fspath.downcast::<PyString>() {
+            return Ok(Value::String(s.to_cow()?.into_owned()));
+        }
+    }
     Err(PyTypeError::new_err(format!(
-        "{path}: a {} cannot be sent as JSON (use None, bool, int, float, str, list or dict)",
+        "{path}: a {} cannot be sent as JSON (use None, bool, int, float, str, os.PathLike, list or dict)",
         type_name(obj)
     )))
 }

@@ -1,21 +1,22 @@
 //! `switchyard.Llm`, the handle a program calls, and `switchyard.llm(...)`, which makes
-//! one the way `switchyard ask` does: the reference given, else the default model
-//! (`model=` override, `SWITCHYARD_MODEL`, the run config's `model:`).
+//! one the way `switchyard ask` does: the model `model_choice` picks, over the registry
+//! (with `config=` a run config's `backends:`, `model:`, `retry:`, `timeouts:`, and
+//! `overrides=`), with the keyword settings read by `settings`.
 
 use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use switchyard::env::ProcessEnv;
-use switchyard::registry::{Config, LoadOptions};
-use switchyard::run::{RoleBackend, MODEL_VAR};
-use switchyard::{CallOutcome, Error};
+use switchyard::run::RoleBackend;
+use switchyard::CallOutcome;
 
+use crate::config_source::load_config;
 use crate::errors::{self, IntoPy};
 use crate::reply::Reply;
 use crate::runtime;
 use crate::stream::Stream;
-use crate::{request, settings};
+use crate::{model_choice, request, settings};
 
 /// A handle on one model. Cheap to share: threads and asyncio tasks may call one handle
 /// at once.
@@ -24,28 +25,25 @@ pub(crate) struct Llm {
     pub(crate) inner: switchyard::Llm,
 }
 
-/// The handle for `reference`, or for the default model when it is `None`.
+/// The handle for `reference` (a reference, a route, or a backend's name alone), `model=`,
+/// or the default model; `config=` a run config (path or dict), `overrides=` as on the
+/// command line.
 #[pyfunction]
-#[pyo3(signature = (reference = None, **settings))]
+#[pyo3(signature = (reference = None, *, model = None, overrides = None, config = None, **settings))]
 pub(crate) fn llm(
     reference: Option<String>,
+    model: Option<String>,
+    overrides: Option<Vec<String>>,
+    config: Option<&Bound<'_, PyAny>>,
     settings: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Llm> {
     let env = ProcessEnv;
-    let config = Config::load(&LoadOptions::new(&env))
-        .map_err(|e| Error::Config(e.to_string()))
-        .py_err()?;
-    let reference = match reference.or_else(|| switchyard::run::default_model(&config, &env)) {
-        Some(r) => r,
-        None => {
-            return Err(Error::Config(format!(
-                "no model: pass a reference (`switchyard.llm(\"mock/echo\")`), or set the environment variable {MODEL_VAR}"
-            )))
-            .py_err()
-        }
-    };
+    let config = load_config(config, &env, overrides.unwrap_or_default())?;
+    let reference = model_choice::choose(&config, &env, reference.as_deref(), model.as_deref())?;
     let base = switchyard::run::call_policy(&config).py_err()?;
-    let (settings, policy) = settings::read(settings, base)?;
+    let given = settings;
+    let (settings, policy) = settings::read(given, base)?;
+    settings::check_taken(&config, &reference, given)?;
     let llm = switchyard::Llm::resolve_with(&config.registry, &reference, &env, policy).py_err()?;
     if settings == switchyard::run::Settings::default() {
         return Ok(Llm { inner: llm });
@@ -93,20 +91,20 @@ impl Llm {
         reply_of(&self.inner, outcome)
     }
 
-    /// `complete` as an awaitable for asyncio.
+    /// `complete` for asyncio: a coroutine (nothing is sent until it is awaited, so it may
+    /// be made before the loop runs: `asyncio.run(llm.acomplete("x"))`).
     #[pyo3(signature = (prompt, **options))]
-    fn acomplete<'py>(
-        &self,
-        py: Python<'py>,
-        prompt: &Bound<'py, PyAny>,
-        options: Option<&Bound<'py, PyDict>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let request = request::build(prompt, options)?;
+    async fn acomplete(&self, prompt: Py<PyAny>, options: Option<Py<PyDict>>) -> PyResult<Reply> {
+        let request = Python::attach(|py| {
+            request::build(prompt.bind(py), options.as_ref().map(|o| o.bind(py)))
+        })?;
         let llm = self.inner.clone();
-        pyo3_async_runtimes::tokio::future_into_py(py, async move {
-            let outcome = llm.complete_detailed(request).await;
-            reply_of(&llm, outcome)
+        let outcome = runtime::on_runtime({
+            let llm = llm.clone();
+            async move { llm.complete_detailed(request).await }
         })
+        .await?;
+        reply_of(&llm, outcome)
     }
 
     /// Sends `prompt` and streams the reply: an iterator of events whose `.reply` is the

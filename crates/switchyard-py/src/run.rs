@@ -1,5 +1,6 @@
-//! `switchyard.Run`: a run config opened with its roles, budget and call log, exactly as
-//! `switchyard::Run` opens it, and `switchyard.check(...)`, the check as data.
+//! `switchyard.Run`: a run config (a path or a dict) opened with its roles, budget and
+//! call log, exactly as `switchyard::Run` opens it, and `switchyard.check(...)`, the check
+//! as data.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use switchyard::run::{CheckReport, RunBuilder};
 use switchyard::{Backend, Error};
 
 use crate::backend::PyBackend;
+use crate::config_source::ConfigSource;
 use crate::errors::{self, IntoPy};
 use crate::json;
 use crate::llm::Llm;
@@ -38,14 +40,17 @@ fn environment(env_file: Option<PathBuf>) -> PyResult<Box<dyn EnvSource + Send +
 }
 
 fn builder<'a>(
-    path: &PathBuf,
+    config: &ConfigSource,
     overrides: &[String],
     env: &'a dyn EnvSource,
     backends: &[(String, Arc<dyn Backend>)],
 ) -> RunBuilder<'a> {
-    let mut b = switchyard::Run::builder(path)
+    let mut b = switchyard::Run::builder(config.path())
         .overrides(overrides.iter().cloned())
         .env(env);
+    if let Some(text) = config.text() {
+        b = b.config_text(text);
+    }
     for (role, backend) in backends {
         b = b.backend_for_role(role, backend.clone());
     }
@@ -64,18 +69,20 @@ fn config_error(py: Python<'_>, report: &CheckReport) -> PyErr {
 
 #[pymethods]
 impl Run {
-    /// Opens the run config at `path`: resolves and checks every role (a `ConfigError`
-    /// lists every problem), shares one budget, records into `log:`.
+    /// Opens the run config `config` (a path, or a dict held in memory): resolves and
+    /// checks every role (a `ConfigError` lists every problem), shares one budget,
+    /// records into `log:`.
     #[staticmethod]
-    #[pyo3(signature = (path, overrides = None, env_file = None, backends = None, resume = false))]
+    #[pyo3(signature = (config, overrides = None, env_file = None, backends = None, resume = false))]
     fn open(
         py: Python<'_>,
-        path: PathBuf,
+        config: &Bound<'_, PyAny>,
         overrides: Option<Vec<String>>,
         env_file: Option<PathBuf>,
         backends: Option<&Bound<'_, PyDict>>,
         resume: bool,
     ) -> PyResult<Run> {
+        let config = ConfigSource::extract(config)?;
         let overrides = overrides.unwrap_or_default();
         let env = environment(env_file)?;
         let mut custom = Vec::new();
@@ -86,19 +93,21 @@ impl Run {
             }
         }
         let opened = py.detach(|| {
-            builder(&path, &overrides, env.as_ref(), &custom)
+            builder(&config, &overrides, env.as_ref(), &custom)
                 .resume(resume)
                 .open()
         });
         let run = match opened {
             Ok(run) => run,
-            // Checked again for the problems as data (the error holds them as text).
-            Err(Error::Config(_)) => {
-                let report = builder(&path, &overrides, env.as_ref(), &custom).check();
+            Err(Error::Config(message)) => {
+                // Checked again for the problems as data (the error holds them as text).
+                // A sound config refused for another reason (a run directory that already
+                // holds a run) keeps the library's message whole.
+                let report = builder(&config, &overrides, env.as_ref(), &custom).check();
                 if !report.ok {
                     return Err(config_error(py, &report));
                 }
-                return Err(errors::to_py(Error::Config(report.problems_text())));
+                return Err(errors::to_py(Error::Config(message)));
             }
             Err(e) => return Err(errors::to_py(e)),
         };
@@ -166,18 +175,19 @@ impl Run {
     }
 }
 
-/// Checks a run config without opening it: the report as data (`ok`, `roles`,
-/// `problems`), as `switchyard check --json` prints it.
+/// Checks a run config (a path or a dict) without opening it: the report as data (`ok`,
+/// `roles`, `problems`), as `switchyard check --json` prints it.
 #[pyfunction]
-#[pyo3(signature = (path, overrides = None, env_file = None))]
+#[pyo3(signature = (config, overrides = None, env_file = None))]
 pub(crate) fn check<'py>(
     py: Python<'py>,
-    path: PathBuf,
+    config: &Bound<'py, PyAny>,
     overrides: Option<Vec<String>>,
     env_file: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let config = ConfigSource::extract(config)?;
     let env = environment(env_file)?;
     let overrides = overrides.unwrap_or_default();
-    let report = py.detach(|| builder(&path, &overrides, env.as_ref(), &[]).check());
+    let report = py.detach(|| builder(&config, &overrides, env.as_ref(), &[]).check());
     json::serde_to_py(py, &report)
 }

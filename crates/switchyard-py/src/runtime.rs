@@ -2,8 +2,7 @@
 //!
 //! It is pyo3-async-runtimes' runtime (multi-threaded, started on first use), so that
 //! `acomplete`/`astream` futures and blocking `complete` calls share one connection pool
-//! and one set of worker threads: the asyncio side needs that crate anyway to turn a
-//! Rust future into an awaitable on the caller's event loop.
+//! and one set of worker threads.
 
 use std::future::Future;
 use std::time::Duration;
@@ -39,4 +38,26 @@ where
             Err(_elapsed) => py.check_signals()?,
         }
     }
+}
+
+/// Runs `fut` on the runtime's workers and waits for it from an `async fn` method: the
+/// method is a Python coroutine polled by the caller's event loop, which has no tokio
+/// reactor, so the call's I/O runs on the runtime. Dropping the wait (the asyncio task
+/// cancelled, the coroutine closed) aborts the call.
+pub(crate) async fn on_runtime<F>(fut: F) -> PyResult<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    /// Aborts the task when the waiting coroutine is dropped before it ends.
+    struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+    impl<T> Drop for AbortOnDrop<T> {
+        fn drop(&mut self) {
+            self.0.abort();
+        }
+    }
+    let mut task = AbortOnDrop(runtime().spawn(fut));
+    (&mut task.0).await.map_err(|e| {
+        pyo3::exceptions::PyRuntimeError::new_err(format!("the call's task failed: {e}"))
+    })
 }

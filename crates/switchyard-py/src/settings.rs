@@ -1,15 +1,19 @@
 //! `switchyard.llm(reference, **settings)`: the keyword settings read exactly as a run
-//! config's role settings are (the library's `SETTINGS` table and checks), so the same
-//! names and values work in both places.
+//! config's role settings are (the library's `SETTINGS` table, value checks and the rule
+//! of which backend takes which setting), so the same names and values work, and the same
+//! ones are refused with the same message, in both places.
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use serde_json::{Map, Value};
-use switchyard::run::settings::{check_value, spec, SETTINGS};
+use switchyard::connect::preferred_dialect;
+use switchyard::registry::Config;
+use switchyard::run::settings::{check_value, not_taken, spec, SETTINGS};
 use switchyard::run::Settings;
-use switchyard::{CallPolicy, RetryPolicy};
+use switchyard::{CallPolicy, Error, RetryPolicy};
 
+use crate::errors::IntoPy;
 use crate::json::to_json;
 
 /// The settings and the call policy they make over `base` (the run config's `retry:` and
@@ -73,4 +77,45 @@ fn policy(base: &CallPolicy, fields: &Map<String, Value>) -> PyResult<CallPolicy
         }
     }
     serde_json::from_value(Value::Object(merged)).map_err(invalid)
+}
+
+/// The role a setting given to `switchyard.llm(...)` is reported for: the call is a role of
+/// its own, and a setting its backend does not take is refused as a run config's role's is.
+pub(crate) const LLM_ROLE: &str = "llm";
+
+/// Refuses a setting in `given` that a backend `reference` reaches (each member of a
+/// route) does not take, with the library's message for a role's setting
+/// (`switchyard::run::settings::not_taken`), as a `ConfigError`.
+pub(crate) fn check_taken(
+    config: &Config,
+    reference: &str,
+    given: Option<&Bound<'_, PyDict>>,
+) -> PyResult<()> {
+    let Some(given) = given else {
+        return Ok(());
+    };
+    let members: Vec<&str> = match config.registry.route(reference) {
+        Some(route) => route.members.iter().map(|m| m.reference.as_str()).collect(),
+        None => vec![reference],
+    };
+    for member in members {
+        // An unusable reference is refused when the handle is made, with its own message.
+        let Ok(r) = config.registry.require_reference(member) else {
+            continue;
+        };
+        let Some(backend) = config.registry.backend(&r.backend) else {
+            continue;
+        };
+        let dialect = preferred_dialect(backend);
+        for (key, value) in given.iter() {
+            if value.is_none() {
+                continue;
+            }
+            let name: String = key.extract()?;
+            if let Some(problem) = not_taken(LLM_ROLE, &name, backend, dialect) {
+                return Err(Error::Config(problem.to_string())).py_err();
+            }
+        }
+    }
+    Ok(())
 }

@@ -118,14 +118,22 @@ impl Stream {
         slf
     }
 
-    fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    /// The next event for `async for`: a coroutine, run when awaited (`_next_event`'s:
+    /// pyo3 makes coroutines of `async fn` methods, but not of special methods).
+    fn __anext__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        slf.call_method0("_next_event")
+    }
+
+    /// The coroutine behind `__anext__`.
+    async fn _next_event(&self) -> PyResult<Event> {
         let (llm, state) = (self.llm.clone(), self.state.clone());
-        pyo3_async_runtimes::tokio::future_into_py(py, async move {
-            match next(llm, state).await.map_err(errors::to_py)? {
-                Some(event) => Ok(Event::from_json(event)),
-                None => Err(PyStopAsyncIteration::new_err(())),
-            }
-        })
+        match runtime::on_runtime(next(llm, state))
+            .await?
+            .map_err(errors::to_py)?
+        {
+            Some(event) => Ok(Event::from_json(event)),
+            None => Err(PyStopAsyncIteration::new_err(())),
+        }
     }
 
     /// The reply assembled so far (`None` before the stream opened or when it failed to).

@@ -22,18 +22,26 @@ use std::borrow::Cow;
 /// limit cut it short while it was still thinking), or no token usage. The rule every
 /// path applies to a success, whole or streamed.
 pub fn reply_problem(reply: &Reply) -> Option<&'static str> {
-    let has_answer = reply.content.iter().any(|p| match p {
-        Part::Text { text, .. } => !text.is_empty(),
-        Part::ToolCall(_) => true,
-        _ => false,
-    });
-    if !has_answer && reply.finish != FinishReason::Length {
-        Some("the reply has neither text nor tool calls")
+    if let Some(problem) = answer_problem(reply) {
+        Some(problem)
     } else if reply.usage.is_none() {
         Some("the reply has no token usage")
     } else {
         None
     }
+}
+
+/// Why a decoded reply has no answer: neither text nor tool calls (unless the output
+/// limit cut it short while it was still thinking). [`reply_problem`] without the usage
+/// rule, for a backend that cannot know its usage (a Python function answering a str).
+pub fn answer_problem(reply: &Reply) -> Option<&'static str> {
+    let has_answer = reply.content.iter().any(|p| match p {
+        Part::Text { text, .. } => !text.is_empty(),
+        Part::ToolCall(_) => true,
+        _ => false,
+    });
+    (!has_answer && reply.finish != FinishReason::Length)
+        .then_some("the reply has neither text nor tool calls")
 }
 
 /// The usage of a whole reply body in `dialect`, once the body is known to be a reply

@@ -233,10 +233,13 @@ impl Llm {
             Err(e) => return not_sent(e),
         };
         let name = self.backend.name();
+        let usage_required = self.backend.reports_usage();
         let retry = self.retry_loop();
         let run = retry.run(|| async {
             let result = match self.backend.complete(&call).await {
-                Ok(reply) => crate::reply_check::check_reply(name, &reply).map(|()| reply),
+                Ok(reply) => {
+                    crate::reply_check::check(name, &reply, usage_required).map(|()| reply)
+                }
                 Err(e) => Err(e),
             };
             (result, None)
@@ -297,7 +300,7 @@ impl Llm {
         let run = retry.run(|| async {
             let sent = Instant::now();
             let mut stream = match self.backend.stream(&call).await {
-                Ok(stream) => stream.check_at_end(name),
+                Ok(stream) => stream.check_at_end(name, self.backend.reports_usage()),
                 Err(e) => return (Err(e), None),
             };
             match stream.start().await {

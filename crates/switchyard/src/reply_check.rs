@@ -9,7 +9,19 @@ use switchyard_wire::Reply;
 /// it short while thinking), or no token usage ([`switchyard_wire::shape::reply_problem`],
 /// the rule the gateway's pass-through applies to the bytes it relays).
 pub fn check_reply(backend: &str, reply: &Reply) -> Result<()> {
-    match switchyard_wire::shape::reply_problem(reply) {
+    check(backend, reply, true)
+}
+
+/// [`check_reply`], or when `usage_required` is false (the backend does not always know
+/// its usage: [`Backend::reports_usage`](crate::Backend::reports_usage)) the answer rule
+/// alone: a reply without usage is then one whose usage is unknown.
+pub(crate) fn check(backend: &str, reply: &Reply, usage_required: bool) -> Result<()> {
+    let problem = if usage_required {
+        switchyard_wire::shape::reply_problem(reply)
+    } else {
+        switchyard_wire::shape::answer_problem(reply)
+    };
+    match problem {
         None => Ok(()),
         Some(reason) => Err(Error::ProviderReplyMalformed {
             backend: backend.to_string(),

@@ -58,8 +58,8 @@ pub struct ReplyStream {
     /// Bytes received, kept or not.
     raw_received: u64,
     ended: bool,
-    /// The backend whose reply is checked at the end (`check_reply`), when set.
-    end_check: Option<String>,
+    /// The backend whose reply is checked at the end, and whether its usage is required.
+    end_check: Option<(String, bool)>,
     hook: Option<EndHook>,
     first_byte: Option<Instant>,
     finishing: Option<(BoxFuture<'static, ()>, Option<Result<Event>>)>,
@@ -166,9 +166,10 @@ impl ReplyStream {
     }
 
     /// Checks the reply when the stream ends (a stream without text and tool calls, or
-    /// without usage, ends with `ProviderReplyMalformed`), naming `backend`.
-    pub(crate) fn check_at_end(mut self, backend: impl Into<String>) -> Self {
-        self.end_check = Some(backend.into());
+    /// without usage when `usage_required`, ends with `ProviderReplyMalformed`), naming
+    /// `backend`.
+    pub(crate) fn check_at_end(mut self, backend: impl Into<String>, usage_required: bool) -> Self {
+        self.end_check = Some((backend.into(), usage_required));
         self
     }
 
@@ -193,7 +194,7 @@ impl ReplyStream {
                 }
                 None => {
                     self.ended = true;
-                    let Some(backend) = self.end_check.take() else {
+                    let Some((backend, usage_required)) = self.end_check.take() else {
                         return Ok(());
                     };
                     let mut assembler = self.assembler.clone();
@@ -204,7 +205,7 @@ impl ReplyStream {
                     }
                     let mut reply = assembler.reply().clone();
                     reply.raw = Bytes::copy_from_slice(&self.raw);
-                    return crate::reply_check::check_reply(&backend, &reply);
+                    return crate::reply_check::check(&backend, &reply, usage_required);
                 }
             }
         }
@@ -281,8 +282,10 @@ impl Stream for ReplyStream {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(None) => {
                     let mut item = None;
-                    if let Some(backend) = self.end_check.take() {
-                        if let Err(e) = crate::reply_check::check_reply(&backend, &self.reply()) {
+                    if let Some((backend, usage_required)) = self.end_check.take() {
+                        let reply = self.reply();
+                        if let Err(e) = crate::reply_check::check(&backend, &reply, usage_required)
+                        {
                             item = Some(Err(e));
                         }
                     }

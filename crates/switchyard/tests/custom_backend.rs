@@ -71,3 +71,87 @@ async fn a_backend_working_on_its_own_task_keeps_the_role_and_the_sent_body() {
     assert_eq!(body["role"], "planner");
     assert_eq!(records[0].role.as_deref(), Some("planner"));
 }
+
+/// Answers with text and no usage; says whether its replies always carry usage.
+struct NoUsage {
+    reports_usage: bool,
+    calls: std::sync::atomic::AtomicU32,
+}
+
+#[async_trait]
+impl Backend for NoUsage {
+    fn name(&self) -> &str {
+        "no-usage"
+    }
+
+    fn reports_usage(&self) -> bool {
+        self.reports_usage
+    }
+
+    async fn complete(&self, _call: &Call) -> switchyard::Result<Reply> {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(Reply {
+            content: vec![Part::text("an answer")],
+            ..Reply::default()
+        })
+    }
+}
+
+fn no_usage(reports_usage: bool) -> Arc<NoUsage> {
+    Arc::new(NoUsage {
+        reports_usage,
+        calls: Default::default(),
+    })
+}
+
+#[tokio::test]
+async fn a_backend_that_cannot_know_its_usage_answers_with_usage_unknown() {
+    let backend = no_usage(false);
+    let llm = Llm::new("no-usage/m", backend.clone(), "m");
+    let reply = llm.complete(Request::user("hi")).await.unwrap();
+    assert_eq!(reply.text(), "an answer");
+    assert_eq!(reply.usage, None);
+    let mut stream = llm.stream(Request::user("hi")).await.unwrap();
+    while let Some(event) = futures::StreamExt::next(&mut stream).await {
+        event.unwrap();
+    }
+    assert_eq!(stream.reply().usage, None);
+    assert_eq!(backend.calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_backend_that_reports_usage_is_still_malformed_without_it() {
+    let llm =
+        Llm::new("no-usage/m", no_usage(true), "m").with_retry(switchyard::RetryPolicy::never());
+    let err = llm.complete(Request::user("hi")).await.unwrap_err();
+    assert!(
+        matches!(&err, switchyard::Error::ProviderReplyMalformed { reason, .. } if reason.contains("no token usage")),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_run_config_held_in_memory_is_read_as_a_file_is() {
+    let env = switchyard::env::MapEnv::new([("MOCK_BASE_URL", "http://127.0.0.1:9")]);
+    let run = switchyard::Run::builder("<in memory>")
+        .config_text("llm:\n  planner: {model: mock/echo, max_tokens: 5}\n")
+        .env(&env)
+        .user_file(false)
+        .open()
+        .unwrap();
+    assert_eq!(run.role_names(), ["planner"]);
+    let report = switchyard::Run::builder("<in memory>")
+        .config_text("{\"llm\": {\"planner\": {\"model\": \"mock/echo\", \"thinking_budget\": 5}}}")
+        .env(&env)
+        .user_file(false)
+        .check();
+    assert!(!report.ok);
+    assert!(
+        report.problems_text().contains("<in memory>")
+            && report
+                .problems_text()
+                .contains("does not take `thinking_budget`"),
+        "{}",
+        report.problems_text()
+    );
+}

@@ -7,16 +7,30 @@ Message = Union[Dict[str, Any], "Reply"]
 Prompt = Union[str, Sequence[Message]]
 StrPath = Union[str, "PathLike[str]"]
 
-def llm(reference: Optional[str] = None, **settings: Any) -> Llm:
-    """A handle for ``reference`` (``<backend>/<model id>``), else the default model
-    (``SWITCHYARD_MODEL``). ``settings`` are role settings (``max_tokens``,
+def llm(
+    reference: Optional[str] = None,
+    *,
+    model: Optional[str] = None,
+    overrides: Optional[Sequence[str]] = None,
+    config: Union[StrPath, Mapping[str, Any], None] = None,
+    **settings: Any,
+) -> Llm:
+    """A handle for ``reference`` (``<backend>/<model id>``, a route, or a backend's name
+    alone: ``"vertex"``) or ``model=``; else ``SWITCHYARD_MODEL`` (or ``config``'s
+    ``model:``), else ``SWITCHYARD_BACKEND``'s default model. ``config`` is a run config
+    (a path or a dict: its ``backends:``, ``model:``, ``retry:``, ``timeouts:``),
+    ``overrides`` as on the command line. ``settings`` are role settings (``max_tokens``,
     ``temperature``, ``reasoning_effort``, ``retry`` — ``False`` never retries —,
-    ``timeout_seconds``, ``extra_body``…)."""
+    ``timeout_seconds``, ``extra_body``…), refused as a run config refuses them when
+    the backend does not take them."""
 
 def check(
-    path: StrPath, overrides: Optional[Sequence[str]] = None, env_file: Optional[StrPath] = None
+    config: Union[StrPath, Mapping[str, Any]],
+    overrides: Optional[Sequence[str]] = None,
+    env_file: Optional[StrPath] = None,
 ) -> Dict[str, Any]:
-    """A run config's check report as data (``ok``, ``roles``, ``problems``)."""
+    """A run config's (a path or a dict) check report as data (``ok``, ``roles``,
+    ``problems``)."""
 
 def trace_shutdown(timeout_seconds: float = 5.0) -> bool:
     """Sends the queued OpenTelemetry spans and stops the export (registered with
@@ -69,7 +83,7 @@ class Llm:
         reasoning_effort: Optional[str] = None,
         thinking_budget: Optional[int] = None,
     ) -> Reply:
-        """``complete`` for asyncio."""
+        """``complete`` for asyncio: a coroutine, sent when awaited."""
     def stream(
         self,
         prompt: Prompt,
@@ -171,6 +185,8 @@ class Stream(Iterator[Event], AsyncIterator[Event]):
     def __next__(self) -> Event: ...
     def __aiter__(self) -> Stream: ...
     async def __anext__(self) -> Event: ...
+    async def _next_event(self) -> Event:
+        """The coroutine ``__anext__`` returns (private)."""
     @property
     def reply(self) -> Optional[Reply]: ...
     def close(self) -> None: ...
@@ -203,7 +219,7 @@ class Run:
 
     @staticmethod
     def open(
-        path: StrPath,
+        config: Union[StrPath, Mapping[str, Any]],
         overrides: Optional[Sequence[str]] = None,
         env_file: Optional[StrPath] = None,
         backends: Optional[Mapping[str, Any]] = None,
@@ -232,16 +248,22 @@ class Mock:
     def clear(self) -> None: ...
     def stop(self) -> None: ...
 
-def backends_list(config: Optional[str] = None, overrides: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+def backends_list(
+    config: Union[str, Mapping[str, Any], None] = None, overrides: Optional[Sequence[str]] = None
+) -> Dict[str, Any]:
     """``switchyard backends list --json`` as data (see ``switchyard.backends.list``)."""
 
 def backends_show(
-    reference: str, config: Optional[str] = None, overrides: Optional[Sequence[str]] = None
+    reference: str,
+    config: Union[str, Mapping[str, Any], None] = None,
+    overrides: Optional[Sequence[str]] = None,
 ) -> Dict[str, Any]:
     """``switchyard backends show REF --json`` as data (see ``switchyard.backends.show``)."""
 
 def backends_check(
-    reference: str, config: Optional[str] = None, overrides: Optional[Sequence[str]] = None
+    reference: str,
+    config: Union[str, Mapping[str, Any], None] = None,
+    overrides: Optional[Sequence[str]] = None,
 ) -> Dict[str, Any]:
     """``switchyard backends check REF --json`` as data (see ``switchyard.backends.check``):
     sends one short request per claimed dialect, the GIL released while they wait."""

@@ -9,15 +9,15 @@
 
 The values are dicts whose keys also read as attributes (``info["model"]`` or
 ``info.model``). Every function loads the registry as the CLI does: the built-ins, the
-user's backends file, the environment, then ``config`` (a run config's ``backends:``) and
-``overrides`` (``["backends.vllm.base_url=http://gpu:8000/v1"]``).
+user's backends file, the environment, then ``config`` (a run config, a path or a dict:
+its ``backends:``) and ``overrides`` (``["backends.vllm.base_url=http://gpu:8000/v1"]``).
 """
 
 from __future__ import annotations
 
 import builtins
 import os
-from typing import Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 from . import _switchyard
 from ._data import Data
@@ -26,24 +26,27 @@ from ._data import wrap as _wrap
 __all__ = ["list", "show", "check", "Data"]
 
 PathLike = Union[str, "os.PathLike[str]"]
+Config = Union[PathLike, Mapping[str, Any]]
 
 
-def _path(config: Optional[PathLike]) -> Optional[str]:
-    return None if config is None else os.fspath(config)
+def _config(config: Optional[Config]) -> Union[str, Mapping[str, Any], None]:
+    if config is None or isinstance(config, dict):
+        return config
+    return os.fspath(config)
 
 
 def list(  # noqa: A001 - the name the CLI uses
-    config: Optional[PathLike] = None, overrides: Optional[Sequence[str]] = None
+    config: Optional[Config] = None, overrides: Optional[Sequence[str]] = None
 ) -> "builtins.list[Data]":
     """Every backend with every field, the layer it comes from, and ``key`` (``set``,
     ``unset`` or ``not needed``; never the value)."""
-    out = _switchyard.backends_list(_path(config), builtins.list(overrides or []))
+    out = _switchyard.backends_list(_config(config), builtins.list(overrides or []))
     return [_wrap(b) for b in out["backends"]]
 
 
 def show(
     reference: str,
-    config: Optional[PathLike] = None,
+    config: Optional[Config] = None,
     overrides: Optional[Sequence[str]] = None,
 ) -> Data:
     """``reference`` resolved: backend, model id after aliases, each dialect's URL and
@@ -51,12 +54,12 @@ def show(
     layer, and ``litellm`` (``{model, api_base, api_key_env}``, or ``None`` when the
     backend has no LiteLLM route prefix). An unknown backend raises
     :class:`switchyard.UnknownBackend` naming the nearest one."""
-    return _wrap(_switchyard.backends_show(reference, _path(config), builtins.list(overrides or [])))
+    return _wrap(_switchyard.backends_show(reference, _config(config), builtins.list(overrides or [])))
 
 
 def check(
     reference: str,
-    config: Optional[PathLike] = None,
+    config: Optional[Config] = None,
     overrides: Optional[Sequence[str]] = None,
 ) -> Data:
     """``reference`` checked against what its backend answers, as
@@ -73,5 +76,5 @@ def check(
     backend raises :class:`switchyard.UnknownBackend`, a CLI agent or replay backend
     (nothing to check over HTTP) :class:`switchyard.Unsupported`."""
     return _wrap(
-        _switchyard.backends_check(reference, _path(config), builtins.list(overrides or []))
+        _switchyard.backends_check(reference, _config(config), builtins.list(overrides or []))
     )

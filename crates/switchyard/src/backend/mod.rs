@@ -143,6 +143,14 @@ pub trait Backend: Send + Sync {
         None
     }
 
+    /// Whether every reply carries its token usage, so that a reply without it is
+    /// malformed (asked again). False for a backend that cannot know it (a Python
+    /// function answering a str, a replay of such a call): its replies without usage are
+    /// replies whose usage is unknown (no tokens or cost counted).
+    fn reports_usage(&self) -> bool {
+        true
+    }
+
     /// Answers a request whole.
     async fn complete(&self, call: &Call) -> Result<Reply>;
 

@@ -141,6 +141,12 @@ impl Config {
         Config::load_layers(opts, Some((path, Ok(text.to_string())))).into_result()
     }
 
+    /// [`load_all`](Self::load_all) with the run config given as `text`, named `path`
+    /// (a config held in memory: a Python program's dict).
+    pub fn load_all_run_config_text(opts: &LoadOptions<'_>, path: &Path, text: &str) -> Loaded {
+        Config::load_layers(opts, Some((path, Ok(text.to_string()))))
+    }
+
     /// Like [`load`](Self::load), but goes on past problems: the config is what could be
     /// read, beside every problem. This is what the run check builds on, so that one
     /// mistake in a file (an unknown key, a key written in it) does not hide the others.

@@ -257,6 +257,8 @@ pub struct RunBuilder<'a> {
     log: Option<PathBuf>,
     trace: bool,
     replay: Option<PathBuf>,
+    /// The run config's text when it is held in memory (`path` then only names it).
+    text: Option<String>,
 }
 
 impl<'a> RunBuilder<'a> {
@@ -272,6 +274,7 @@ impl<'a> RunBuilder<'a> {
             log: None,
             trace: true,
             replay: None,
+            text: None,
         }
     }
 
@@ -331,6 +334,14 @@ impl<'a> RunBuilder<'a> {
         self
     }
 
+    /// Reads the run config from `text` (YAML, or JSON) instead of the file: a config
+    /// held in memory, such as a Python program's dict. The builder's path names it in
+    /// messages and in the check report.
+    pub fn config_text(mut self, text: impl Into<String>) -> Self {
+        self.text = Some(text.into());
+        self
+    }
+
     /// Whether to read your backends file (default true; false for hermetic tests).
     pub fn user_file(mut self, read: bool) -> Self {
         self.user_file = read;
@@ -354,7 +365,10 @@ impl<'a> RunBuilder<'a> {
         opts.user_file = self.user_file;
         // Past the loader's problems: the roles are checked with what could be read, so
         // one mistake in the file does not hide the others.
-        let loaded = Config::load_all(&opts);
+        let loaded = match (&self.text, &self.path) {
+            (Some(text), Some(path)) => Config::load_all_run_config_text(&opts, path, text),
+            _ => Config::load_all(&opts),
+        };
         let door = resolve::Door {
             one: self.one.as_ref(),
             log_given: self.log.is_some(),

@@ -821,27 +821,11 @@ fn role_settings(
 ) -> Settings {
     let name = &entry.name;
     // The settings, each checked against what this backend takes.
-    let accepted = settings::accepted(backend.kind.value, dialect);
-    let called = match dialect {
-        Some(d) => format!("kind {}, dialect {d}", backend.kind.value),
-        None => format!("kind {}", backend.kind.value),
-    };
     let mut resolved = Settings::default();
     for (setting, value, loc) in &entry.settings {
-        if accepted.contains(&setting.as_str()) {
-            resolved.set(setting, value);
-        } else {
-            found.push(ConfigError::new(
-                loc.clone(),
-                ConfigProblem::SettingNotTaken {
-                    role: name.clone(),
-                    setting: setting.clone(),
-                    backend: backend.name.clone(),
-                    called: called.clone(),
-                    accepted: accepted.iter().map(|s| s.to_string()).collect(),
-                    nearest: nearest_setting(setting, accepted),
-                },
-            ));
+        match settings::not_taken(name, setting, backend, dialect) {
+            None => resolved.set(setting, value),
+            Some(problem) => found.push(ConfigError::new(loc.clone(), problem)),
         }
     }
     resolved
@@ -1144,16 +1128,4 @@ fn role_policy(
         }
     }
     serde_json::from_value(serde_json::Value::Object(merged))
-}
-
-/// The accepted setting nearest to `setting`: a token limit under another dialect's name
-/// points at the one this backend takes.
-fn nearest_setting(setting: &str, accepted: &[&str]) -> Option<String> {
-    const LIMITS: &[&str] = &["max_tokens", "max_completion_tokens", "max_output_tokens"];
-    if LIMITS.contains(&setting) {
-        if let Some(l) = LIMITS.iter().find(|l| accepted.contains(l)) {
-            return Some(l.to_string());
-        }
-    }
-    nearest(setting, accepted.iter().copied())
 }

@@ -71,6 +71,10 @@ impl Backend for RoleBackend {
         self.inner.reported_cost(raw)
     }
 
+    fn reports_usage(&self) -> bool {
+        self.inner.reports_usage()
+    }
+
     async fn complete(&self, call: &Call) -> Result<Reply> {
         let call = self.prepare(call);
         match self.total {

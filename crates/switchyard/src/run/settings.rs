@@ -5,7 +5,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use switchyard_wire::{Reasoning, Request};
 
-use crate::registry::{Dialect, Kind};
+use crate::config_error::ConfigProblem;
+use crate::registry::{Backend, Dialect, Kind};
 
 /// The shape of a setting's value.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -238,6 +239,44 @@ pub fn accepted(kind: Kind, dialect: Option<Dialect>) -> &'static [&'static str]
         (Kind::ClaudeCode | Kind::Codex, _) => CLI_AGENT,
         (Kind::Replay, _) => REPLAY,
     }
+}
+
+/// Why `backend`, called in `dialect`, does not take `setting` (written for `role`), or
+/// `None` when it takes it: the one rule for a role's settings and for the settings a
+/// door is given beside a model (`switchyard.llm(ref, thinking_budget=…)`).
+pub fn not_taken(
+    role: &str,
+    setting: &str,
+    backend: &Backend,
+    dialect: Option<Dialect>,
+) -> Option<ConfigProblem> {
+    let accepted = accepted(backend.kind.value, dialect);
+    if accepted.contains(&setting) {
+        return None;
+    }
+    Some(ConfigProblem::SettingNotTaken {
+        role: role.to_string(),
+        setting: setting.to_string(),
+        backend: backend.name.clone(),
+        called: match dialect {
+            Some(d) => format!("kind {}, dialect {d}", backend.kind.value),
+            None => format!("kind {}", backend.kind.value),
+        },
+        accepted: accepted.iter().map(|s| s.to_string()).collect(),
+        nearest: nearest_setting(setting, accepted),
+    })
+}
+
+/// The accepted setting nearest to `setting`: a token limit under another dialect's name
+/// points at the one this backend takes.
+fn nearest_setting(setting: &str, accepted: &[&str]) -> Option<String> {
+    const LIMITS: &[&str] = &["max_tokens", "max_completion_tokens", "max_output_tokens"];
+    if LIMITS.contains(&setting) {
+        if let Some(l) = LIMITS.iter().find(|l| accepted.contains(l)) {
+            return Some(l.to_string());
+        }
+    }
+    crate::internal::suggest::nearest(setting, accepted.iter().copied())
 }
 
 /// Checks a setting's value against its shape; `Err` says what is accepted.

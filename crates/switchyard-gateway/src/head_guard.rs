@@ -22,6 +22,7 @@ use crate::listener_refusals::Reason;
 use crate::path_dialect::dialect_of;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use memchr::memmem;
+use std::sync::LazyLock;
 use switchyard::Dialect;
 
 /// hyper's HTTP/2 connection preface (RFC 9113 §3.4), which the auto builder sniffs.
@@ -241,8 +242,12 @@ impl HeadGuard {
             return Judged::Bad(too_long_target(target, limits));
         }
         let from = self.searched.saturating_sub(2).max(start);
-        let ends = memmem::find(&bytes[from..], b"\n\r\n").is_some()
-            || memmem::find(&bytes[from..], b"\n\n").is_some();
+        // The searchers built once: `memmem::find` builds one on every call.
+        static CRLF_END: LazyLock<memmem::Finder<'static>> =
+            LazyLock::new(|| memmem::Finder::new(b"\n\r\n"));
+        static LF_END: LazyLock<memmem::Finder<'static>> =
+            LazyLock::new(|| memmem::Finder::new(b"\n\n"));
+        let ends = CRLF_END.find(&bytes[from..]).is_some() || LF_END.find(&bytes[from..]).is_some();
         self.searched = bytes.len();
         if !ends {
             if bytes.len() > limits.max_header_bytes {

@@ -175,6 +175,10 @@ impl OneCall {
             .problems
             .iter()
             .map(|p| match p.message.strip_prefix("role ``: ") {
+                // Where the model came from, when the environment named it.
+                Some(message) if unnamed(p) && p.location.starts_with("environment variable ") => {
+                    format!("{message} (from {})", p.location)
+                }
                 Some(message) if unnamed(p) => message.to_string(),
                 // `role `planner`: role `planner` has no model…` says it once.
                 _ if said_twice(&p.message).is_some() => {

@@ -31,13 +31,15 @@ pub(crate) struct Llm {
 
 /// The handle for `reference` (a reference, a route, or a backend's name alone), `model=`,
 /// or the default model; `config=` a run config (path or dict), `overrides=` as on the
-/// command line; the keyword settings as a role's settings.
+/// command line; `role=` a role of that config to call as (`ask --role`: its model and
+/// settings, the given ones over them); the keyword settings as a role's settings.
 #[pyfunction]
-#[pyo3(signature = (reference = None, *, model = None, overrides = None, config = None, **settings))]
+#[pyo3(signature = (reference = None, *, model = None, role = None, overrides = None, config = None, **settings))]
 pub(crate) fn llm(
     py: Python<'_>,
     reference: Option<String>,
     model: Option<String>,
+    role: Option<String>,
     overrides: Option<Vec<String>>,
     config: Option<&Bound<'_, PyAny>>,
     settings: Option<&Bound<'_, PyDict>>,
@@ -62,7 +64,7 @@ pub(crate) fn llm(
         overrides: overrides.clone(),
     };
     let call = OneCall {
-        role: None,
+        role,
         reference,
         settings: given.clone(),
     };

@@ -120,3 +120,20 @@ fn a_backend_without_a_default_model_named_by_the_environment_says_so() {
         )
     );
 }
+
+#[test]
+fn a_setting_of_the_wrong_shape_given_to_no_role_names_the_setting_alone() {
+    let mock = mock();
+    let call = OneCall {
+        reference: Some("mock/echo".into()),
+        settings: settings(&[("temperature", serde_json::json!("hot"))]),
+        ..OneCall::default()
+    };
+    let e = one_call(&mock, call, &MapEnv::default())
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "the settings given: `temperature` must be a number from 0 to 2, found a string"
+    );
+}

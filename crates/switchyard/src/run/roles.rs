@@ -378,11 +378,16 @@ fn parse_key(
 ) {
     let name = entry.name.clone();
     let loc = src.loc(&[&name, field]);
+    // A call made by no role (the role ``) has no `llm.<role>.` to name.
+    let path = match name.as_str() {
+        "" => field.to_string(),
+        _ => format!("llm.{name}.{field}"),
+    };
     let wrong = |expected: &str| {
         ConfigError::new(
             loc.clone(),
             ConfigProblem::WrongType {
-                field: format!("llm.{name}.{field}"),
+                field: path.clone(),
                 expected: expected.into(),
                 found: type_name(v).into(),
             },

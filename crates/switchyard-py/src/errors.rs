@@ -18,6 +18,15 @@ pub(crate) fn to_py(error: Error) -> PyErr {
     })
 }
 
+/// The Python exception for `error` (its class and attributes), saying `message`: the
+/// same refusal in the words another part of the library gave it.
+pub(crate) fn to_py_saying(error: Error, message: &str) -> PyErr {
+    Python::attach(|py| match build_saying(py, &error, message) {
+        Ok(err) => err,
+        Err(e) => e,
+    })
+}
+
 /// `Result<T, Error>` → `PyResult<T>`.
 pub(crate) trait IntoPy<T> {
     fn py_err(self) -> PyResult<T>;
@@ -30,6 +39,10 @@ impl<T> IntoPy<T> for Result<T, Error> {
 }
 
 fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
+    build_saying(py, error, &error.to_string())
+}
+
+fn build_saying(py: Python<'_>, error: &Error, message: &str) -> PyResult<PyErr> {
     let d = PyDict::new(py);
     if let Some(p) = error.provider_details() {
         provider(py, &d, p)?;
@@ -128,7 +141,7 @@ fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
         }
         _ => {}
     }
-    exception(py, error.kind().as_str(), &error.to_string(), &d)
+    exception(py, error.kind().as_str(), message, &d)
 }
 
 /// An instance of the class for `kind`, with `details` as attributes.

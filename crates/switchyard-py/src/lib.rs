@@ -22,7 +22,6 @@ mod reply;
 mod request;
 mod run;
 mod runtime;
-mod settings;
 mod stream;
 mod trace;
 

@@ -3,6 +3,7 @@
 
 use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use std::sync::Mutex;
 use switchyard_mock::{MockConfig, MockServer};
 
@@ -49,6 +50,29 @@ impl Mock {
     #[getter]
     fn received(&self) -> u64 {
         self.lock().as_ref().map_or(0, MockServer::received)
+    }
+
+    /// The requests received, oldest first, as `{"method", "path", "json"}` dicts (`json`
+    /// the body parsed, `None` when it is not JSON): what a door sent upstream.
+    fn requests<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let requests = self
+            .lock()
+            .as_ref()
+            .map(MockServer::requests)
+            .unwrap_or_default();
+        requests
+            .iter()
+            .map(|r| {
+                let d = PyDict::new(py);
+                d.set_item("method", &r.method)?;
+                d.set_item("path", &r.path)?;
+                match &r.json {
+                    Some(json) => d.set_item("json", crate::json::serde_to_py(py, json)?)?,
+                    None => d.set_item("json", py.None())?,
+                }
+                Ok(d)
+            })
+            .collect()
     }
 
     /// Forgets the requests received and the attempt counters of `-then-ok` faults.

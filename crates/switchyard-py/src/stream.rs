@@ -13,7 +13,6 @@ use tokio::sync::Mutex;
 
 use crate::errors;
 use crate::json;
-use crate::llm::cost;
 use crate::reply::Reply;
 use crate::runtime;
 
@@ -147,7 +146,7 @@ impl Stream {
                     stream, attempts, ..
                 } => {
                     let reply = stream.reply();
-                    let cost = cost(&llm, &reply);
+                    let cost = llm.cost(&reply);
                     Some(Reply::new(reply, cost, attempts.clone()))
                 }
                 _ => None,

@@ -103,3 +103,37 @@ fn a_role_of_no_config_gets_the_default_model_of_switchyard_backend() {
     let role = &run.roles()[0];
     assert_eq!(role.model_from, switchyard::run::ModelSource::BackendVar);
 }
+
+#[test]
+fn a_backend_without_a_default_model_named_by_the_environment_says_so() {
+    let mock = mock();
+    // `openai` declares no default model.
+    let env = MapEnv::new([("SWITCHYARD_BACKEND", "openai")]);
+    let e = one_call(&mock, OneCall::default(), &env)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        format!(
+            "{} (from environment variable SWITCHYARD_BACKEND)",
+            switchyard::run::no_default_model("openai")
+        )
+    );
+}
+
+#[test]
+fn a_setting_of_the_wrong_shape_given_to_no_role_names_the_setting_alone() {
+    let mock = mock();
+    let call = OneCall {
+        reference: Some("mock/echo".into()),
+        settings: settings(&[("temperature", serde_json::json!("hot"))]),
+        ..OneCall::default()
+    };
+    let e = one_call(&mock, call, &MapEnv::default())
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "the settings given: `temperature` must be a number from 0 to 2, found a string"
+    );
+}

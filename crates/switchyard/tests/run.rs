@@ -210,6 +210,19 @@ fn no_model_anywhere_is_an_error_that_says_so() {
 }
 
 #[test]
+fn a_typo_of_a_setting_that_looks_like_a_key_name_is_said_as_a_typo() {
+    // `max_token` ends in `token`, a key's name; one edit from `max_tokens`, it is a typo.
+    let dir = config("llm:\n  planner: {model: mock/echo, max_token: 7}\n");
+    let e = err(open(&dir, &[], &MapEnv::default()));
+    assert!(e.contains("did you mean `max_tokens`"), "{e}");
+    assert!(!e.contains("would put a key"), "{e}");
+    // A key's own name is still refused as a key.
+    let dir = config("llm:\n  planner: {model: mock/echo, access_token: abc}\n");
+    let e = err(open(&dir, &[], &MapEnv::default()));
+    assert!(e.contains("`access_token` would put a key"), "{e}");
+}
+
+#[test]
 fn a_setting_the_backend_does_not_take_is_refused_with_the_list() {
     let dir =
         config("llm:\n  planner:\n    model: anthropic/opus\n    max_completion_tokens: 100\n");

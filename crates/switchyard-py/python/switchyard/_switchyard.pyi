@@ -11,18 +11,22 @@ def llm(
     reference: Optional[str] = None,
     *,
     model: Optional[str] = None,
+    role: Optional[str] = None,
     overrides: Optional[Sequence[str]] = None,
     config: Union[StrPath, Mapping[str, Any], None] = None,
     **settings: Any,
 ) -> Llm:
-    """A handle for ``reference`` (``<backend>/<model id>``, a route, or a backend's name
-    alone: ``"vertex"``) or ``model=``; else ``SWITCHYARD_MODEL`` (or ``config``'s
-    ``model:``), else ``SWITCHYARD_BACKEND``'s default model. ``config`` is a run config
-    (a path or a dict: its ``backends:``, ``model:``, ``retry:``, ``timeouts:``),
-    ``overrides`` as on the command line. ``settings`` are role settings (``max_tokens``,
-    ``temperature``, ``reasoning_effort``, ``retry`` — ``False`` never retries —,
-    ``timeout_seconds``, ``extra_body``…), refused as a run config refuses them when
-    the backend does not take them."""
+    """A run of one call, opened as ``switchyard ask`` opens it (the library's one
+    assembly): a handle for ``reference`` (``<backend>/<model id>``, a route, or a
+    backend's name alone: ``"vertex"``) or ``model=``; else the role's model, else
+    ``SWITCHYARD_MODEL`` (or ``config``'s ``model:``), else ``SWITCHYARD_BACKEND``'s
+    default model. ``config`` is a run config (a path or a dict: its ``backends:``,
+    ``model:``, ``retry:``, ``timeouts:``, ``cache:``, ``budget:``, ``log:``), ``role`` a
+    role of it to call as (``ask --role``), ``overrides`` as on the command line.
+    ``settings`` are role settings (``max_tokens``, ``temperature``, ``reasoning_effort``,
+    ``retry`` — ``False`` never retries —, ``timeout_seconds``, ``extra_body``…), laid
+    over the role's and refused with a run config's message when the backend does not
+    take them."""
 
 def check(
     config: Union[StrPath, Mapping[str, Any]],
@@ -245,6 +249,8 @@ class Mock:
     def base_url(self) -> str: ...
     @property
     def received(self) -> int: ...
+    def requests(self) -> List[Dict[str, Any]]:
+        """The requests received, oldest first: ``{"method", "path", "json"}``."""
     def clear(self) -> None: ...
     def stop(self) -> None: ...
 

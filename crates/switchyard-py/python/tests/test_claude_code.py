@@ -118,3 +118,24 @@ def test_a_claude_code_stream_from_asyncio(tmp_path):
 
     with switchyard.Run.open(campaign(tmp_path, claude, tmp_path / "run")) as run:
         assert asyncio.run(main(run)) == DELTAS
+
+
+def test_a_claude_code_roles_cost_is_the_records_by_the_librarys_one_rule(tmp_path):
+    # One rule for the reply and the record (`Llm::cost`): the model's price when it has
+    # one, else Claude Code's own report. The package once reported Claude Code's cost
+    # first, so a priced role's reply and record disagreed.
+    claude = StandIn(tmp_path)
+    for price, log in ((None, tmp_path / "unpriced"), ("{input: 1, output: 10}", tmp_path / "priced")):
+        config = campaign(tmp_path, claude, log)
+        if price:
+            config.write_text(config.read_text().replace("effort: low}", f"effort: low, price: {price}}}"))
+        with switchyard.Run.open(config) as run:
+            reply = run.llm("reviewer").complete("What is the capital of France?")
+        (row,) = records(log)
+        assert row["provider_cost_usd"] == 0.0421
+        assert reply.cost_usd == row["cost_usd"], (price, row)
+        if price:
+            # Priced by the role's price (every token at least the input price, 1 $/M).
+            assert reply.cost_usd != 0.0421 and reply.cost_usd >= (9 + 5120 + 14000) / 1e6
+        else:
+            assert reply.cost_usd == 0.0421

@@ -58,10 +58,10 @@ def test_a_backend_without_a_default_model_says_what_to_write(no_model_env, tmp_
     with pytest.raises(switchyard.ConfigError, match=r"`lab` names a backend that declares no default model: name one \(`lab/<model id>`\)"):
         switchyard.llm("lab", config=config)
     no_model_env.setenv("SWITCHYARD_BACKEND", "lab")
-    with pytest.raises(switchyard.ConfigError, match=r"\(from SWITCHYARD_BACKEND\)"):
+    with pytest.raises(switchyard.ConfigError, match=r"\(from environment variable SWITCHYARD_BACKEND\)"):
         switchyard.llm(config=config)
     no_model_env.setenv("SWITCHYARD_BACKEND", "mokc")
-    with pytest.raises(switchyard.errors.UnknownBackend, match=r"unknown backend `mokc` \(did you mean `mock`\?\)"):
+    with pytest.raises(switchyard.errors.UnknownBackend, match=r"no backend is called `mokc` \(did you mean `mock`\?\).*\(from environment variable SWITCHYARD_BACKEND\)"):
         switchyard.llm()
 
 
@@ -104,7 +104,8 @@ def test_a_setting_the_backend_does_not_take_is_refused_as_in_a_run_config(tmp_p
     message = str(by_keyword.value)
     assert "does not take `thinking_budget`" in message and "it takes: max_tokens" in message
     (problem,) = by_config.value.problems
-    assert message == problem["message"]
+    # The library's words: a call made by no role is not named; the config's role is.
+    assert f"role `llm`: {message}" == problem["message"]
 
 
 def test_settings_a_backend_takes_still_apply(mock_server):

@@ -3,13 +3,13 @@
 //! A program reaches Switchyard through several doors — a run's roles ([`Run`](super::Run)),
 //! `switchyard ask`, the Python package, `switchyard bind`, the gateway's library handles.
 //! Each of them must make the *same* call from the same inputs, so they go through the one
-//! assembly of this module and [`resolve`](super::resolve). Today [`Run`](super::Run) and
-//! `switchyard ask` do; the gateway (and `bind` through it) resolves a client's model name
+//! assembly of this module and [`resolve`](super::resolve). Today [`Run`](super::Run),
+//! `switchyard ask` and the Python package's `llm()` (a one-call run, [`OneCall`]) do; the
+//! gateway (and `bind` through it) resolves a client's model name
 //! with [`default_reference`], makes its handles with [`model_handle`] and prices with
 //! [`Llm::cost`](crate::Llm::cost)'s rule and reads `cache:` with the library's reader, but
 //! reads `retry:`/`timeouts:` itself (into the library's types, with its own longer
-//! timeouts); the Python package is still to be moved onto it (the functions it needs are
-//! here: [`OneCall`], [`model_from_env`]).
+//! timeouts).
 //!
 //!
 //! **Inputs**
@@ -175,6 +175,10 @@ impl OneCall {
             .problems
             .iter()
             .map(|p| match p.message.strip_prefix("role ``: ") {
+                // Where the model came from, when the environment named it.
+                Some(message) if unnamed(p) && p.location.starts_with("environment variable ") => {
+                    format!("{message} (from {})", p.location)
+                }
                 Some(message) if unnamed(p) => message.to_string(),
                 // `role `planner`: role `planner` has no model…` says it once.
                 _ if said_twice(&p.message).is_some() => {
@@ -260,7 +264,8 @@ pub fn model_handle(
 /// `SWITCHYARD_BACKEND` (its default model); a text naming only a backend becomes that
 /// backend's default model. `Ok(None)` when nothing names one.
 ///
-/// This is the function the Python package's `llm()`/`llm("vertex")`/`llm(model=…)` call.
+/// A one-call run follows the same precedence in its resolver (a role naming no model);
+/// this is it for a caller holding only a registry ([`crate::run::llm_with`]).
 pub fn model_from_env(
     registry: &Registry,
     model: Option<&str>,

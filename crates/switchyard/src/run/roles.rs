@@ -378,11 +378,16 @@ fn parse_key(
 ) {
     let name = entry.name.clone();
     let loc = src.loc(&[&name, field]);
+    // A call made by no role (the role ``) has no `llm.<role>.` to name.
+    let path = match name.as_str() {
+        "" => field.to_string(),
+        _ => format!("llm.{name}.{field}"),
+    };
     let wrong = |expected: &str| {
         ConfigError::new(
             loc.clone(),
             ConfigProblem::WrongType {
-                field: format!("llm.{name}.{field}"),
+                field: path.clone(),
                 expected: expected.into(),
                 found: type_name(v).into(),
             },
@@ -471,10 +476,11 @@ fn parse_key(
             patch::parse_field(src, &name, f, v, &mut p, errors);
             inline.patches.push(p);
         }
-        f if secrets::is_key_field(f) => errors.push(ConfigError::new(
-            loc.clone(),
-            ConfigProblem::KeyField { field: f.into() },
-        )),
+        // A typo of a setting (`max_token`) is a typo, said with the setting meant, not
+        // a key written into the file.
+        f if secrets::is_key_field(f) && !settings::one_edit_from_a_setting(f) => errors.push(
+            ConfigError::new(loc.clone(), ConfigProblem::KeyField { field: f.into() }),
+        ),
         f => match settings::spec(f) {
             Some(spec) => {
                 let json = match serde_json::to_value(v) {

@@ -153,6 +153,14 @@ pub const SETTINGS: &[SettingSpec] = &[
     },
 ];
 
+/// Whether `name` is one edit from a setting's name (`max_token`): a typo of that
+/// setting, whatever else its name looks like.
+pub(crate) fn one_edit_from_a_setting(name: &str) -> bool {
+    SETTINGS
+        .iter()
+        .any(|s| crate::internal::suggest::edit_distance(name, s.name) == 1)
+}
+
 /// The spec of `name`, if it is a setting.
 pub fn spec(name: &str) -> Option<&'static SettingSpec> {
     SETTINGS.iter().find(|s| s.name == name)

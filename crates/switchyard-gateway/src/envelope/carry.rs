@@ -7,9 +7,7 @@
 //! envelope. State on a thinking part rides on that part; state on a tool call (Gemini's
 //! signed `functionCall`) rides on a carrier part just before the call, and state on a
 //! text part on a carrier just after it. A chat client has no such field: its state is
-//! dropped (the encoder leaves it out). A Responses client's own reasoning state is
-//! sealed too when its item id comes after the item's summary began (see
-//! `StreamSealer::late_id`), so the provider's id comes back on the next turn.
+//! dropped (the encoder leaves it out).
 //!
 //! Up: every envelope this gateway sealed is opened and its state put back where it came
 //! from, tagged with its backend (which drops it unless that backend is the target). An
@@ -159,7 +157,7 @@ impl StreamSealer {
                 state,
                 redacted,
                 id,
-            } if foreign(&state, self.client) || self.late_id(part, &state, id.as_deref()) => {
+            } if foreign(&state, self.client) => {
                 let mut p = payload(state, Slot::Thinking);
                 p.text = self.thinking.remove(&part).unwrap_or_default();
                 p.id = id;
@@ -206,17 +204,6 @@ impl StreamSealer {
                 emit(other);
             }
         }
-    }
-
-    /// Whether a Responses client's own state comes with an item id only after the item's
-    /// summary began: the Responses stream encoder announced the item under an id of its
-    /// own then, and keeps it to the end (one item, one id), so the provider's id, which
-    /// the next turn must send back, rides in an envelope with the state.
-    fn late_id(&self, part: usize, state: &Opaque, id: Option<&str>) -> bool {
-        self.client == Dialect::Responses
-            && state.dialect == Dialect::Responses
-            && id.is_some()
-            && self.thinking.contains_key(&part)
     }
 
     /// Hands `emit` the events still held back, before the stream's end.

@@ -197,68 +197,6 @@ fn streams_carry_state_to_every_client_and_back() {
     }
 }
 
-/// A reply streamed through the sealer to a client in `client`, as bytes.
-fn streamed(reply: &Reply, client: Dialect) -> Vec<u8> {
-    let mut encoder = codec(client).stream_encoder(&context());
-    let mut sealer = StreamSealer::new(client, &key());
-    let mut bytes = Vec::new();
-    for event in reply_events(reply, 3) {
-        match &mut sealer {
-            Some(s) => s.event(event, |e| encoder.event(&e, &mut bytes)),
-            None => encoder.event(&event, &mut bytes),
-        }
-    }
-    if let Some(s) = &mut sealer {
-        s.finish(|e| encoder.event(&e, &mut bytes));
-    }
-    encoder.finish(&mut bytes);
-    bytes
-}
-
-/// The ids a Responses stream names each output item by, in order of appearance.
-fn item_ids(bytes: &[u8]) -> std::collections::BTreeMap<u64, Vec<String>> {
-    let mut ids = std::collections::BTreeMap::<u64, Vec<String>>::new();
-    for e in switchyard_wire::sse::SseParser::new().push(bytes) {
-        let v: serde_json::Value = serde_json::from_str(&e.data).unwrap();
-        let Some(oi) = v["output_index"].as_u64() else {
-            continue;
-        };
-        for id in [v["item_id"].as_str(), v["item"]["id"].as_str()]
-            .into_iter()
-            .flatten()
-        {
-            ids.entry(oi).or_default().push(id.to_string());
-        }
-    }
-    ids
-}
-
-/// Responses to a Responses client, translated (a conversation that came from another
-/// backend): the reasoning's id arrives with its state at the item's end, after the
-/// stream announced the item, so the stream keeps the announced id from `added` to
-/// `done` and the provider's id and encrypted content come back in an envelope.
-#[test]
-fn a_late_reasoning_id_keeps_the_stream_id_and_comes_back_sealed() {
-    let bytes = streamed(&reply(Dialect::Responses), Dialect::Responses);
-    for (oi, ids) in item_ids(&bytes) {
-        assert!(ids.iter().all(|id| *id == ids[0]), "item {oi}: {ids:?}");
-    }
-    let c = codec(Dialect::Responses);
-    let mut decoder = ByteStreamDecoder::new(c);
-    let mut events = decoder.push(&bytes).unwrap();
-    events.extend(decoder.finish().unwrap());
-    let as_read = assemble(&events).unwrap();
-    let back = next_turn(Dialect::Responses, as_read.content);
-    assert_eq!(states(&back), states(&issued(Dialect::Responses)));
-
-    // Reasoning with no summary opens with its id: announced by it, nothing sealed.
-    let mut encrypted_only = reply(Dialect::Responses);
-    encrypted_only.content[0] = thinking("", state(Dialect::Responses, "E"), false, Some("rs_9"));
-    let bytes = streamed(&encrypted_only, Dialect::Responses);
-    assert!(!may_carry(&bytes), "nothing to seal");
-    assert!(item_ids(&bytes)[&0].iter().all(|id| id == "rs_9"));
-}
-
 #[test]
 fn a_text_parts_state_rides_after_it() {
     let mut reply = reply(Dialect::Gemini);

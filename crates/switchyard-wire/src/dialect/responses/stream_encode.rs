@@ -7,10 +7,7 @@
 //! item), with `content_part.added/done` and `output_text.delta/done` for text,
 //! `reasoning_summary_part.added/done` and `reasoning_summary_text.delta/done` for
 //! thinking, and `function_call_arguments.delta/done` (or `custom_tool_call_input.*`) for
-//! calls. An item keeps the id it is announced with through its `output_item.done` and
-//! the terminal output: a reasoning item takes its provider's id when the event opening
-//! it carries one, else `rs_<response>_<n>`; a provider id arriving later (with the
-//! encrypted content, after the summary) is not used. The terminal `response.completed` (or `response.incomplete` for `Length` and
+//! calls. The terminal `response.completed` (or `response.incomplete` for `Length` and
 //! `ContentFilter`) carries every item and the usage, and is written by
 //! [`StreamEncoder::finish`] once a finish event has been seen, so usage arriving after
 //! the finish still makes it in; an error event becomes `response.failed` at once.
@@ -34,7 +31,6 @@ enum Kind {
         text: String,
         summary_open: bool,
         state: Option<Opaque>,
-        /// The provider's id, when the event opening the item carried it.
         id: Option<String>,
     },
     Call(ToolCall),
@@ -136,14 +132,7 @@ impl ResponsesStreamEncoder {
             Kind::Thinking { .. } => ("rs", None),
             Kind::Call(call) => ("fc", Some(call)),
         };
-        // The id is fixed here, once: an item keeps the id it was announced with through
-        // its last delta, its `output_item.done` and the terminal response's output (the
-        // AI SDK looks items up by id). A reasoning item takes its provider's id when the
-        // event opening it carries one; an id arriving later is not used.
-        let item_id = match &kind {
-            Kind::Thinking { id: Some(id), .. } => id.clone(),
-            _ => item_id(prefix, &self.id, output_index),
-        };
+        let item_id = item_id(prefix, &self.id, output_index);
         let item = match (&kind, added) {
             (_, Some(call)) => tool_call_item(call, Some(&item_id), Some("in_progress")),
             (Kind::Text(_), _) => json!({"type": "message", "id": item_id,
@@ -196,7 +185,7 @@ impl ResponsesStreamEncoder {
                 text,
                 summary_open,
                 state,
-                ..
+                id: real_id,
             } => {
                 if *summary_open {
                     self.emit(
@@ -218,7 +207,7 @@ impl ResponsesStreamEncoder {
                     redacted: false,
                     id: None,
                 };
-                reasoning_item(&thinking, Some(id))
+                reasoning_item(&thinking, Some(real_id.as_deref().unwrap_or(id)))
             }
             Kind::Call(call) => {
                 let (kind, key) = match call.kind {
@@ -357,15 +346,18 @@ impl StreamEncoder for ResponsesStreamEncoder {
                     text: String::new(),
                     summary_open: false,
                     state: None,
-                    id: new_id.clone(),
+                    id: None,
                 });
                 if let Some(Open {
-                    kind: Kind::Thinking { state, .. },
+                    kind: Kind::Thinking { state, id, .. },
                     ..
                 }) = &mut self.open
                 {
                     if new_state.dialect == Dialect::Responses {
                         *state = Some(new_state.clone());
+                    }
+                    if new_id.is_some() {
+                        id.clone_from(new_id);
                     }
                 }
             }

@@ -395,7 +395,7 @@ pub(crate) struct AskArgs {
     /// (e.g. `mock/echo`, `openai/gpt-5.4`); leave it out when the override `model=…`,
     /// SWITCHYARD_MODEL or the run config's `model:` names one. PROMPT is the user message.
     /// Overrides, `<section>.<field>=<value>` read as YAML, come last (`backends.vllm.apis=[chat]`,
-    /// `model=mock/echo`); they win over every file and over <NAME>_BASE_URL.
+    /// `model=mock/echo`); they win over every file and over `<NAME>_BASE_URL`.
     #[arg(value_name = "ARGS", required = true, num_args = 1..)]
     pub words: Vec<String>,
 

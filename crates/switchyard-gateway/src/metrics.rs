@@ -66,7 +66,7 @@ pub const DEFAULT_MAX_SERIES: usize = 1000;
 /// milliseconds, and it holds ~1,000 series with names of everyday length.
 pub const DEFAULT_MAX_BYTES: usize = 4 * 1024 * 1024;
 
-/// The least `limits.max_metrics_bytes` accepted: room for [`RESERVED_BYTES`] and some series.
+/// The least `limits.max_metrics_bytes` accepted: room for `RESERVED_BYTES` and some series.
 pub const MIN_MAX_BYTES: usize = 2 * RESERVED_BYTES;
 
 /// Bytes of the `/metrics` text kept for what is not a series of the call metrics (the

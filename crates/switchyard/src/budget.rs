@@ -6,7 +6,7 @@
 //! - `max_usd` and `max_tokens` let a call through only while the settled spend is under
 //!   the limit, so the overshoot is at most what the calls already in flight spend.
 //! - a stream holds what it has spent so far in `max_usd` while it streams
-//!   ([`RunningHold`]), and is stopped once the run's settled spend and what its streams
+//!   (`RunningHold`), and is stopped once the run's settled spend and what its streams
 //!   in flight hold would pass `max_usd` with its next step (as large as its largest yet):
 //!   a provider that goes on past `max_tokens` cannot take the run past its budget by
 //!   more than a step per stream. A whole reply arrives whole: it is billed whole.
@@ -292,7 +292,7 @@ pub struct BudgetTracker {
 }
 
 /// A call's place in the budget, taken before the call; give it back with
-/// [`BudgetTracker::settle`]. Dropping it unsettled counts the call with no spend.
+/// [`Reservation::settle`]. Dropping it unsettled counts the call with no spend.
 #[derive(Debug)]
 pub struct Reservation {
     tracker: Option<std::sync::Arc<BudgetTracker>>,

@@ -6,12 +6,12 @@
 //! - [`config`]: `store: {postgres: {url_env, on_store_down, pool_size}}` — the URL only
 //!   ever from the environment (it carries a password), and a URL without its password
 //!   for messages;
-//! - [`connect`]: connections and the pool, TLS when the URL asks for it;
+//! - [`connect`](mod@connect): connections and the pool, TLS when the URL asks for it;
 //! - [`schema`]: the schema, created and upgraded by the gateway itself under a version
 //!   table, one replica at a time (an advisory lock);
 //! - [`records`]: call records in full (the log's lines, byte for byte) beside the
 //!   queryable `llm_calls` columns, in batches, idempotent by call id;
-//! - [`shipper`]: the records from the replica's log to the database, off every reply's
+//! - `shipper`: the records from the replica's log to the database, off every reply's
 //!   path, going on after an outage from where the database's copy stops;
 //! - [`cache`]: the cache's entries read from every replica's records, on a local miss;
 //! - [`gate`]: `durability: answered` waiting for the database's commit;

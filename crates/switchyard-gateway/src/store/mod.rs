@@ -1,4 +1,4 @@
-//! The gateway's store: every finished call becomes a [`CallRecord`] (the recording
+//! The gateway's store: every finished call becomes a [`CallRecord`](switchyard::record::CallRecord) (the recording
 //! issue's record, plus the client key's name and the client's dialect) in a run
 //! directory — `llm_log/` and `calls.sqlite` — through the library's [`Recorder`].
 //!

@@ -1,4 +1,4 @@
-//! One module per wire dialect, each a pure two-way [`Codec`](crate::Codec).
+//! One module per wire dialect, each a pure two-way [`Codec`].
 
 pub mod chat;
 pub mod gemini;

@@ -1,7 +1,7 @@
 //! The response cache (`docs/routing.md`, *The cache*): an identical call is answered
 //! from the call log instead of the provider, in the library (a run config's `cache:`)
-//! and in the gateway alike. The config ([`config`]), the key ([`key`]), the entries
-//! ([`index`]: read from the calls index `calls.sqlite`, which replay reads too, and fed
+//! and in the gateway alike. The config (`config`), the key (`key`), the entries
+//! (`index`: read from the calls index `calls.sqlite`, which replay reads too, and fed
 //! by the recorder's writer), and the lookup ([`Cache::lookup`]).
 
 mod config;

@@ -150,7 +150,7 @@ pub(crate) fn last_record(log: &Path) -> Result<(Option<NumberedAt>, Vec<SetAsid
 
 /// Parses a record line: its depth checked against [`MAX_RECORD_DEPTH`] before anything
 /// else, then the record and its format. The error says why it does not read (not where:
-/// see [`parse_record`]). For lines that come from elsewhere than a log folder (the
+/// see `parse_record`). For lines that come from elsewhere than a log folder (the
 /// PostgreSQL store keeps them too).
 pub fn parse_record_line(line: &[u8]) -> std::result::Result<CallRecord, String> {
     let record: CallRecord = from_slice_bounded(line, MAX_RECORD_DEPTH)

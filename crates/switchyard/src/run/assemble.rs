@@ -3,7 +3,7 @@
 //! A program reaches Switchyard through several doors — a run's roles ([`Run`](super::Run)),
 //! `switchyard ask`, the Python package, `switchyard bind`, the gateway's library handles.
 //! Each of them must make the *same* call from the same inputs, so they go through the one
-//! assembly of this module and [`resolve`](super::resolve). Today [`Run`](super::Run),
+//! assembly of this module and `resolve`. Today [`Run`](super::Run),
 //! `switchyard ask` and the Python package's `llm()` (a one-call run, [`OneCall`]) do; the
 //! gateway (and `bind` through it) resolves a client's model name
 //! with [`default_reference`], makes its handles with [`model_handle`] and prices with
@@ -21,16 +21,16 @@
 //! - a role or none: a door that makes one call ([`OneCall`]) names the role it calls as
 //!   (`ask --role planner`), or none (the role `""`, a call made by no role);
 //! - overrides (`llm.planner.max_tokens=…`, `model=…`, `log=…`), laid over the file;
-//! - the environment ([`EnvSource`](crate::env::EnvSource)): keys, `SWITCHYARD_MODEL`,
+//! - the environment ([`EnvSource`]): keys, `SWITCHYARD_MODEL`,
 //!   `SWITCHYARD_BACKEND`, `<NAME>_BASE_URL`, `OTEL_EXPORTER_OTLP_*`;
 //! - the door's own options: a reference given to the door (`ask mock/echo …`), which
-//!   is the role's model override, and settings given to it (read as a role's); `--log
-//!   <dir>` (over `log:`); `--resume`; `--replay <run_dir>` (the recorded run answers, with
+//!   is the role's model override, and settings given to it (read as a role's); `--log <dir>`
+//!   (over `log:`); `--resume`; `--replay <run_dir>` (the recorded run answers, with
 //!   its reference, model and prices); whether the door exports traces itself; a backend
 //!   of its own for a role (`backend_for_role`).
 //!
 //! **The resolved call** (one [`RoleInfo`](super::RoleInfo) and its [`Llm`](crate::Llm)):
-//! - the reference, by the precedence of [`super::precedence`], a reference naming only
+//! - the reference, by the precedence of `precedence`, a reference naming only
 //!   a backend completed with its default model ([`default_reference`]);
 //! - the backend (registry or inline endpoint) with the role's price, context window and
 //!   `extra_body` laid over it, and the dialect;

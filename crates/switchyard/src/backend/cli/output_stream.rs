@@ -1,5 +1,5 @@
 //! Running a CLI agent once with its standard output read as the program writes it: the
-//! same isolated run as [`process::run`](super::process::run), handed out chunk by chunk,
+//! same isolated run as `process::run`, handed out chunk by chunk,
 //! then how the program ended.
 
 use super::process::{self, Finished, Invocation, Scratch};

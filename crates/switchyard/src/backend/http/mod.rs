@@ -1,6 +1,6 @@
 //! The HTTP backend: encodes the canonical request in the backend's dialect, sends it
-//! with the backend's auth over a pooled connection ([`send`]: the one send path, which
-//! the gateway's pass-through uses too), and decodes the reply or stream ([`stream`]).
+//! with the backend's auth over a pooled connection (`send`: the one send path, which
+//! the gateway's pass-through uses too), and decodes the reply or stream (`stream`).
 
 mod client;
 pub mod edits;

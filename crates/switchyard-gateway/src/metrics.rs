@@ -505,6 +505,11 @@ fn fit(series: &BTreeMap<Labels, Series>, budget: usize) -> (BTreeMap<Labels, Se
 
 /// A label value of at most [`MAX_LABEL_CHARS`] characters (cut ones end in `…`).
 fn label_value(s: &str) -> String {
+    // No more bytes than the bound: no more characters either, and nothing to walk (this
+    // runs on every call).
+    if s.len() <= MAX_LABEL_CHARS {
+        return s.to_string();
+    }
     match s.char_indices().nth(MAX_LABEL_CHARS) {
         None => s.to_string(),
         Some((cut, _)) => format!("{}…", &s[..cut]),

@@ -21,58 +21,27 @@
 //! # Ok(()) }
 //! ```
 
-mod access_log;
-mod budget_stop;
-mod budgets;
-pub mod cache;
+mod account;
 mod call;
-mod call_slots;
 pub mod config;
-mod connection;
-mod console;
-mod count_tokens;
-mod deadlines;
-mod embeddings;
-pub mod envelope;
+mod endpoints;
 pub mod errors;
-mod fallback;
-mod guard;
-mod head_guard;
-mod host;
-pub mod ids;
-pub mod keys;
-mod lanes;
-pub mod limits;
-mod listener;
-mod listener_refusals;
 mod meter;
-pub mod metrics;
-mod open_connections;
-mod open_files;
-mod otel;
-mod passthrough;
-mod path_dialect;
-pub mod pg;
 // Public for the fuzz targets in `fuzz/` only: not part of the crate's API.
 #[doc(hidden)]
 pub mod raw;
-mod refusals;
-mod request_body;
-mod respond;
-mod route_call;
-mod routes;
 mod server;
 mod state;
 mod store;
-mod tasks;
-mod translate;
-mod upstream;
+mod transport;
 
+pub use account::{keys, limits};
+pub use call::translate::{envelope, ids};
 pub use config::{
     BudgetPeriod, GatewayConfig, KeySecret, KeySpec, StoreDurability, StoreOptions, MAX_LANES,
 };
-pub use metrics::{CallRecorder, CallSummary};
-pub use routes::health::SERVICE;
+pub use endpoints::health::SERVICE;
+pub use meter::metrics::{self, CallRecorder, CallSummary};
 pub use server::{check_exposure, probe, start, Gateway, RunningGateway};
 pub use state::State;
-pub use store::StoreHealth;
+pub use store::{cache, pg, StoreHealth};

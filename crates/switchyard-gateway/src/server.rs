@@ -3,14 +3,14 @@
 //! connection cap, the request guard, and a drain that lets calls in flight finish up to
 //! the drain timeout).
 
+use crate::account::keys::Keys;
+use crate::call::translate::envelope::StateKey;
+use crate::call::upstream::Upstreams;
 use crate::config::GatewayConfig;
-use crate::envelope::StateKey;
-use crate::keys::Keys;
-use crate::metrics::{CallRecorder, Metrics};
-use crate::routes;
+use crate::endpoints;
+use crate::meter::metrics::{CallRecorder, Metrics};
 use crate::state::State;
 use crate::store::Store;
-use crate::upstream::Upstreams;
 use axum::routing::{get, post};
 use axum::Router;
 use std::future::Future;
@@ -28,7 +28,7 @@ use tokio::task::JoinHandle;
 #[derive(Clone)]
 pub struct Gateway {
     state: Arc<State>,
-    listen: crate::listener::Options,
+    listen: crate::transport::listener::Options,
 }
 
 impl Gateway {
@@ -55,14 +55,14 @@ impl Gateway {
             errors.extend(e);
             Keys::default()
         });
-        let calling = crate::upstream::Calling {
+        let calling = crate::call::upstream::Calling {
             retry: config.retry.clone(),
             timeouts: config.timeouts,
             sleeper,
             max_targets: config.max_targets,
             reply_limits: config.reply_limits,
         };
-        let state_key_env = env.var(crate::envelope::STATE_KEY_ENV);
+        let state_key_env = env.var(crate::call::translate::envelope::STATE_KEY_ENV);
         let upstreams = Upstreams::new(registry, config.models.clone(), env.clone(), calling);
         if let Err(e) = upstreams.check_models() {
             errors.extend(e);
@@ -96,7 +96,7 @@ impl Gateway {
         let pg = match (&config.postgres, &store, shipping) {
             (Some(pg), Some(store), Some(shipping)) => {
                 let opened = pg.url(|name| env.var(name)).and_then(|url| {
-                    crate::pg::SharedStore::open(
+                    crate::store::pg::SharedStore::open(
                         pg,
                         url,
                         store.dir(),
@@ -137,7 +137,9 @@ impl Gateway {
                     .with_max_bytes(config.max_metrics_bytes),
                 max_body_bytes: config.max_body_bytes,
                 started: Instant::now(),
-                refusals: crate::refusals::Refusals::new(store.as_ref().map(Store::dir)),
+                refusals: crate::meter::refused_calls::Refusals::new(
+                    store.as_ref().map(Store::dir),
+                ),
                 store,
                 pg,
                 body_timeout: config.body_timeout,
@@ -150,7 +152,7 @@ impl Gateway {
                 state_key,
                 cache: config.cache,
             }),
-            listen: crate::listener::Options::from_config(config),
+            listen: crate::transport::listener::Options::from_config(config),
         })
     }
 
@@ -212,36 +214,42 @@ impl Gateway {
     /// it opens without keys depends on the address).
     pub fn router(&self, local: SocketAddr) -> Router {
         self.api_router()
-            .merge(crate::console::router(&self.state, local))
+            .merge(crate::endpoints::console::router(&self.state, local))
     }
 
     /// The model-call, model-list, health and metrics routes.
     fn api_router(&self) -> Router {
         Router::new()
-            .route("/", get(routes::health::root).head(routes::health::root))
-            .route("/healthz", get(routes::health::healthz))
-            .route("/metrics", get(routes::health::metrics))
-            .route("/v1/models", get(routes::models::list))
-            .route("/v1beta/models", get(routes::models::list_gemini))
-            .route("/v1/chat/completions", post(routes::chat::completions))
-            .route("/v1/responses", post(routes::responses::create))
-            .route("/v1/embeddings", post(routes::embeddings::create))
-            .route("/v1/messages", post(routes::messages::create))
+            .route(
+                "/",
+                get(endpoints::health::root).head(endpoints::health::root),
+            )
+            .route("/healthz", get(endpoints::health::healthz))
+            .route("/metrics", get(endpoints::health::metrics))
+            .route("/v1/models", get(endpoints::models::list))
+            .route("/v1beta/models", get(endpoints::models::list_gemini))
+            .route(
+                "/v1/chat/completions",
+                post(endpoints::calls::chat_completions),
+            )
+            .route("/v1/responses", post(endpoints::calls::responses))
+            .route("/v1/embeddings", post(endpoints::calls::embeddings))
+            .route("/v1/messages", post(endpoints::calls::messages))
             .route(
                 "/v1/messages/count_tokens",
-                post(routes::messages::count_tokens),
+                post(endpoints::calls::count_tokens),
             )
             .route(
                 "/v1beta/models/{*rest}",
-                post(routes::gemini::call).get(routes::models::get_gemini),
+                post(endpoints::gemini::call).get(endpoints::models::get_gemini),
             )
             .route(
                 "/v1/models/{*rest}",
-                post(routes::gemini::call).get(routes::models::get),
+                post(endpoints::gemini::call).get(endpoints::models::get),
             )
             // Both in the path's dialect, naming the routes that exist.
-            .method_not_allowed_fallback(crate::fallback::method_not_allowed)
-            .fallback(crate::fallback::not_found)
+            .method_not_allowed_fallback(crate::endpoints::not_found::method_not_allowed)
+            .fallback(crate::endpoints::not_found::not_found)
             // The body limit is enforced per call, to answer in the client's dialect.
             .layer(axum::extract::DefaultBodyLimit::disable())
             .with_state(self.state.clone())
@@ -257,8 +265,14 @@ impl Gateway {
     ) -> std::io::Result<()> {
         let state = self.state.clone();
         let router = self.router(listener.local_addr()?);
-        let served =
-            crate::listener::serve(listener, router, state.clone(), &self.listen, shutdown).await;
+        let served = crate::transport::listener::serve(
+            listener,
+            router,
+            state.clone(),
+            &self.listen,
+            shutdown,
+        )
+        .await;
         // Every call that ended is written before the gateway says it stopped.
         if let Some(store) = &state.store {
             let closing = tokio::task::spawn_blocking({
@@ -359,7 +373,7 @@ pub async fn probe(base: &str) -> bool {
         Ok(r) if r.status().is_success() => r
             .json::<serde_json::Value>()
             .await
-            .is_ok_and(|v| v["service"] == routes::health::SERVICE),
+            .is_ok_and(|v| v["service"] == endpoints::health::SERVICE),
         _ => false,
     }
 }

@@ -1,10 +1,10 @@
 //! What every request handler shares: the upstreams, keys, meters, store and limits. Its
 //! own file so the handlers depend on it and not on the server that builds it.
 
-use crate::keys::Keys;
-use crate::metrics::Metrics;
+use crate::account::keys::Keys;
+use crate::call::upstream::Upstreams;
+use crate::meter::metrics::Metrics;
 use crate::store::Store;
-use crate::upstream::Upstreams;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
@@ -24,9 +24,9 @@ pub struct State {
     pub store: Option<Store>,
     /// The PostgreSQL store replicas share: records shipped, budgets and rates held
     /// across them (`None`: this gateway keeps everything to itself).
-    pub pg: Option<std::sync::Arc<crate::pg::SharedStore>>,
+    pub pg: Option<std::sync::Arc<crate::store::pg::SharedStore>>,
     /// The counts and sampled trace of calls refused before any upstream call.
-    pub refusals: crate::refusals::Refusals,
+    pub refusals: crate::meter::refused_calls::Refusals,
     /// How long a request body may take to arrive (`listen.body_timeout_secs`).
     pub body_timeout: Duration,
     /// How deep a request body may nest arrays and objects (`listen.max_json_depth`).
@@ -37,7 +37,7 @@ pub struct State {
     /// their meters record them as `cancelled` rather than as clients that left.
     pub drain_expired: AtomicBool,
     /// What envelopes of opaque state are signed with.
-    pub state_key: crate::envelope::StateKey,
+    pub state_key: crate::call::translate::envelope::StateKey,
     /// The response cache's settings (`cache:`).
-    pub cache: crate::cache::CacheConfig,
+    pub cache: crate::store::cache::CacheConfig,
 }

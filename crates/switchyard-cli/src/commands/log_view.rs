@@ -27,7 +27,7 @@ pub(super) fn run(args: &LogViewArgs) -> Result<(), String> {
                 Arc::new(SqliteSource::open(&dir).map_err(|e| format!("error: {e}"))?)
             }
             Source::Postgres(url) => {
-                let store = pg::console::PgCallSource::new(
+                let store = pg::call_source::PgCallSource::new(
                     pg::connect::pool(&url, PG_CONNECTIONS).map_err(|e| format!("error: {e}"))?,
                     pg::redact_url(&url),
                 );

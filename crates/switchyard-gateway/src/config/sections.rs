@@ -48,7 +48,7 @@ pub(super) fn read_store(value: &Value, config: &mut GatewayConfig, errors: &mut
                             "store.max_backlog: expected a whole number of calls > 0, found {v}"
                         )),
                     },
-                    "postgres" => match crate::pg::PgStoreConfig::read(v) {
+                    "postgres" => match crate::store::pg::PgStoreConfig::read(v) {
                         Ok(pg) => config.postgres = Some(pg),
                         Err(e) => errors.push(e),
                     },
@@ -131,9 +131,9 @@ pub(super) fn read_limits(value: &Value, config: &mut GatewayConfig, errors: &mu
             "max_metric_series" => {
                 config.max_metric_series = usize::try_from(n).unwrap_or(usize::MAX)
             }
-            "max_metrics_bytes" if n < crate::metrics::MIN_MAX_BYTES as u64 => errors.push(format!(
+            "max_metrics_bytes" if n < crate::meter::metrics::MIN_MAX_BYTES as u64 => errors.push(format!(
                 "limits.max_metrics_bytes: expected at least {} bytes (64 KiB of the text is kept for the gateway's unlabelled metrics), found {n}",
-                crate::metrics::MIN_MAX_BYTES
+                crate::meter::metrics::MIN_MAX_BYTES
             )),
             "max_metrics_bytes" => config.max_metrics_bytes = usize::try_from(n).unwrap_or(usize::MAX),
             "max_reply_bytes" => reply.max_reply_bytes = n,

@@ -32,10 +32,12 @@
 //! error, a waiting call learns it, and `switchyard serve` exits non-zero.
 
 pub(crate) mod build;
+pub mod cache;
+pub mod pg;
 
 pub(crate) use build::{attempt_records, decode_reply};
 
-use crate::metrics::CallSummary;
+use crate::meter::metrics::CallSummary;
 use bytes::Bytes;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -137,7 +139,7 @@ pub struct Shipping {
     /// Notified after each batch is written.
     pub written: Arc<tokio::sync::Notify>,
     /// Holds the acks of waiting calls until the shipper commits their records.
-    pub gate: Arc<crate::pg::Gate>,
+    pub gate: Arc<crate::store::pg::Gate>,
 }
 
 /// What a call kept for its record while it ran.
@@ -358,7 +360,7 @@ impl Store {
     /// Opens (creating) the store in `dir`, appending to the calls already there: a
     /// gateway restarts on the same data directory.
     pub fn open(dir: &Path, options: StoreOptions) -> Result<Store, String> {
-        Store::open_with_cache(dir, options, crate::cache::CacheConfig::default())
+        Store::open_with_cache(dir, options, crate::store::cache::CacheConfig::default())
     }
 
     /// [`Store::open`], with the response cache `cache` over its records (empty until
@@ -366,7 +368,7 @@ impl Store {
     pub fn open_with_cache(
         dir: &Path,
         options: StoreOptions,
-        cache: crate::cache::CacheConfig,
+        cache: crate::store::cache::CacheConfig,
     ) -> Result<Store, String> {
         Store::open_shipping(dir, options, cache, None)
     }
@@ -378,7 +380,7 @@ impl Store {
     pub fn open_shipping(
         dir: &Path,
         options: StoreOptions,
-        cache: crate::cache::CacheConfig,
+        cache: crate::store::cache::CacheConfig,
         shipping: Option<Shipping>,
     ) -> Result<Store, String> {
         std::fs::create_dir_all(dir).map_err(|e| {

@@ -1,0 +1,368 @@
+//! Same dialect on both sides: the body goes up with minimal edits spliced into its bytes
+//! ([`edits`]), through the library's own send path (`HttpBackend::send_raw`: the
+//! backend's URL, credential and timeouts) under the library's own retry runner
+//! (`Llm::retrying`), and the reply's bytes come back as they arrive.
+//!
+//! The failures issue's rules hold here as on every path: a whole reply is checked at
+//! its top level (`shape::check_reply`: `null`, not JSON, cut short, an error object in a
+//! 200, no answer, no usage are asked again on the malformed schedule, as a translated
+//! call would be), a stream is watched until its output begins (a failure before it is
+//! asked again), and a stream that breaks after it ends with the dialect's error event
+//! ([`relay`]). A provider's refusal (4xx, 5xx) goes back to the client as the provider
+//! wrote it, already in its dialect.
+
+mod edits;
+mod relay;
+mod watch;
+
+use crate::call::respond;
+use crate::call::upstream::Target;
+use crate::errors::ApiError;
+use crate::meter::Meter;
+use crate::raw::RawBody;
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::Response;
+use bytes::Bytes;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::time::Instant;
+use switchyard::backend::http::{
+    answers_whole, decode_error, stream_error, RawRequest, RawResponse,
+};
+use switchyard::record::ErrorRecord;
+use switchyard::{Dialect, Error};
+use switchyard_wire::codec;
+use watch::Watch;
+
+/// Response headers worth passing back: the content type, retry hints, request ids and
+/// rate-limit counters. Nothing else (no upstream cookies, no server banners).
+fn kept_header(name: &str) -> bool {
+    matches!(
+        name,
+        "content-type" | "retry-after" | "retry-after-ms" | "x-request-id" | "request-id"
+    ) || name.starts_with("x-ratelimit-")
+        || name.starts_with("anthropic-ratelimit-")
+}
+
+/// What one successful attempt gave.
+enum Answer {
+    /// A whole reply, checked, with its usage.
+    Whole {
+        status: u16,
+        headers: HeaderMap,
+        body: Bytes,
+        usage: switchyard::Usage,
+        answered: Instant,
+        /// What the client gets when it is not `body`: a whole reply to a streamed
+        /// request (a server that ignores `stream: true`), as the dialect's stream.
+        relayed: Option<Bytes>,
+    },
+    /// A stream whose output began (or that ended whole before any): the chunks read so
+    /// far, and the rest still to read.
+    Stream {
+        status: u16,
+        headers: HeaderMap,
+        opening: Vec<Bytes>,
+        watch: Box<Watch>,
+        rest: Option<RawResponse>,
+        answered: Instant,
+    },
+}
+
+/// Forwards a call whose client speaks the backend's dialect.
+pub(crate) async fn forward(
+    target: &Target,
+    raw: &RawBody<'_>,
+    bytes: &Bytes,
+    stream: bool,
+    dialect: Dialect,
+    headers: &HeaderMap,
+    meter: &mut Meter,
+) -> Result<Response, ApiError> {
+    let edited = edits::edit(target, raw, bytes, stream, dialect);
+    let request = RawRequest {
+        body: edited.body.clone(),
+        stream,
+        headers: client_headers(target, dialect, headers),
+    };
+    meter.set_sent_body(Some(edited.body));
+    meter.sent();
+    // The status of the last attempt's refusal, when the provider refused with one: only
+    // such an answer goes back as the provider wrote it.
+    let refusal = AtomicU16::new(0);
+    let record_bound = meter.draft().kept.limit;
+    let outcome = target
+        .llm
+        .retrying(|| attempt(target, &request, dialect, &refusal, record_bound))
+        .await;
+    meter.attempts(&outcome.attempts);
+    match outcome.result {
+        Ok(Answer::Whole {
+            status,
+            headers,
+            body,
+            usage,
+            answered,
+            relayed,
+        }) => {
+            meter.answered_at(answered);
+            meter.draft().keep(&body);
+            let body = relayed.unwrap_or(body);
+            meter.usage(usage);
+            meter.outcome(status, None);
+            meter.head();
+            meter.first_byte();
+            meter.complete();
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+            Ok(respond::whole(status, headers, body, meter))
+        }
+        Ok(Answer::Stream {
+            status,
+            headers,
+            opening,
+            watch,
+            rest,
+            answered,
+        }) => {
+            meter.answered_at(answered);
+            meter.head();
+            let relay = relay::Relay::new(
+                rest,
+                opening,
+                *watch,
+                dialect,
+                &target.backend,
+                switchyard::backend::http::header_pairs(&headers),
+                edited.hide_usage,
+                meter.detach(),
+            );
+            let body = futures::stream::unfold(relay, |mut r| async move {
+                let out = r.next().await?;
+                Some((Ok::<Bytes, std::io::Error>(out), r))
+            });
+            let mut response = Response::new(Body::from_stream(body));
+            *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+            *response.headers_mut() = headers;
+            Ok(response)
+        }
+        Err(e) => match meter.fall_back(e) {
+            Ok(e) => refused_upstream(e, refusal.load(Ordering::Relaxed), meter),
+            Err(()) => Err(ApiError::fell_back()),
+        },
+    }
+}
+
+/// The headers of the client's that mean something upstream: `anthropic-version`, and
+/// `anthropic-beta` for the first-party Anthropic API only (other Messages servers, and
+/// Vertex, may refuse flags they do not know).
+fn client_headers(
+    target: &Target,
+    dialect: Dialect,
+    headers: &HeaderMap,
+) -> Vec<(HeaderName, HeaderValue)> {
+    let mut out = Vec::new();
+    if dialect == Dialect::Messages {
+        if let Some(v) = headers.get("anthropic-version") {
+            out.push((HeaderName::from_static("anthropic-version"), v.clone()));
+        }
+        if target.anthropic_first_party {
+            if let Some(v) = headers.get("anthropic-beta") {
+                out.push((HeaderName::from_static("anthropic-beta"), v.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// One attempt: the bytes sent, the answer's head, then either the whole body checked
+/// at its top level or the stream read until its output begins. Every failure is the
+/// library's typed error, for the retry runner to judge.
+async fn attempt(
+    target: &Target,
+    request: &RawRequest,
+    dialect: Dialect,
+    refusal: &AtomicU16,
+    record_bound: usize,
+) -> switchyard::Result<Answer> {
+    let sent = target.http.send_raw(request).await;
+    let status = match &sent {
+        Err(e) => e.provider_details().map_or(0, |d| d.status),
+        Ok(_) => 0,
+    };
+    refusal.store(status, Ordering::Relaxed);
+    let mut response = sent?;
+    let answered = Instant::now();
+    let status = response.status;
+    // Only the headers worth passing back are kept (they hold what an error's details
+    // need too: retry hints, request ids).
+    let headers = kept(&response.headers);
+    let whole_to_stream = request.stream && answers_whole(&response.headers);
+    if !request.stream || whole_to_stream {
+        let body = response.bytes().await?;
+        // The headers as pairs only for an error's details: not built on a success.
+        let failed = |e, body: &Bytes| {
+            let pairs = switchyard::backend::http::header_pairs(&headers);
+            decode_error(&target.backend, &pairs, e, body.clone())
+        };
+        let usage =
+            switchyard_wire::shape::check_reply(dialect, &body).map_err(|e| failed(e, &body))?;
+        let relayed = match whole_to_stream {
+            // Off the usual path: the reply is decoded whole and written as the stream the
+            // client asked for, in its own dialect.
+            true => Some(as_stream(
+                dialect,
+                &codec(dialect)
+                    .decode_reply(&body)
+                    .map_err(|e| failed(e, &body))?,
+            )),
+            false => None,
+        };
+        let mut headers = headers;
+        if relayed.is_some() {
+            headers.insert(
+                axum::http::header::CONTENT_TYPE,
+                axum::http::HeaderValue::from_static("text/event-stream"),
+            );
+            headers.remove(axum::http::header::CONTENT_LENGTH);
+        }
+        return Ok(Answer::Whole {
+            status,
+            headers,
+            body,
+            usage,
+            answered,
+            relayed,
+        });
+    }
+    let mut watch = Watch::keeping_at_most(dialect, record_bound);
+    let mut opening = Vec::new();
+    let pairs = || switchyard::backend::http::header_pairs(&headers);
+    let received = |opening: &[Bytes]| Bytes::from(opening.concat());
+    loop {
+        match response.chunk().await {
+            Some(Ok(bytes)) => {
+                let pushed = watch.push(&bytes);
+                opening.push(bytes);
+                if let Err(e) = pushed {
+                    return Err(decode_error(
+                        &target.backend,
+                        &pairs(),
+                        e,
+                        received(&opening),
+                    ));
+                }
+                if !watch.began {
+                    if let Some(e) = watch.error.take() {
+                        return Err(stream_error(
+                            &target.backend,
+                            &pairs(),
+                            e,
+                            received(&opening),
+                        ));
+                    }
+                }
+                if watch.began || watch.ended() {
+                    break;
+                }
+            }
+            Some(Err(e)) => return Err(e),
+            None => {
+                // Ended before any output: nothing reached the client, so what it lacks
+                // is asked again like a malformed whole reply.
+                let problem = match watch.finish() {
+                    Err(e) => Some(e),
+                    Ok(()) => watch
+                        .problem()
+                        .map(|p| switchyard_wire::DecodeError::Malformed(format!("stream: {p}"))),
+                };
+                if let Some(e) = problem {
+                    return Err(decode_error(
+                        &target.backend,
+                        &pairs(),
+                        e,
+                        received(&opening),
+                    ));
+                }
+                return Ok(Answer::Stream {
+                    status,
+                    headers,
+                    opening,
+                    watch: Box::new(watch),
+                    rest: None,
+                    answered,
+                });
+            }
+        }
+    }
+    Ok(Answer::Stream {
+        status,
+        headers,
+        opening,
+        watch: Box::new(watch),
+        rest: Some(response),
+        answered,
+    })
+}
+
+/// A whole reply as the dialect's stream: its events through the dialect's stream encoder.
+fn as_stream(dialect: Dialect, reply: &switchyard::Reply) -> Bytes {
+    let mut encoder =
+        codec(dialect).stream_encoder(&crate::call::translate::server_context(dialect));
+    let mut out = Vec::new();
+    for event in switchyard_wire::stream::reply_events(reply, 0) {
+        encoder.event(&event, &mut out);
+    }
+    encoder.finish(&mut out);
+    Bytes::from(out)
+}
+
+/// A call that failed upstream after its retries. A provider's refusal with an HTTP error
+/// status (`refusal`) goes back as the provider wrote it — the client speaks its dialect —
+/// except a refusal of the gateway's own credentials (401, 403), which is the operator's
+/// problem and not the client's key: that, and anything else (a timeout, a broken
+/// connection, a malformed reply, an error inside a 200), is answered in the gateway's
+/// words, as a translated call's would be.
+fn refused_upstream(e: Error, refusal: u16, meter: &mut Meter) -> Result<Response, ApiError> {
+    meter.draft().error = Some(ErrorRecord::new(&e));
+    let relayed = refusal >= 400 && !matches!(e, Error::Auth(_));
+    match e.provider_details().filter(|_| relayed) {
+        Some(d) => {
+            meter.draft().keep(&d.body);
+            meter.outcome(d.status, Some(e.kind().as_str().to_string()));
+            let mut headers = HeaderMap::new();
+            headers.insert("content-type", HeaderValue::from_static("application/json"));
+            for (k, v) in &d.headers {
+                if let (Ok(k), Ok(v)) = (HeaderName::try_from(k.as_str()), HeaderValue::from_str(v))
+                {
+                    if kept_header(k.as_str()) {
+                        headers.insert(k, v);
+                    }
+                }
+            }
+            meter.complete();
+            meter.head();
+            let status = StatusCode::from_u16(d.status).unwrap_or(StatusCode::BAD_GATEWAY);
+            Ok(respond::whole(status, headers, d.body.clone(), meter))
+        }
+        None => {
+            if let Some(d) = e.provider_details() {
+                meter.draft().keep(&d.body);
+            }
+            if let Error::ReplyTooLarge { head, .. } = &e {
+                meter.draft().keep_head(head);
+            }
+            meter.outcome(0, Some(e.kind().as_str().to_string()));
+            Err(ApiError::from_upstream(&e))
+        }
+    }
+}
+
+fn kept(headers: &HeaderMap) -> HeaderMap {
+    let mut out = HeaderMap::new();
+    for (k, v) in headers {
+        if kept_header(k.as_str()) {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    out
+}

@@ -70,12 +70,6 @@ impl ApiError {
         }
     }
 
-    /// What a route member's call gives when its failure went back to the route (see
-    /// `Meter::fall_back`): never answered, the route tries its next member.
-    pub(crate) fn fell_back() -> Self {
-        ApiError::new(Category::Internal, "handed to the route's next member")
-    }
-
     /// A library error from calling the upstream.
     pub fn from_upstream(e: &Error) -> Self {
         let details = e.provider_details();

@@ -31,7 +31,7 @@ mod meter;
 #[doc(hidden)]
 pub mod raw;
 mod server;
-mod state;
+mod shared;
 mod store;
 mod transport;
 
@@ -43,5 +43,4 @@ pub use config::{
 pub use endpoints::health::SERVICE;
 pub use meter::metrics::{self, CallRecorder, CallSummary};
 pub use server::{check_exposure, probe, start, Gateway, RunningGateway};
-pub use state::State;
 pub use store::{cache, pg, StoreHealth};

@@ -4,12 +4,14 @@
 //! the drain timeout).
 
 use crate::account::keys::Keys;
+use crate::call::request_body::BodyLimits;
 use crate::call::translate::envelope::StateKey;
 use crate::call::upstream::Upstreams;
 use crate::config::GatewayConfig;
 use crate::endpoints;
 use crate::meter::metrics::{CallRecorder, Metrics};
-use crate::state::State;
+use crate::meter::Books;
+use crate::shared::Shared;
 use crate::store::Store;
 use axum::routing::{get, post};
 use axum::Router;
@@ -27,7 +29,7 @@ use tokio::task::JoinHandle;
 /// A gateway ready to serve: config checked, keys read.
 #[derive(Clone)]
 pub struct Gateway {
-    state: Arc<State>,
+    state: Arc<Shared>,
     listen: crate::transport::listener::Options,
 }
 
@@ -63,7 +65,12 @@ impl Gateway {
             reply_limits: config.reply_limits,
         };
         let state_key_env = env.var(crate::call::translate::envelope::STATE_KEY_ENV);
-        let upstreams = Upstreams::new(registry, config.models.clone(), env.clone(), calling);
+        let upstreams = Arc::new(Upstreams::new(
+            registry,
+            config.models.clone(),
+            env.clone(),
+            calling,
+        ));
         if let Err(e) = upstreams.check_models() {
             errors.extend(e);
         }
@@ -130,27 +137,31 @@ impl Gateway {
             return Err(errors);
         }
         Ok(Gateway {
-            state: Arc::new(State {
-                upstreams,
+            state: Arc::new(Shared {
+                upstreams: upstreams.clone(),
                 keys,
-                metrics: Metrics::new(config.max_metric_series)
-                    .with_max_bytes(config.max_metrics_bytes),
-                max_body_bytes: config.max_body_bytes,
+                books: Arc::new(Books {
+                    metrics: Metrics::new(config.max_metric_series)
+                        .with_max_bytes(config.max_metrics_bytes),
+                    refusals: crate::meter::refused_calls::Refusals::new(
+                        store.as_ref().map(Store::dir),
+                    ),
+                    store,
+                    pg,
+                    upstreams,
+                    max_recorded_reply_bytes: config.max_recorded_reply_bytes,
+                    drain_expired: AtomicBool::new(false),
+                }),
+                body: BodyLimits {
+                    max_bytes: config.max_body_bytes,
+                    timeout: config.body_timeout,
+                    // A config made in code is held to what a config file may say.
+                    max_json_depth: config
+                        .max_json_depth
+                        .min(crate::config::DEFAULT_MAX_JSON_DEPTH),
+                },
                 started: Instant::now(),
-                refusals: crate::meter::refused_calls::Refusals::new(
-                    store.as_ref().map(Store::dir),
-                ),
-                store,
-                pg,
-                body_timeout: config.body_timeout,
-                // A config made in code is held to what a config file may say.
-                max_json_depth: config
-                    .max_json_depth
-                    .min(crate::config::DEFAULT_MAX_JSON_DEPTH),
-                max_recorded_reply_bytes: config.max_recorded_reply_bytes,
-                drain_expired: AtomicBool::new(false),
                 state_key,
-                cache: config.cache,
             }),
             listen: crate::transport::listener::Options::from_config(config),
         })
@@ -166,18 +177,19 @@ impl Gateway {
 
     /// Plugs in the call recorder (see [`CallRecorder`]).
     pub fn set_recorder(&self, recorder: Arc<dyn CallRecorder>) {
-        self.state.metrics.set_recorder(recorder);
+        self.state.books.metrics.set_recorder(recorder);
     }
 
     /// The data directory calls are recorded into, when there is one.
     pub fn store_dir(&self) -> Option<&std::path::Path> {
-        self.state.store.as_ref().map(Store::dir)
+        self.state.books.store.as_ref().map(Store::dir)
     }
 
     /// The PostgreSQL store it shares, when it does: the URL without its password, and
     /// this replica's id.
     pub fn postgres(&self) -> Option<(&str, &str)> {
         self.state
+            .books
             .pg
             .as_ref()
             .map(|pg| (pg.shown_url(), pg.replica()))
@@ -186,7 +198,7 @@ impl Gateway {
     /// Whether the store writes what it is given, and how many records were lost
     /// (`None` without a store). `switchyard serve` exits non-zero when any was lost.
     pub fn store_health(&self) -> Option<crate::store::StoreHealth> {
-        self.state.store.as_ref().map(Store::health)
+        self.state.books.store.as_ref().map(Store::health)
     }
 
     /// Upstream targets cached now (bounded by `limits.max_targets`).
@@ -196,7 +208,7 @@ impl Gateway {
 
     /// The metrics, rendered by `GET /metrics`.
     pub fn metrics(&self) -> &Metrics {
-        &self.state.metrics
+        &self.state.books.metrics
     }
 
     /// Why the connection cap is lower than `listen.max_connections` (the process's
@@ -274,17 +286,17 @@ impl Gateway {
         )
         .await;
         // Every call that ended is written before the gateway says it stopped.
-        if let Some(store) = &state.store {
+        if let Some(store) = &state.books.store {
             let closing = tokio::task::spawn_blocking({
                 let state = state.clone();
-                move || state.store.as_ref().map(Store::close)
+                move || state.books.store.as_ref().map(Store::close)
             });
             if let Ok(Some(Err(e))) = closing.await {
                 tracing::error!("the gateway's store {}: {e}", store.dir().display());
             }
         }
         // Then what is in the log reaches the shared store, and the holds are settled.
-        if let Some(pg) = state.pg.clone() {
+        if let Some(pg) = state.books.pg.clone() {
             let _ = tokio::task::spawn_blocking(move || pg.close()).await;
         }
         served

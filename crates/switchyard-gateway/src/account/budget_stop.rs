@@ -6,7 +6,7 @@
 //! So a stream's running cost is checked against its hold as it passes — the prompt as
 //! reported (else the bytes sent ÷ 4) and the output as reported so far, or the bytes of
 //! output relayed ÷ 4 when that is more: the rule a client that leaves is billed by
-//! ([`crate::meter::bill_unfinished`]). Once it passes the hold, or would pass it with one
+//! ([`crate::meter::unfinished::bill_unfinished`]). Once it passes the hold, or would pass it with one
 //! more step as large as the largest so far (a thousand streams each passing by one delta
 //! would together pass the budget by a thousand deltas), nothing more is relayed:
 //! the upstream connection is dropped (which ends the generation at real providers), the
@@ -17,7 +17,7 @@
 
 use crate::account::budgets::CallBound;
 use crate::errors::{ApiError, Category};
-use crate::meter::{unfinished_usage, SeenSoFar};
+use crate::meter::unfinished::{unfinished_usage, SeenSoFar};
 use switchyard::registry::Price;
 use switchyard::Usage;
 

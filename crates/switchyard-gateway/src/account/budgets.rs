@@ -279,13 +279,13 @@ impl Held {
 /// Reserves the most a call can cost from `key`'s budget: in the shared ledger when the
 /// gateway has a PostgreSQL store, else in this process.
 pub(crate) async fn hold(
-    state: &crate::state::State,
+    pg: Option<&crate::store::pg::SharedStore>,
     key: &crate::account::keys::Key,
     budget: &KeyBudget,
     model: &str,
     bound: Option<CallBound>,
 ) -> Result<Held, ApiError> {
-    match &state.pg {
+    match pg {
         // Boxed: the database's future is large, and held inline it would grow every
         // call's future (moved by value through axum and hyper) with or without a database.
         Some(pg) => Box::pin(pg.reserve(&key.name, budget, model, bound))

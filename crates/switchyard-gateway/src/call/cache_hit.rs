@@ -3,13 +3,14 @@
 //! dialect with the client's stream flag; else the recorded reply translated to the
 //! client's dialect and form, as a translated call would have been answered.
 
+use crate::call::translate::envelope::StateKey;
+use crate::meter::Books;
 use crate::meter::Meter;
-use crate::state::State;
 use crate::store::cache::{cache_key, cacheable, CacheScope};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
-use std::sync::Arc;
+
 use switchyard::cache::embed_cache_key;
 use switchyard::cache::Lookup as CacheLookup;
 use switchyard::record::CallRecord;
@@ -31,14 +32,15 @@ pub(crate) enum Lookup {
 /// PostgreSQL store and `scope: store`, a key this replica has not recorded is looked
 /// for among every replica's records.
 pub(crate) async fn lookup(
-    state: &Arc<State>,
+    books: &Books,
+    state_key: &StateKey,
     name: &str,
     dialect: Dialect,
     body: &[u8],
     stream: bool,
     meter: &mut Meter,
 ) -> Lookup {
-    let Some(cache) = state.store.as_ref().map(|s| s.cache()) else {
+    let Some(cache) = books.store.as_ref().map(|s| s.cache()) else {
         return Lookup::Miss(None);
     };
     if !cache.config().reads() {
@@ -57,12 +59,12 @@ pub(crate) async fn lookup(
             let asked =
                 key.is_some() || cacheable(&decoded.request, cache.config().temperature_above_zero);
             // The key is digested again only when a shared store will be asked with it.
-            let shares = state.pg.is_some() && cache.scope() == CacheScope::Store;
+            let shares = books.pg.is_some() && cache.scope() == CacheScope::Store;
             let shared = if asked && shares {
                 let key = key
                     .clone()
                     .unwrap_or_else(|| cache_key(name, &decoded.request));
-                shared(state, cache, &key, Some(dialect), stream).await
+                shared(books, cache, &key, Some(dialect), stream).await
             } else {
                 None
             };
@@ -70,7 +72,7 @@ pub(crate) async fn lookup(
                 Some(found) => found,
                 None => {
                     if asked {
-                        state.metrics.cache_lookup(false);
+                        books.metrics.cache_lookup(false);
                     }
                     return Lookup::Miss(key);
                 }
@@ -82,15 +84,15 @@ pub(crate) async fn lookup(
     let answer = if found.exact {
         record.raw.as_ref().and_then(|r| r.to_bytes().ok())
     } else {
-        translated(state, record, &decoded.request, dialect, stream)
+        translated(state_key, record, &decoded.request, dialect, stream)
     };
     let Some(answer) = answer else {
         // The record no longer gives a reply: the call goes upstream, and is entered.
-        state.metrics.cache_lookup(false);
+        books.metrics.cache_lookup(false);
         let key = cache_key(name, &decoded.request);
         return Lookup::Miss(cache.config().writes().then_some(key));
     };
-    state.metrics.cache_lookup(true);
+    books.metrics.cache_lookup(true);
     meter.cache_hit(number);
     meter.draft().cache_hit_call = found.shared.clone();
     // The record of a hit keeps the bytes the original call received and its reply.
@@ -135,13 +137,13 @@ struct Found {
 /// The call recorded under `key` by any replica, when the store is shared and the
 /// cache's scope takes in more than this run.
 async fn shared(
-    state: &State,
+    books: &Books,
     cache: &switchyard::cache::Cache,
     key: &str,
     dialect: Option<Dialect>,
     stream: bool,
 ) -> Option<Found> {
-    let pg = state.pg.as_ref()?;
+    let pg = books.pg.as_ref()?;
     if cache.scope() != CacheScope::Store {
         return None;
     }
@@ -165,11 +167,11 @@ pub(crate) enum EmbedLookup {
 /// Looks an embeddings call of `name` up (`None`: no cache), in the shared store too as
 /// [`lookup`] does. Counted in `/metrics` as a chat call's lookup is.
 pub(crate) async fn embedding(
-    state: &Arc<State>,
+    books: &Books,
     name: &str,
     request: &switchyard_wire::embed::EmbedRequest,
 ) -> Option<EmbedLookup> {
-    let cache = state.store.as_ref()?.cache();
+    let cache = books.store.as_ref()?.cache();
     if !cache.config().reads() {
         return None;
     }
@@ -177,24 +179,24 @@ pub(crate) async fn embedding(
     let found = match cache.lookup_embedding(name, request) {
         CacheLookup::Hit(hit) if answers(&hit.record) => Some((hit.record, None)),
         CacheLookup::Hit(_) => {
-            state.metrics.cache_lookup(false);
+            books.metrics.cache_lookup(false);
             return Some(EmbedLookup::Miss(None));
         }
         CacheLookup::Miss(key) => {
             let asked = key
                 .clone()
                 .unwrap_or_else(|| embed_cache_key(name, request));
-            match shared(state, cache, &asked, None, false).await {
+            match shared(books, cache, &asked, None, false).await {
                 Some(f) if answers(&f.record) => Some((f.record, f.shared)),
                 _ => {
-                    state.metrics.cache_lookup(false);
+                    books.metrics.cache_lookup(false);
                     return Some(EmbedLookup::Miss(key));
                 }
             }
         }
     };
     let (record, call) = found?;
-    state.metrics.cache_lookup(true);
+    books.metrics.cache_lookup(true);
     Some(EmbedLookup::Hit(Box::new(record), call))
 }
 
@@ -202,7 +204,7 @@ pub(crate) async fn embedding(
 /// call encodes an upstream reply: tool names and ids restored to the client's, opaque
 /// state from another dialect sealed.
 fn translated(
-    state: &State,
+    state_key: &StateKey,
     record: &CallRecord,
     request: &switchyard::Request,
     client: Dialect,
@@ -220,7 +222,7 @@ fn translated(
     let restore =
         crate::call::translate::ids::prepare(&mut request, record.dialect.unwrap_or(client));
     restore.reply(&mut reply);
-    crate::call::translate::envelope::seal_reply(&mut reply, client, &state.state_key);
+    crate::call::translate::envelope::seal_reply(&mut reply, client, state_key);
     let context = crate::call::translate::server_context(client);
     let encoder = codec(client);
     if !stream {

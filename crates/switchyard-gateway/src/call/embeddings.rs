@@ -9,46 +9,31 @@
 //! their cost; a provider that reports no usage (Gemini's developer API) is billed an
 //! estimate, said so in the record.
 //!
-//! The path mirrors `call.rs` step for step rather than sharing it: an embedding has no
-//! stream, no dialect target and no translation of history, and keeping it apart leaves
-//! the chat path as it was.
+//! It is one [`Case`] of the call pipeline: admission, the cache and failover are the
+//! pipeline's; what is here is the embedding's own — its shapes, its target, its bound
+//! (its input only) and its one upstream call.
 
-use crate::call::cache_hit::EmbedLookup;
+use crate::account::budgets::CallBound;
+use crate::call::cache_hit::{self, EmbedLookup};
+use crate::call::case::Case;
+use crate::call::failure::{Failure, UpstreamFailure};
+use crate::call::translate::envelope::StateKey;
+use crate::call::upstream::{EmbedTarget, Upstreams};
 use crate::errors::{ApiError, Category};
-use crate::meter::Meter;
+use crate::meter::{Books, Meter};
 use crate::raw::RawBody;
-use crate::state::State;
-use axum::extract::Request;
 use axum::http::StatusCode;
 use axum::response::Response;
 use bytes::Bytes;
 use serde_json::Value;
 use std::sync::Arc;
-use std::time::Instant;
 use switchyard::backend::http::RawRequest;
-use switchyard::embed::{Embedder, HttpEmbedder};
+use switchyard::embed::Embedder;
 use switchyard::record::EmbedRecord;
-use switchyard::registry::Price;
 use switchyard::wire::embed::{
     gemini, openai, EmbedRequest, EmbedShape, Embeddings, EncodingFormat,
 };
-use switchyard::{Dialect, Llm, Usage};
-
-/// Where one embeddings call goes.
-pub(crate) struct EmbedTarget {
-    /// The backend's name.
-    pub backend: String,
-    /// The model id on the backend.
-    pub model: String,
-    /// `<backend>/<model>`.
-    pub reference: String,
-    /// The backend's embeddings URL and credential.
-    pub embedder: HttpEmbedder,
-    /// A handle with the gateway's retry policy, for `Llm::retrying`.
-    pub llm: Llm,
-    /// The model's price, when known.
-    pub price: Option<Price>,
-}
+use switchyard::{Dialect, Reference, Usage};
 
 /// Who is asking, in which shape.
 #[derive(Debug, Clone)]
@@ -67,7 +52,7 @@ pub(crate) enum Client {
 
 impl Client {
     /// The dialect whose error shape the client reads.
-    fn dialect(&self) -> Dialect {
+    pub(crate) fn dialect(&self) -> Dialect {
         match self {
             Client::Openai => Dialect::Chat,
             Client::Gemini { .. } => Dialect::Gemini,
@@ -75,7 +60,7 @@ impl Client {
     }
 
     /// The model asked for and the canonical request.
-    fn decode(&self, bytes: &[u8]) -> Result<(String, EmbedRequest), ApiError> {
+    pub(crate) fn decode(&self, bytes: &[u8]) -> Result<(String, EmbedRequest), ApiError> {
         let bad =
             |e: switchyard::wire::DecodeError| ApiError::new(Category::BadRequest, e.to_string());
         match self {
@@ -111,176 +96,89 @@ impl Client {
     }
 }
 
-/// Serves one embeddings request from `client`.
-pub(crate) async fn handle(state: Arc<State>, client: Client, request: Request) -> Response {
-    let dialect = client.dialect();
-    let mut meter = Meter::new(state.clone(), dialect, Instant::now());
-    meter.set_headers(request.headers());
-    match run(&state, &client, request, &mut meter).await {
-        Ok(response) => response,
-        Err(e) => crate::call::refused(e, dialect, &mut meter),
-    }
-}
-
-async fn run(
-    state: &Arc<State>,
-    client: &Client,
-    request: Request,
-    meter: &mut Meter,
-) -> Result<Response, ApiError> {
-    let (parts, body) = request.into_parts();
-    let key = crate::call::authenticate(state, &parts, meter)?;
-    let bytes = crate::call::request_body::read(body, &parts.headers, state).await?;
-    meter.set_client_body(&bytes);
-    let (requested, request) = client.decode(&bytes)?;
-    meter.set_requested(&requested);
-    let router = state.upstreams.router(&requested).cloned();
-    // What the call is cached and limited under: the route's name, or the reference.
-    let (name, targets) = match &router {
-        Some(router) => {
-            let route = router.route();
-            let targets = route
-                .members
-                .iter()
-                .map(|m| {
-                    let reference = state
-                        .upstreams
-                        .registry()
-                        .require_reference(&m.reference)
-                        .map_err(|e| ApiError::new(Category::NotFound, e.to_string()))?;
-                    state.upstreams.embed_target(&reference)
-                })
-                .collect::<Result<Vec<_>, ApiError>>()?;
-            meter.draft().route = Some(route.name.clone());
-            (route.name.clone(), targets)
-        }
-        None => {
-            let reference = state.upstreams.resolve(&requested)?;
-            let target = state.upstreams.embed_target(&reference)?;
-            (reference.to_string(), vec![target])
-        }
-    };
-    if let Some(key) = &key {
-        crate::call::check_model(key, &requested, &name)?;
-    }
-    meter.set_embed_target(&targets[0]);
-    crate::call::admit(state, key.as_deref()).await?;
-    match crate::call::cache_hit::embedding(state, &name, &request).await {
-        Some(EmbedLookup::Hit(record, call)) => {
-            meter.draft().cache_hit_call = call;
-            return Ok(answer_hit(client, &request, &requested, *record, meter));
-        }
-        Some(EmbedLookup::Miss(Some(k))) => meter.set_cache_key(k),
-        _ => {}
-    }
-    if let Some(key) = &key {
-        crate::call::enter(key, meter)?;
-        if let Some(budget) = &key.budget {
-            // An embedding's whole cost is its input: no output to reserve for. Through
-            // a route, the dearest member's (unknown when any member has no price).
-            let bounds: Option<Vec<_>> = targets
-                .iter()
-                .map(|t| {
-                    t.price.as_ref().map(|p| {
-                        crate::account::budgets::CallBound::new(p, bytes.len(), Some(0), Some(0))
-                    })
-                })
-                .collect();
-            let dearest = bounds.and_then(|b| b.into_iter().max_by(|x, y| x.usd.total_cmp(&y.usd)));
-            meter.set_reservation(
-                crate::account::budgets::hold(state, key, budget, &name, dearest).await?,
-                dearest,
-            );
-        }
-    }
-    let order = match &router {
-        Some(router) => {
-            crate::call::failover::plan(router, state.upstreams.sleeper().as_ref(), meter).await?
-        }
-        None => vec![0],
-    };
-    let mut attempts = Vec::new();
-    let mut last_error = None;
-    for (k, i) in order.iter().copied().enumerate() {
-        let target = &targets[i];
-        meter.set_embed_target(target);
-        let _busy = router.as_ref().map(|r| r.enter(i));
-        let call = Embedding {
-            client,
-            bytes: &bytes,
-            request: &request,
-            requested: &requested,
-        };
-        match call
-            .on(target, router.is_some(), &mut attempts, meter)
-            .await
-        {
-            Ok(response) => return Ok(response),
-            Err(e) => {
-                let more = k + 1 < order.len();
-                if more && router.as_ref().is_some_and(|r| r.failed(i, &e)) {
-                    tracing::warn!(
-                        route = %name,
-                        member = %target.reference,
-                        kind = e.kind().as_str(),
-                        "route {name}: {} failed ({}); trying the next member: {e}",
-                        target.reference,
-                        e.kind()
-                    );
-                    last_error = Some(e);
-                    continue;
-                }
-                if !more {
-                    if let Some(r) = &router {
-                        r.failed(i, &e);
-                    }
-                }
-                return Err(failed(meter, e));
-            }
-        }
-    }
-    let e = last_error.unwrap_or_else(|| {
-        switchyard::Error::Unsupported(format!("route `{name}` has no member to try"))
-    });
-    Err(failed(meter, e))
-}
-
-/// An upstream failure noted on the meter and its record, answered.
-fn failed(meter: &mut Meter, e: switchyard::Error) -> ApiError {
-    meter.outcome(0, Some(e.kind().as_str().to_string()));
-    let draft = meter.draft();
-    if let Some(d) = e.provider_details() {
-        draft.keep(&d.body);
-    }
-    draft.error = Some(switchyard::record::ErrorRecord::new(&e));
-    ApiError::from_upstream(&e)
-}
-
 /// One embeddings call, as the client asked it.
-struct Embedding<'a> {
-    client: &'a Client,
-    bytes: &'a Bytes,
-    request: &'a EmbedRequest,
-    requested: &'a str,
+pub(crate) struct Embedding<'a> {
+    /// Who asks, in which shape.
+    pub client: &'a Client,
+    /// The body's bytes.
+    pub bytes: &'a Bytes,
+    /// The canonical request.
+    pub request: &'a EmbedRequest,
+    /// The model as the client named it.
+    pub requested: &'a str,
 }
 
-impl Embedding<'_> {
-    /// The call made on `target` under its retries, its attempts added to `attempts`
-    /// (named by member when `routed`); the answer, or the error after the retries.
-    async fn on(
+impl Case for Embedding<'_> {
+    type Target = EmbedTarget;
+
+    fn target(
         &self,
-        target: &EmbedTarget,
-        routed: bool,
-        attempts: &mut Vec<switchyard::record::AttemptRecord>,
+        upstreams: &Upstreams,
+        reference: &Reference,
+        _retries: bool,
+    ) -> Result<Arc<EmbedTarget>, ApiError> {
+        upstreams.embed_target(reference).map(Arc::new)
+    }
+
+    fn reference_of(target: &EmbedTarget) -> &str {
+        &target.reference
+    }
+
+    fn aim(&self, target: &Arc<EmbedTarget>, meter: &mut Meter) {
+        meter.set_embed_target(target);
+    }
+
+    fn bound(&self, target: &EmbedTarget) -> Option<CallBound> {
+        // An embedding's whole cost is its input: no output to reserve for.
+        target
+            .price
+            .as_ref()
+            .map(|p| CallBound::new(p, self.bytes.len(), Some(0), Some(0)))
+    }
+
+    fn streams(&self) -> bool {
+        false
+    }
+
+    async fn cached(
+        &self,
+        books: &Books,
+        _state_key: &StateKey,
+        name: &str,
         meter: &mut Meter,
-    ) -> Result<Response, switchyard::Error> {
+    ) -> Option<Response> {
+        match cache_hit::embedding(books, name, self.request).await? {
+            EmbedLookup::Hit(record, call) => {
+                meter.draft().cache_hit_call = call;
+                Some(answer_hit(
+                    self.client,
+                    self.request,
+                    self.requested,
+                    *record,
+                    meter,
+                ))
+            }
+            EmbedLookup::Miss(Some(k)) => {
+                meter.set_cache_key(k);
+                None
+            }
+            EmbedLookup::Miss(None) => None,
+        }
+    }
+
+    /// The call made on `target` under its retries; the answer, or the error after them.
+    async fn on(&self, target: &Arc<EmbedTarget>, meter: &mut Meter) -> Result<Response, Failure> {
+        let upstream = |e| Failure::Upstream(UpstreamFailure::new(e));
         let (client, request) = (self.client, self.request);
         let shape = target.embedder.shape();
         let passthrough = matches!(client, Client::Openai) && shape == EmbedShape::Openai;
         let upstream_body = match passthrough {
             true => passthrough_body(self.bytes, &target.model)
-                .map_err(|e| switchyard::Error::Unsupported(e.message))?,
-            false => target.embedder.encode_body(request, &target.model)?,
+                .map_err(|e| upstream(switchyard::Error::Unsupported(e.message)))?,
+            false => target
+                .embedder
+                .encode_body(request, &target.model)
+                .map_err(upstream)?,
         };
         meter.set_sent_body(Some(upstream_body.clone()));
         meter.draft().embedding = Some(EmbedRecord {
@@ -311,16 +209,9 @@ impl Embedding<'_> {
             })
             .await;
         meter.answered();
-        let first = attempts.len() as u32;
-        for mut a in crate::store::attempt_records(&outcome.attempts) {
-            a.number += first;
-            if routed {
-                a.reference = Some(target.reference.clone());
-            }
-            attempts.push(a);
-        }
-        meter.draft().attempts = attempts.clone();
-        let (raw, embeddings) = outcome.result?;
+        meter.attempts(&outcome.attempts);
+        let (raw, embeddings) = outcome.result.map_err(upstream)?;
+
         meter.draft().keep(&raw);
         let usage = match embeddings.input_tokens {
             Some(input) => Usage {

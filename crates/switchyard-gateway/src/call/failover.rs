@@ -1,168 +1,149 @@
-//! A client's model naming a route of two members or more (a route of one is its
-//! reference, see `Upstreams::resolve`): the library's router plans the members, and each
-//! is called as a plain reference would be — passed through when it speaks the client's
-//! dialect, translated otherwise — until one answers. A member's failure goes back to the
-//! route only while nothing reached the client (the meter's gate, see
-//! `Meter::fall_back`): a stream cut after its first byte ends with the dialect's error
-//! event and is recorded as cut, as on every path.
-//!
-//! The key's checks are made once for the call: the route's name against the key's
-//! models, its rate limits, its place in flight, and a budget reservation for the most
-//! expensive member that may serve.
+//! The members a call is tried on, in order, until one answers: a plain reference is a
+//! route of one. A member's failure goes to the next member only when the route lists
+//! its kind (`on:`), the member is not the last, and nothing reached the client: a stream
+//! cut after its first byte ends with the dialect's error event and is recorded as cut,
+//! as on every path. A plain loop over `Result`s; the meter only records.
 
-use crate::call::upstream::Target;
-use crate::call::{admit, bound, check_model, dispatch, enter, Inbound, Prepared};
+use crate::call::admission::Named;
+use crate::call::case::Case;
+use crate::call::failure::{Failure, UpstreamFailure};
+use crate::call::upstream::Upstreams;
 use crate::errors::{ApiError, Category};
-use crate::meter::{Gate, Meter};
-use crate::state::State;
+use crate::meter::Meter;
 use axum::response::Response;
 use std::sync::Arc;
 use switchyard::record::AttemptRecord;
 use switchyard::router::{Plan, Router};
 
-/// Serves a call through `router`'s route.
-pub(crate) async fn run(
-    state: &Arc<State>,
-    inbound: &Inbound,
-    router: &Arc<Router>,
-    call: Prepared<'_>,
+/// The targets a call may be served by, under the name it is known by.
+pub(crate) struct Members<T> {
+    /// The route's name, or the reference.
+    pub name: String,
+    /// The route's router (`None`: one reference).
+    pub router: Option<Arc<Router>>,
+    /// One target per member, in the route's order.
+    pub targets: Vec<Arc<T>>,
+}
+
+impl<T> Members<T> {
+    /// The members of what the model names, their targets built for `case`.
+    pub(crate) fn of<C: Case<Target = T>>(
+        named: Named,
+        upstreams: &Upstreams,
+        case: &C,
+    ) -> Result<Self, ApiError> {
+        let name = named.name();
+        match named {
+            Named::Reference(reference) => Ok(Members {
+                name,
+                router: None,
+                targets: vec![case.target(upstreams, &reference, true)?],
+            }),
+            Named::Route(router) => {
+                let route = router.route();
+                let targets = route
+                    .members
+                    .iter()
+                    .map(|m| {
+                        let reference = upstreams
+                            .registry()
+                            .require_reference(&m.reference)
+                            .map_err(|e| ApiError::new(Category::NotFound, e.to_string()))?;
+                        case.target(upstreams, &reference, route.retry_each)
+                    })
+                    .collect::<Result<Vec<_>, ApiError>>()?;
+                Ok(Members {
+                    name,
+                    router: Some(router),
+                    targets,
+                })
+            }
+        }
+    }
+
+    /// The member the call is first aimed at.
+    pub(crate) fn first(&self) -> &Arc<T> {
+        &self.targets[0]
+    }
+}
+
+/// Serves the call on its members in turn.
+pub(crate) async fn serve<C: Case>(
+    members: &Members<C::Target>,
+    case: &C,
+    sleeper: &dyn switchyard::Sleeper,
     meter: &mut Meter,
 ) -> Result<Response, ApiError> {
-    let dialect = inbound.dialect;
-    let route = router.route();
-    if let Some(key) = &call.key {
-        check_model(key, call.requested, &route.name)?;
-    }
-    let upstreams = &state.upstreams;
-    let targets = route
-        .members
-        .iter()
-        .map(|m| {
-            let reference = upstreams
-                .registry()
-                .require_reference(&m.reference)
-                .map_err(|e| ApiError::new(Category::NotFound, e.to_string()))?;
-            let target = upstreams.target(&reference, dialect)?;
-            Ok(match route.retry_each {
-                true => target,
-                // Straight to the next member at the first listed failure.
-                false => crate::call::upstream::without_retries(&target),
-            })
-        })
-        .collect::<Result<Vec<Arc<Target>>, ApiError>>()?;
-    meter.draft().route = Some(route.name.clone());
-    let first = &targets[0];
-    let may_pass = !crate::call::translate::envelope::may_carry(call.bytes);
-    meter.set_target(
-        first,
-        call.stream && !inbound.count_tokens,
-        first.dialect == dialect && may_pass,
-    );
-    admit(state, call.key.as_deref()).await?;
-    if inbound.count_tokens {
-        meter.not_recorded();
-        return crate::call::count_tokens::answer(
-            first,
-            call.raw,
-            call.bytes,
-            call.headers,
-            dialect,
-            meter,
-        )
-        .await;
-    }
-    // A route's entries are under its name: any member's reply to it serves.
-    match crate::call::cache_hit::lookup(
-        state,
-        &route.name,
-        dialect,
-        call.bytes,
-        call.stream,
-        meter,
-    )
-    .await
-    {
-        crate::call::cache_hit::Lookup::Hit(response) => return Ok(response),
-        crate::call::cache_hit::Lookup::Miss(Some(k)) => meter.set_cache_key(k),
-        crate::call::cache_hit::Lookup::Miss(_) => {}
-    }
-    if let Some(key) = &call.key {
-        enter(key, meter)?;
-        if let Some(budget) = &key.budget {
-            // The dearest member that may serve; a member without a price makes the
-            // call's cost unknown.
-            let bounds: Option<Vec<_>> = targets
-                .iter()
-                .map(|t| bound(t, dialect, call.raw, call.bytes.len()))
-                .collect();
-            let dearest = bounds.and_then(|b| b.into_iter().max_by(|x, y| x.usd.total_cmp(&y.usd)));
-            meter.set_reservation(
-                crate::account::budgets::hold(state, key, budget, &route.name, dearest).await?,
-                dearest,
-            );
-        }
-    }
-    let order = plan(router, upstreams.sleeper().as_ref(), meter).await?;
-    // The library's low estimate of a prompt's tokens: its JSON bytes ÷ 4.
-    let estimate = call.bytes.len() as u64 / 4;
-    let mut handed_back = None;
+    let order = match &members.router {
+        Some(router) => plan(router, sleeper, meter).await?,
+        None => vec![0],
+    };
     let last = order.len().saturating_sub(1);
+    let mut handed_back: Option<UpstreamFailure> = None;
+    let mut too_large = None;
     for (k, i) in order.into_iter().enumerate() {
-        let target = &targets[i];
-        if let Some(window) = target.context_window.filter(|w| estimate > *w) {
-            skipped(meter, target, estimate, window);
-            continue;
-        }
-        let passthrough = target.dialect == dialect && may_pass;
-        meter.set_target(target, call.stream, passthrough);
-        let busy = router.enter(i);
-        meter.set_gate(Some(Box::new(Gate {
-            router: router.clone(),
-            member: i,
-            hand_back: k < last,
-            failed: None,
-        })));
-        let answered = dispatch(state, target, passthrough, &call, dialect, meter).await;
-        match meter.take_gate().and_then(|g| g.failed) {
-            Some(e) => {
-                tracing::warn!(
-                    route = %route.name,
-                    member = %target.reference,
-                    kind = e.kind().as_str(),
-                    "route {}: {} failed ({}); trying the next member: {e}",
-                    route.name,
-                    target.reference,
-                    e.kind()
-                );
-                handed_back = Some(e);
+        let target = &members.targets[i];
+        if members.router.is_some() {
+            if let Some((estimate, window)) = case.too_large_for(target) {
+                skipped(meter, C::reference_of(target), estimate, window);
+                too_large = Some(estimate);
+                continue;
             }
-            // A stream stays in flight on its member until its body is done with.
-            None if call.stream => return answered.map(|r| holding(r, busy)),
-            None => return answered,
         }
+        case.aim(target, meter);
+        let busy = members.router.as_ref().map(|r| r.enter(i));
+        let failed = match case.on(target, meter).await {
+            // A stream stays in flight on its member until its body is done with.
+            Ok(response) => {
+                return Ok(match busy {
+                    Some(busy) if case.streams() => holding(response, busy),
+                    _ => response,
+                })
+            }
+            Err(Failure::Refused(e)) => return Err(e),
+            Err(Failure::Upstream(failed)) => failed,
+        };
+        // A listed failure cools the member down, the last one's too (it is answered).
+        let listed = members
+            .router
+            .as_ref()
+            .is_some_and(|r| r.failed(i, &failed.error));
+        if !listed || k == last {
+            return failed.answer(meter);
+        }
+        let e = &failed.error;
+        tracing::warn!(
+            route = %members.name,
+            member = %C::reference_of(target),
+            kind = e.kind().as_str(),
+            "route {}: {} failed ({}); trying the next member: {e}",
+            members.name,
+            C::reference_of(target),
+            e.kind()
+        );
+        handed_back = Some(failed);
     }
     // The members left were all too small for the prompt: the last failure handed back,
     // else the window refusal, is the answer.
-    let error = match handed_back {
-        Some(e) => {
-            meter.draft().error = Some(switchyard::record::ErrorRecord::new(&e));
-            meter.outcome(0, Some(e.kind().as_str().to_string()));
-            ApiError::from_upstream(&e)
-        }
-        None => ApiError::new(
+    match (handed_back, too_large) {
+        (Some(failed), _) => failed.answer(meter),
+        (None, Some(estimate)) => Err(ApiError::new(
             Category::ContextLength,
             format!(
                 "the prompt (about {estimate} tokens) is larger than the context window of every member of route `{}`",
-                route.name
+                members.name
             ),
-        ),
-    };
-    Err(error)
+        )),
+        (None, None) => Err(ApiError::new(
+            Category::Internal,
+            format!("route `{}` has no member to try", members.name),
+        )),
+    }
 }
 
 /// The members to try, after waiting once for a cooling member when every one is
 /// cooling and the first is back within the route's `max_wait`.
-pub(crate) async fn plan(
+async fn plan(
     router: &Router,
     sleeper: &dyn switchyard::Sleeper,
     meter: &mut Meter,
@@ -198,7 +179,7 @@ fn holding(response: Response, busy: switchyard::router::Busy) -> Response {
 }
 
 /// A member skipped for its window, in the record's attempts.
-fn skipped(meter: &mut Meter, target: &Target, estimate: u64, window: u64) {
+fn skipped(meter: &mut Meter, reference: &str, estimate: u64, window: u64) {
     let attempts = &mut meter.draft().attempts;
     attempts.push(AttemptRecord {
         number: attempts.len() as u32 + 1,
@@ -208,9 +189,8 @@ fn skipped(meter: &mut Meter, target: &Target, estimate: u64, window: u64) {
         status: None,
         error_kind: Some("ContextLengthExceeded".into()),
         error: Some(format!(
-            "skipped: the prompt (about {estimate} tokens) is larger than {}'s context window ({window} tokens)",
-            target.reference
+            "skipped: the prompt (about {estimate} tokens) is larger than {reference}'s context window ({window} tokens)"
         )),
-        reference: Some(target.reference.clone()),
+        reference: Some(reference.to_string()),
     });
 }

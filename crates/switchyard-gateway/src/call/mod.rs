@@ -1,92 +1,97 @@
-//! The path every model call takes through the gateway, whatever the client's dialect:
-//! key → bounded body → model → target → rate limit → pass through or translate. A model
-//! naming a route of two members or more goes on in `route_call.rs`, through these same
-//! steps.
+//! One call's life through the gateway, whatever door it came through, in this order:
+//!
+//! 1. [`handle`]: the meter starts ([`crate::meter`]); whatever ends the call, it is
+//!    answered in the client's dialect and recorded.
+//! 2. Admission ([`admission`]), once for every kind of call: the client's key, the body
+//!    read under its bounds ([`request_body`]), the model it names resolved to its final
+//!    id and checked against the key, the key's rates and the shared store, then — unless
+//!    a token count ([`Case::answer_aside`]) or the cache ([`cache_hit`]) answers — the
+//!    key's place in flight and its budget hold.
+//! 3. Failover ([`failover`]): the members of what the model names (a plain reference is
+//!    a route of one), tried in turn until one answers.
+//! 4. The case ([`case`]): a model call ([`model_call`]) passed through in the client's
+//!    dialect ([`passthrough`]) or translated ([`translate`]), or an embedding
+//!    ([`embeddings`]); its reply goes out through [`respond`] or a relayed stream, and
+//!    its failure is answered by [`failure`].
 
+pub(crate) mod admission;
 pub(crate) mod cache_hit;
+pub(crate) mod case;
 pub(crate) mod count_tokens;
 pub(crate) mod embeddings;
 pub(crate) mod failover;
+pub(crate) mod failure;
+pub(crate) mod model_call;
 pub(crate) mod passthrough;
 pub(crate) mod request_body;
 pub(crate) mod respond;
 pub(crate) mod translate;
 pub(crate) mod upstream;
 
-use crate::call::upstream::Target;
+use crate::account::keys::Key;
+use crate::call::case::Case;
+use crate::call::embeddings::{Client, Embedding};
+use crate::call::failover::Members;
+use crate::call::model_call::ModelCall;
 use crate::errors::{ApiError, Category};
 use crate::meter::Meter;
 use crate::raw::RawBody;
-use crate::state::State;
-
+use crate::shared::Shared;
 use axum::extract::Request;
 use axum::response::Response;
 use std::sync::Arc;
 use std::time::Instant;
 use switchyard::Dialect;
 
-/// What the route knows about a call before reading its body.
+/// What an endpoint knows about a call before reading its body.
 #[derive(Debug, Clone)]
-pub(crate) struct Inbound {
-    /// The client's dialect.
-    pub dialect: Dialect,
-    /// For Gemini, the model and the streaming choice come from the URL.
-    pub gemini: Option<(String, bool)>,
-    /// `POST /v1/messages/count_tokens` or Gemini's `:countTokens`.
-    pub count_tokens: bool,
+pub(crate) enum Inbound {
+    /// A model call.
+    Model {
+        /// The client's dialect.
+        dialect: Dialect,
+        /// For Gemini, the model and the streaming choice come from the URL.
+        gemini: Option<(String, bool)>,
+        /// `POST /v1/messages/count_tokens` or Gemini's `:countTokens`.
+        count_tokens: bool,
+    },
+    /// An embeddings call.
+    Embedding(Client),
 }
 
 impl Inbound {
-    /// A call in `dialect` whose model and stream flag are in the body.
+    /// A model call in `dialect` whose model and stream flag are in the body.
     pub(crate) fn body(dialect: Dialect) -> Self {
-        Inbound {
+        Inbound::Model {
             dialect,
             gemini: None,
             count_tokens: false,
         }
     }
+
+    /// The dialect whose shapes the client reads, errors included.
+    fn dialect(&self) -> Dialect {
+        match self {
+            Inbound::Model { dialect, .. } => *dialect,
+            Inbound::Embedding(client) => client.dialect(),
+        }
+    }
 }
 
 /// Serves one call; every failure is answered in the client's dialect.
-pub(crate) async fn handle(state: Arc<State>, inbound: Inbound, request: Request) -> Response {
-    let arrived = Instant::now();
-    let dialect = inbound.dialect;
-    let mut meter = Meter::new(state.clone(), dialect, arrived);
+pub(crate) async fn handle(shared: Arc<Shared>, inbound: Inbound, request: Request) -> Response {
+    let dialect = inbound.dialect();
+    let mut meter = Meter::new(shared.books.clone(), dialect, Instant::now());
     meter.set_headers(request.headers());
-    match run(&state, &inbound, request, &mut meter).await {
+    match read(&shared, &inbound, request, &mut meter).await {
         Ok(response) => response,
         Err(e) => refused(e, dialect, &mut meter),
     }
 }
 
-/// The client's key, when the gateway has keys (none asked otherwise); noted on the meter.
-pub(crate) fn authenticate(
-    state: &State,
-    parts: &axum::http::request::Parts,
-    meter: &mut Meter,
-) -> Result<Option<std::sync::Arc<crate::account::keys::Key>>, ApiError> {
-    if state.keys.is_empty() {
-        return Ok(None);
-    }
-    let key = state
-        .keys
-        .authenticate(&parts.headers, parts.uri.query())
-        .map_err(|r| {
-            ApiError::new(
-                Category::Unauthenticated,
-                match r {
-                    crate::account::keys::KeyRefusal::Missing => "no API key: send the gateway key as `Authorization: Bearer <key>`, `x-api-key: <key>` or `x-goog-api-key: <key>`",
-                    crate::account::keys::KeyRefusal::Unknown => "invalid API key: the key sent is not one of the gateway's keys",
-                },
-            )
-        })?;
-    meter.set_key(&key);
-    Ok(Some(key))
-}
-
 /// A call the gateway refused or could not serve: recorded with its error (unless the
 /// meter already holds the provider's), answered in the client's dialect.
-pub(crate) fn refused(e: ApiError, dialect: Dialect, meter: &mut Meter) -> Response {
+fn refused(e: ApiError, dialect: Dialect, meter: &mut Meter) -> Response {
     meter.outcome(e.status.as_u16(), Some(format!("gateway:{:?}", e.category)));
     let draft = meter.draft();
     if draft.error.is_none() {
@@ -99,210 +104,99 @@ pub(crate) fn refused(e: ApiError, dialect: Dialect, meter: &mut Meter) -> Respo
     }
     meter.complete();
     let (status, headers, body) = e.parts_for(dialect);
-    crate::call::respond::whole(status, headers, body, meter)
+    respond::whole(status, headers, body, meter)
 }
 
-async fn run(
-    state: &Arc<State>,
+/// Who is calling, and the body read under its bounds, decoded as far as the case needs.
+async fn read(
+    shared: &Arc<Shared>,
     inbound: &Inbound,
     request: Request,
     meter: &mut Meter,
 ) -> Result<Response, ApiError> {
-    let dialect = inbound.dialect;
     let (parts, body) = request.into_parts();
-    let key = authenticate(state, &parts, meter)?;
-    let bytes = crate::call::request_body::read(body, &parts.headers, state).await?;
+    let key = admission::authenticate(&shared.keys, &parts, meter)?;
+    let bytes =
+        request_body::read(body, &parts.headers, &shared.body, &shared.books.metrics).await?;
     meter.set_client_body(&bytes);
-    let raw = RawBody::parse(&bytes).map_err(|m| ApiError::new(Category::BadRequest, m))?;
-    let (requested, stream) = match &inbound.gemini {
-        Some((model, stream)) => (model.clone(), *stream),
-        None => {
-            let model = raw.string("model").ok_or_else(|| {
-                ApiError::new(
-                    Category::BadRequest,
-                    "the request has no `model` (a string): name a model from the gateway's models table or a reference `<backend>/<model id>`",
-                )
-            })?;
-            (model, raw.bool("stream").unwrap_or(false))
+    match inbound {
+        Inbound::Model {
+            dialect,
+            gemini,
+            count_tokens,
+        } => {
+            let raw = RawBody::parse(&bytes).map_err(|m| ApiError::new(Category::BadRequest, m))?;
+            let (requested, stream) = match gemini {
+                Some((model, stream)) => (model.clone(), *stream),
+                None => {
+                    let model = raw.string("model").ok_or_else(|| {
+                        ApiError::new(
+                            Category::BadRequest,
+                            "the request has no `model` (a string): name a model from the gateway's models table or a reference `<backend>/<model id>`",
+                        )
+                    })?;
+                    (model, raw.bool("stream").unwrap_or(false))
+                }
+            };
+            let case = ModelCall {
+                dialect: *dialect,
+                raw: &raw,
+                bytes: &bytes,
+                headers: &parts.headers,
+                stream,
+                count_tokens: *count_tokens,
+                state_key: &shared.state_key,
+                may_pass: !translate::envelope::may_carry(&bytes),
+            };
+            serve(shared, key, &requested, &case, meter).await
         }
-    };
-    meter.set_requested(&requested);
-    if let Some(router) = state.upstreams.router(&requested) {
-        let call = Prepared {
-            key,
-            raw: &raw,
-            bytes: &bytes,
-            headers: &parts.headers,
-            requested: &requested,
-            stream,
-        };
-        return crate::call::failover::run(state, inbound, router, call, meter).await;
-    }
-    let reference = state.upstreams.resolve(&requested)?;
-    if let Some(key) = &key {
-        let full = reference.to_string();
-        check_model(key, &requested, &full)?;
-    }
-    let target = state.upstreams.target(&reference, dialect)?;
-    // A body carrying envelopes is opened by translation, even to its own dialect.
-    let passthrough =
-        target.dialect == dialect && !crate::call::translate::envelope::may_carry(&bytes);
-    meter.set_target(&target, stream && !inbound.count_tokens, passthrough);
-    admit(state, key.as_deref()).await?;
-    if inbound.count_tokens {
-        meter.not_recorded();
-        return count_tokens::answer(&target, &raw, &bytes, &parts.headers, dialect, meter).await;
-    }
-    if !inbound.count_tokens {
-        let name = reference.to_string();
-        match crate::call::cache_hit::lookup(state, &name, dialect, &bytes, stream, meter).await {
-            crate::call::cache_hit::Lookup::Hit(response) => return Ok(response),
-            crate::call::cache_hit::Lookup::Miss(Some(k)) => meter.set_cache_key(k),
-            crate::call::cache_hit::Lookup::Miss(_) => {}
+        Inbound::Embedding(client) => {
+            let (requested, request) = client.decode(&bytes)?;
+            let case = Embedding {
+                client,
+                bytes: &bytes,
+                request: &request,
+                requested: &requested,
+            };
+            serve(shared, key, &requested, &case, meter).await
         }
     }
-    if let Some(key) = &key {
-        enter(key, meter)?;
-        if let Some(budget) = &key.budget {
-            let bound = bound(&target, dialect, &raw, bytes.len());
-            meter.set_reservation(
-                crate::account::budgets::hold(state, key, budget, &target.reference, bound).await?,
-                bound,
-            );
-        }
-    }
-    let call = Prepared {
-        key,
-        raw: &raw,
-        bytes: &bytes,
-        headers: &parts.headers,
-        requested: &requested,
-        stream,
-    };
-    dispatch(state, &target, passthrough, &call, dialect, meter).await
 }
 
-/// A call read and checked, ready to go upstream.
-pub(crate) struct Prepared<'a> {
-    pub key: Option<Arc<crate::account::keys::Key>>,
-    pub raw: &'a RawBody<'a>,
-    pub bytes: &'a bytes::Bytes,
-    pub headers: &'a axum::http::HeaderMap,
-    pub requested: &'a str,
-    pub stream: bool,
-}
-
-/// Refused unless `key` may use the model asked for (by its name or what it means).
-pub(crate) fn check_model(
-    key: &crate::account::keys::Key,
+/// Admission, then failover over the members of what `requested` names.
+async fn serve<C: Case>(
+    shared: &Shared,
+    key: Option<Arc<Key>>,
     requested: &str,
-    full: &str,
-) -> Result<(), ApiError> {
-    if key.allows(requested, full) {
-        return Ok(());
-    }
-    Err(ApiError::new(
-        Category::Forbidden,
-        format!(
-            "key `{}` may not use model `{requested}`; it may use: {}",
-            key.name,
-            key.models.join(", ")
-        ),
-    ))
-}
-
-/// Whether the call may go on now: the shared store's state (a replica that cannot
-/// reach its database refuses, or serves only what needs no database), then the key's
-/// rate limits, in this process and, with a shared store, across replicas.
-pub(crate) async fn admit(
-    state: &State,
-    key: Option<&crate::account::keys::Key>,
-) -> Result<(), ApiError> {
-    if let Some(pg) = &state.pg {
-        pg.check_serving(key)?;
-    }
-    let Some(key) = key else {
-        return Ok(());
-    };
-    key.limiter.admit().map_err(|l| {
-        ApiError::new(
-            Category::RateLimited,
-            format!(
-                "Rate limit reached for key `{}`: {} {} per minute.",
-                key.name, l.per_minute, l.what
-            ),
-        )
-        .with_retry_after(l.retry_after)
-    })?;
-    if let Some(pg) = &state.pg {
-        // Boxed, as `budgets::hold`'s: kept out of every call's future.
-        Box::pin(pg.admit(key)).await?;
-    }
-    Ok(())
-}
-
-/// The key's place among its calls in flight.
-pub(crate) fn enter(key: &crate::account::keys::Key, meter: &mut Meter) -> Result<(), ApiError> {
-    let place = key.concurrency.enter().map_err(|max| {
-        ApiError::new(
-            Category::RateLimited,
-            format!(
-                "key `{}` has {max} calls in flight, its max_in_flight; try again when one ends",
-                key.name
-            ),
-        )
-        .with_retry_after(std::time::Duration::from_secs(1))
-    })?;
-    meter.set_in_flight(place);
-    Ok(())
-}
-
-/// The most a call through `target` can cost (`None`: the model has no price).
-pub(crate) fn bound(
-    target: &Target,
-    dialect: Dialect,
-    raw: &RawBody<'_>,
-    body_bytes: usize,
-) -> Option<crate::account::budgets::CallBound> {
-    target.price.as_ref().map(|price| {
-        crate::account::budgets::CallBound::new(
-            price,
-            body_bytes,
-            crate::account::budgets::stated_output_limit(dialect, raw),
-            target.output_limit,
-        )
-    })
-}
-
-/// Sends the call to `target`: passed through in the client's dialect, or translated.
-pub(crate) async fn dispatch(
-    state: &Arc<State>,
-    target: &Target,
-    passthrough: bool,
-    call: &Prepared<'_>,
-    dialect: Dialect,
+    case: &C,
     meter: &mut Meter,
 ) -> Result<Response, ApiError> {
-    if passthrough {
-        passthrough::forward(
-            target,
-            call.raw,
-            call.bytes,
-            call.stream,
-            dialect,
-            call.headers,
-            meter,
-        )
-        .await
-    } else {
-        translate::forward(
-            target,
-            call.bytes,
-            call.stream,
-            dialect,
-            &state.state_key,
-            meter,
-        )
-        .await
+    let pg = shared.books.pg.as_deref();
+    meter.set_requested(requested);
+    let named = admission::resolve(&shared.upstreams, requested)?;
+    let name = named.name();
+    if let Some(key) = &key {
+        admission::check_model(key, requested, &name)?;
     }
+    let members = Members::of(named, &shared.upstreams, case)?;
+    if members.router.is_some() {
+        meter.draft().route = Some(name.clone());
+    }
+    case.aim(members.first(), meter);
+    admission::admit(pg, key.as_deref()).await?;
+    if let Some(answer) = case.answer_aside(members.first(), meter).await {
+        return answer;
+    }
+    // A route's entries are under its name: any member's reply to it serves.
+    if let Some(hit) = case
+        .cached(&shared.books, &shared.state_key, &name, meter)
+        .await
+    {
+        return Ok(hit);
+    }
+    if let Some(key) = &key {
+        let bound = || admission::dearest(members.targets.iter().map(|t| case.bound(t)));
+        admission::enter(pg, key, &name, bound, meter).await?;
+    }
+    failover::serve(&members, case, shared.upstreams.sleeper().as_ref(), meter).await
 }

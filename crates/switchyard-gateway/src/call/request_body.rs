@@ -4,7 +4,7 @@
 //! (`listen.max_json_depth`: 400), all judged before anything is forwarded.
 
 use crate::errors::{ApiError, Category};
-use crate::state::State;
+use crate::meter::metrics::Metrics;
 use crate::transport::refusals::Reason;
 use axum::body::Body;
 use axum::http::{HeaderMap, StatusCode};
@@ -21,15 +21,27 @@ use switchyard::record::first_too_deep;
 const DRAIN_BYTES: u64 = 4 * 1024 * 1024;
 const DRAIN_TIME: Duration = Duration::from_secs(2);
 
+/// How large, slow and deep a request body may be.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BodyLimits {
+    /// The largest body accepted (`listen.max_body_bytes`).
+    pub max_bytes: usize,
+    /// How long a body may take to arrive (`listen.body_timeout_secs`).
+    pub timeout: Duration,
+    /// How deep a body may nest arrays and objects (`listen.max_json_depth`).
+    pub max_json_depth: usize,
+}
+
 /// Reads the body: refused when over the size limit (by its `Content-Length` before
 /// reading anything, else as soon as the count passes the limit), when it has not all
 /// arrived within the body deadline, or when it nests too deep.
 pub(crate) async fn read(
     body: Body,
     headers: &HeaderMap,
-    state: &State,
+    limits: &BodyLimits,
+    metrics: &Metrics,
 ) -> Result<Bytes, ApiError> {
-    let limit = state.max_body_bytes;
+    let limit = limits.max_bytes;
     let too_large = || {
         ApiError::new(
             Category::TooLarge,
@@ -50,12 +62,12 @@ pub(crate) async fn read(
             return Err(too_large());
         }
     }
-    let deadline = state.body_timeout;
+    let deadline = limits.timeout;
     // A body already in the connection's buffer is read on the first poll, before the
     // timer is ever registered: the deadline costs nothing to a client that sends promptly.
     let bytes = match tokio::time::timeout(deadline, read_up_to(body, limit)).await {
         Err(_) => {
-            state.metrics.refusals().count(Reason::BodyTimeout);
+            metrics.refusals().count(Reason::BodyTimeout);
             // A 408 also closes the connection (the listener adds `connection: close`):
             // the rest of the body may still be on its way.
             let mut e = ApiError::new(
@@ -78,14 +90,14 @@ pub(crate) async fn read(
         }
         Ok(Ok(bytes)) => bytes,
     };
-    if let Some(at) = first_too_deep(&bytes, state.max_json_depth) {
-        state.metrics.refusals().count(Reason::JsonDepth);
+    if let Some(at) = first_too_deep(&bytes, limits.max_json_depth) {
+        metrics.refusals().count(Reason::JsonDepth);
         return Err(ApiError::new(
             Category::BadRequest,
             format!(
                 "the request body nests arrays and objects more than {} levels deep (at byte {at}); \
                  the gateway accepts JSON up to that depth (listen.max_json_depth)",
-                state.max_json_depth
+                limits.max_json_depth
             ),
         ));
     }

@@ -23,7 +23,7 @@ pub(crate) const DEFAULT_MAX_TARGETS: usize = 1024;
 
 /// Where one client request goes.
 #[derive(Clone)]
-pub struct Target {
+pub(crate) struct Target {
     /// The backend's name.
     pub backend: String,
     /// The model id on the backend (aliases expanded).
@@ -65,9 +65,25 @@ pub(crate) fn without_retries(target: &Arc<Target>) -> Arc<Target> {
     })
 }
 
+/// Where one embeddings call goes.
+pub(crate) struct EmbedTarget {
+    /// The backend's name.
+    pub backend: String,
+    /// The model id on the backend.
+    pub model: String,
+    /// `<backend>/<model>`.
+    pub reference: String,
+    /// The backend's embeddings URL and credential.
+    pub embedder: switchyard::embed::HttpEmbedder,
+    /// A handle with the gateway's retry policy, for `Llm::retrying`.
+    pub llm: Llm,
+    /// The model's price, when known.
+    pub price: Option<Price>,
+}
+
 /// How upstreams are called: the retry policy, the timeouts and the waits.
 #[derive(Clone)]
-pub struct Calling {
+pub(crate) struct Calling {
     /// Retries of upstream calls.
     pub retry: RetryPolicy,
     /// The waits of each attempt.
@@ -92,7 +108,7 @@ fn slot(dialect: Dialect) -> usize {
 }
 
 /// Every upstream the gateway may call.
-pub struct Upstreams {
+pub(crate) struct Upstreams {
     registry: Registry,
     env: Arc<dyn EnvSource + Send + Sync>,
     models: BTreeMap<String, String>,
@@ -108,7 +124,7 @@ pub struct Upstreams {
 impl Upstreams {
     /// Upstreams from a registry, a `models:` table and the environment holding the
     /// backends' keys.
-    pub fn new(
+    pub(crate) fn new(
         registry: Registry,
         models: BTreeMap<String, String>,
         env: Arc<dyn EnvSource + Send + Sync>,
@@ -133,7 +149,7 @@ impl Upstreams {
 
     /// The router of the route a client's model name means (directly or through the
     /// `models:` table), when it names a route of two members or more.
-    pub fn router(&self, requested: &str) -> Option<&Arc<Router>> {
+    pub(crate) fn router(&self, requested: &str) -> Option<&Arc<Router>> {
         if self.routers.is_empty() {
             return None;
         }
@@ -146,22 +162,22 @@ impl Upstreams {
     }
 
     /// How the gateway waits (a route's cooldowns).
-    pub fn sleeper(&self) -> &Arc<dyn Sleeper> {
+    pub(crate) fn sleeper(&self) -> &Arc<dyn Sleeper> {
         &self.calling.sleeper
     }
 
     /// The registry.
-    pub fn registry(&self) -> &Registry {
+    pub(crate) fn registry(&self) -> &Registry {
         &self.registry
     }
 
     /// The `models:` table.
-    pub fn models(&self) -> &BTreeMap<String, String> {
+    pub(crate) fn models(&self) -> &BTreeMap<String, String> {
         &self.models
     }
 
     /// Checks that every `models:` entry names a backend; lists every problem.
-    pub fn check_models(&self) -> Result<(), Vec<String>> {
+    pub(crate) fn check_models(&self) -> Result<(), Vec<String>> {
         let errors: Vec<String> = self
             .models
             .iter()
@@ -179,7 +195,7 @@ impl Upstreams {
     }
 
     /// The reference a client's model name means.
-    pub fn resolve(&self, requested: &str) -> Result<Reference, ApiError> {
+    pub(crate) fn resolve(&self, requested: &str) -> Result<Reference, ApiError> {
         let mut text = self
             .models
             .get(requested)
@@ -232,7 +248,11 @@ impl Upstreams {
     /// The target for `reference` called by a client speaking `client`: the cached one,
     /// or one built for this call (cached by [`Upstreams::confirm`] once a call through
     /// it succeeds).
-    pub fn target(&self, reference: &Reference, client: Dialect) -> Result<Arc<Target>, ApiError> {
+    pub(crate) fn target(
+        &self,
+        reference: &Reference,
+        client: Dialect,
+    ) -> Result<Arc<Target>, ApiError> {
         let key = format!("{}/{}", reference.backend, reference.model);
         if let Some(cached) = self
             .targets
@@ -250,7 +270,7 @@ impl Upstreams {
 
     /// A call through `target` succeeded: its model exists upstream, so the target is
     /// kept for the next calls (the least recently used reference leaves a full cache).
-    pub fn confirm(&self, target: &Arc<Target>, client: Dialect) {
+    pub(crate) fn confirm(&self, target: &Arc<Target>, client: Dialect) {
         if !target.cacheable {
             return;
         }
@@ -288,7 +308,7 @@ impl Upstreams {
 
     /// Whether calls to `reference` have succeeded (it is cached): a model the metrics
     /// may name.
-    pub fn is_known(&self, reference: &str) -> bool {
+    pub(crate) fn is_known(&self, reference: &str) -> bool {
         self.targets
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -296,7 +316,7 @@ impl Upstreams {
     }
 
     /// References cached now.
-    pub fn cached(&self) -> usize {
+    pub(crate) fn cached(&self) -> usize {
         self.targets.read().unwrap_or_else(|p| p.into_inner()).len()
     }
 
@@ -387,10 +407,7 @@ impl Upstreams {
 /// cached beside the dialect targets.
 impl Upstreams {
     /// The embeddings target of `reference`: its backend must list `embeddings`.
-    pub(crate) fn embed_target(
-        &self,
-        reference: &Reference,
-    ) -> Result<crate::call::embeddings::EmbedTarget, ApiError> {
+    pub(crate) fn embed_target(&self, reference: &Reference) -> Result<EmbedTarget, ApiError> {
         let backend = self.registry.backend(&reference.backend).ok_or_else(|| {
             ApiError::new(
                 Category::NotFound,
@@ -426,7 +443,7 @@ impl Upstreams {
         .with_retry(self.calling.retry.clone())
         .with_sleeper(self.calling.sleeper.clone())
         .without_trace();
-        Ok(crate::call::embeddings::EmbedTarget {
+        Ok(EmbedTarget {
             backend: backend.name.clone(),
             model: reference.model.clone(),
             reference: label,

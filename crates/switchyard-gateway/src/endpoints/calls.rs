@@ -6,37 +6,39 @@
 //! call is; [`crate::call`] serves it.
 
 use crate::call::{self, Inbound};
-use crate::state::State;
+use crate::shared::Shared;
 use axum::extract::{Request, State as S};
 use axum::response::Response;
 use std::sync::Arc;
 use switchyard::Dialect;
 
 /// Serves a chat completion.
-pub(crate) async fn chat_completions(S(state): S<Arc<State>>, request: Request) -> Response {
+pub(crate) async fn chat_completions(S(state): S<Arc<Shared>>, request: Request) -> Response {
     call::handle(state, Inbound::body(Dialect::Chat), request).await
 }
 
 /// Serves a Responses call.
-pub(crate) async fn responses(S(state): S<Arc<State>>, request: Request) -> Response {
+pub(crate) async fn responses(S(state): S<Arc<Shared>>, request: Request) -> Response {
     call::handle(state, Inbound::body(Dialect::Responses), request).await
 }
 
 /// Serves a message.
-pub(crate) async fn messages(S(state): S<Arc<State>>, request: Request) -> Response {
+pub(crate) async fn messages(S(state): S<Arc<Shared>>, request: Request) -> Response {
     call::handle(state, Inbound::body(Dialect::Messages), request).await
 }
 
 /// Counts a Messages request's input tokens.
-pub(crate) async fn count_tokens(S(state): S<Arc<State>>, request: Request) -> Response {
-    let inbound = Inbound {
+pub(crate) async fn count_tokens(S(state): S<Arc<Shared>>, request: Request) -> Response {
+    let inbound = Inbound::Model {
+        dialect: Dialect::Messages,
+        gemini: None,
         count_tokens: true,
-        ..Inbound::body(Dialect::Messages)
     };
     call::handle(state, inbound, request).await
 }
 
 /// Serves an embeddings request.
-pub(crate) async fn embeddings(S(state): S<Arc<State>>, request: Request) -> Response {
-    call::embeddings::handle(state, call::embeddings::Client::Openai, request).await
+pub(crate) async fn embeddings(S(state): S<Arc<Shared>>, request: Request) -> Response {
+    let inbound = Inbound::Embedding(call::embeddings::Client::Openai);
+    call::handle(state, inbound, request).await
 }

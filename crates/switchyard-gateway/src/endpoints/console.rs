@@ -9,13 +9,13 @@
 //! - without keys on any other address (`--allow-public-without-keys`), never: there is
 //!   no admin key to ask for, and the calls show every prompt.
 
-use crate::state::State;
+use crate::shared::Shared;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use switchyard_console::{Access, CallSource, KeyBudgetSpec, KeyCheck, SqliteSource};
 
 /// The console's routes for a gateway listening on `local`.
-pub(crate) fn router(state: &Arc<State>, local: SocketAddr) -> axum::Router {
+pub(crate) fn router(state: &Arc<Shared>, local: SocketAddr) -> axum::Router {
     let access = if !state.keys.is_empty() {
         let judge = state.clone();
         Access::AdminKeys(Arc::new(move |headers: &axum::http::HeaderMap| match judge
@@ -35,14 +35,14 @@ pub(crate) fn router(state: &Arc<State>, local: SocketAddr) -> axum::Router {
         ))
     };
     // With a shared PostgreSQL store, every replica's calls; else the data directory's.
-    let shared = state.pg.as_ref().map(|pg| {
+    let shared = state.books.pg.as_ref().map(|pg| {
         Arc::new(crate::store::pg::call_source::PgCallSource::new(
             pg.pool().clone(),
             pg.shown_url().to_string(),
         )) as Arc<dyn CallSource>
     });
     let local = || {
-        let store = state.store.as_ref()?;
+        let store = state.books.store.as_ref()?;
         match SqliteSource::open(store.dir()) {
             Ok(s) => Some(Arc::new(s) as Arc<dyn CallSource>),
             Err(e) => {

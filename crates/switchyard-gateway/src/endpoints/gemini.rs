@@ -8,7 +8,7 @@
 
 use crate::call::{handle, Inbound};
 use crate::errors::{ApiError, Category};
-use crate::state::State;
+use crate::shared::Shared;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Request, State as S};
 use axum::response::Response;
@@ -17,7 +17,7 @@ use switchyard::Dialect;
 
 /// Serves a Gemini call.
 pub(crate) async fn call(
-    S(state): S<Arc<State>>,
+    S(state): S<Arc<Shared>>,
     rest: Result<Path<String>, PathRejection>,
     request: Request,
 ) -> Response {
@@ -44,14 +44,14 @@ pub(crate) async fn call(
                 model: model.to_string(),
                 single: method == "embedContent",
             };
-            return crate::call::embeddings::handle(state, client, request).await;
+            return handle(state, Inbound::Embedding(client), request).await;
         }
         _ => return not_found(&rest),
     };
-    let inbound = Inbound {
+    let inbound = Inbound::Model {
+        dialect: Dialect::Gemini,
         gemini: Some((model.to_string(), stream)),
         count_tokens,
-        ..Inbound::body(Dialect::Gemini)
     };
     handle(state, inbound, request).await
 }

@@ -1,7 +1,7 @@
 //! `GET`/`HEAD /` (Claude Code's connectivity preflight), `GET /healthz` and
 //! `GET /metrics`.
 
-use crate::state::State;
+use crate::shared::Shared;
 use axum::extract::State as S;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -19,10 +19,14 @@ pub(crate) async fn root() -> &'static str {
 /// `GET /healthz`: 200 `ok`; 200 `degraded` once records were lost but the store writes
 /// again; 503 `failing` while the store cannot write (a full disk), so a load balancer
 /// takes the replica out before more answered calls go unrecorded.
-pub(crate) async fn healthz(S(state): S<Arc<State>>) -> Response {
+pub(crate) async fn healthz(S(state): S<Arc<Shared>>) -> Response {
     // The backlog is read first: seen at zero, the health read after it is the outcome
     // of every write handed over.
-    let store = state.store.as_ref().map(|s| (s, s.backlog(), s.health()));
+    let store = state
+        .books
+        .store
+        .as_ref()
+        .map(|s| (s, s.backlog(), s.health()));
     let status = match &store {
         Some((_, _, h)) if h.failing => "failing",
         Some((_, _, h)) if h.lost > 0 => "degraded",
@@ -44,7 +48,7 @@ pub(crate) async fn healthz(S(state): S<Arc<State>>) -> Response {
             "error": h.error,
         });
     }
-    if let Some(pg) = &state.pg {
+    if let Some(pg) = &state.books.pg {
         let h = pg.health();
         body["postgres"] = serde_json::json!({
             "url": pg.shown_url(),
@@ -73,10 +77,10 @@ pub(crate) async fn healthz(S(state): S<Arc<State>>) -> Response {
 }
 
 /// `GET /metrics`, Prometheus text format.
-pub(crate) async fn metrics(S(state): S<Arc<State>>) -> Response {
-    let mut text = state.metrics.render();
-    state.refusals.render(&mut text);
-    if let Some(store) = &state.store {
+pub(crate) async fn metrics(S(state): S<Arc<Shared>>) -> Response {
+    let mut text = state.books.metrics.render();
+    state.books.refusals.render(&mut text);
+    if let Some(store) = &state.books.store {
         let health = store.health();
         // Finished calls waiting to be written: grows when calls end faster than the
         // store writes them.

@@ -9,7 +9,7 @@
 //! routes whether listed or not: the list is what an SDK's `models.list()` can show.
 
 use crate::errors::{ApiError, Category};
-use crate::state::State;
+use crate::shared::Shared;
 use axum::extract::{Path, Request, State as S};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
@@ -27,19 +27,19 @@ struct Listed {
 /// `GET /v1/models`: Anthropic's shape when the client sends `anthropic-version`, Gemini's
 /// when it speaks Gemini (`google-genai` with `api_version="v1"` asks this path), else
 /// OpenAI's.
-pub(crate) async fn list(S(state): S<Arc<State>>, request: Request) -> Response {
+pub(crate) async fn list(S(state): S<Arc<Shared>>, request: Request) -> Response {
     let dialect = asking_dialect(&request);
     answer(&state, &request, dialect)
 }
 
 /// `GET /v1beta/models`.
-pub(crate) async fn list_gemini(S(state): S<Arc<State>>, request: Request) -> Response {
+pub(crate) async fn list_gemini(S(state): S<Arc<Shared>>, request: Request) -> Response {
     answer(&state, &request, Dialect::Gemini)
 }
 
 /// `GET /v1beta/models/{model}`.
 pub(crate) async fn get_gemini(
-    S(state): S<Arc<State>>,
+    S(state): S<Arc<Shared>>,
     Path(rest): Path<String>,
     request: Request,
 ) -> Response {
@@ -48,7 +48,7 @@ pub(crate) async fn get_gemini(
 
 /// `GET /v1/models/{model}`, in the shape of the client's dialect as [`list`] tells it.
 pub(crate) async fn get(
-    S(state): S<Arc<State>>,
+    S(state): S<Arc<Shared>>,
     Path(rest): Path<String>,
     request: Request,
 ) -> Response {
@@ -76,7 +76,7 @@ fn asking_dialect(request: &Request) -> Dialect {
 
 /// One model (`models/` prefix optional): any name that routes, listed or not, that the
 /// key may use; a method path (`…:generateContent`) asked with GET is a 405.
-async fn one(state: Arc<State>, rest: &str, request: Request, dialect: Dialect) -> Response {
+async fn one(state: Arc<Shared>, rest: &str, request: Request, dialect: Dialect) -> Response {
     if rest.contains(':') {
         return crate::endpoints::not_found::method_not_allowed(S(state), request).await;
     }
@@ -115,7 +115,7 @@ async fn one(state: Arc<State>, rest: &str, request: Request, dialect: Dialect) 
 
 /// The caller's key when the gateway has keys (`None` when it has none), or `Err` when
 /// the key is missing or unknown (answered by [`unauthenticated`]).
-fn caller(state: &State, request: &Request) -> Result<Option<Arc<crate::account::keys::Key>>, ()> {
+fn caller(state: &Shared, request: &Request) -> Result<Option<Arc<crate::account::keys::Key>>, ()> {
     if state.keys.is_empty() {
         return Ok(None);
     }
@@ -131,7 +131,7 @@ fn unauthenticated(dialect: Dialect) -> Response {
         .into_response_for(dialect)
 }
 
-fn answer(state: &State, request: &Request, dialect: Dialect) -> Response {
+fn answer(state: &Shared, request: &Request, dialect: Dialect) -> Response {
     let Ok(key) = caller(state, request) else {
         return unauthenticated(dialect);
     };
@@ -149,7 +149,7 @@ fn answer(state: &State, request: &Request, dialect: Dialect) -> Response {
 
 /// The `models:` names first (in the table's order), then the routes, then each HTTP
 /// backend's aliases and priced ids as references, once each.
-fn known(state: &State) -> Vec<Listed> {
+fn known(state: &Shared) -> Vec<Listed> {
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
     let mut add = |id: String, reference: String| {

@@ -2,7 +2,7 @@
 //! the dialect's error shape of the path, naming the routes that exist, so a client
 //! pointed at a wrong base URL (`/v1/v1/messages`, `/chat/completions`) reads why.
 
-use crate::state::State;
+use crate::shared::Shared;
 use crate::transport::path_dialect::dialect_of;
 use crate::transport::refusals::{self as refusals, Reason};
 use axum::extract::{Request, State as S};
@@ -32,8 +32,8 @@ const LISTED: &str = "POST /v1/chat/completions, POST /v1/responses, POST /v1/me
      GET /v1beta/models and /v1beta/models/{model}, GET or HEAD /, GET /healthz, GET /metrics";
 
 /// The router's fallback: no route has this path.
-pub(crate) async fn not_found(S(state): S<Arc<State>>, request: Request) -> Response {
-    state.metrics.refusals().count(Reason::NotFound);
+pub(crate) async fn not_found(S(state): S<Arc<Shared>>, request: Request) -> Response {
+    state.books.metrics.refusals().count(Reason::NotFound);
     let path = request.uri().path();
     let dialect = dialect_of(path, request.headers());
     refusals::error(
@@ -49,8 +49,8 @@ pub(crate) async fn not_found(S(state): S<Arc<State>>, request: Request) -> Resp
 }
 
 /// Every route's fallback for a method it does not take (axum adds `Allow`).
-pub(crate) async fn method_not_allowed(S(state): S<Arc<State>>, request: Request) -> Response {
-    state.metrics.refusals().count(Reason::Method);
+pub(crate) async fn method_not_allowed(S(state): S<Arc<Shared>>, request: Request) -> Response {
+    state.books.metrics.refusals().count(Reason::Method);
     let path = request.uri().path();
     let dialect = dialect_of(path, request.headers());
     let takes = methods_of(path).unwrap_or("another method");

@@ -7,17 +7,21 @@
 //! record that the reply's last byte must follow.
 
 pub(crate) mod access_log;
+mod books;
 pub mod metrics;
 pub(crate) mod otel;
 pub(crate) mod refused_calls;
+pub(crate) mod unfinished;
+
+pub(crate) use books::Books;
+pub(crate) use unfinished::{bill_unfinished, SeenSoFar};
 
 use crate::account::budget_stop;
 use crate::account::budgets::CallBound;
 use crate::account::keys::Key;
 use crate::account::limits::InFlight;
-use crate::call::upstream::Target;
+use crate::call::upstream::{EmbedTarget, Target};
 use crate::meter::metrics::CallSummary;
-use crate::state::State;
 use crate::store::{Draft, Finished};
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
@@ -26,18 +30,10 @@ use std::time::{Duration, Instant, SystemTime};
 use switchyard::{Dialect, Usage};
 use tokio::sync::oneshot;
 
-/// What a stream had shown when the client left, to bill what was generated.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct SeenSoFar {
-    /// The latest usage the stream reported (Anthropic's `message_start` has the prompt).
-    pub usage: Option<Usage>,
-    /// Bytes of output (text, thinking, tool-call arguments) relayed so far.
-    pub output_bytes: usize,
-}
-
 /// A call being metered.
 pub(crate) struct Meter {
-    state: Option<Arc<State>>,
+    /// What the call closes into (`None` once closed).
+    books: Option<Arc<Books>>,
     summary: CallSummary,
     key: Option<Arc<Key>>,
     target: Option<Arc<Target>>,
@@ -62,32 +58,17 @@ pub(crate) struct Meter {
     seen: SeenSoFar,
     record: bool,
     draft: Draft,
-    /// Set while a route tries a member that is not its last: an upstream failure of a
-    /// kind the route falls back on is kept here instead of being answered.
-    gate: Option<Box<Gate>>,
     /// The client's trace context (`traceparent`), continued by the call's span.
     parent: Option<switchyard::trace::Parent>,
 }
 
-/// A route member's failure, kept for the route to judge (see [`Meter::fall_back`]).
-pub(crate) struct Gate {
-    /// The route (its `on:`, its cooldowns).
-    pub router: Arc<switchyard::router::Router>,
-    /// The member being tried.
-    pub member: usize,
-    /// Whether a listed failure goes back to the route (not the last member).
-    pub hand_back: bool,
-    /// The failure kept, when one was.
-    pub failed: Option<switchyard::Error>,
-}
-
 impl Meter {
     /// Starts metering a call that just arrived.
-    pub(crate) fn new(state: Arc<State>, dialect: Dialect, arrived: Instant) -> Self {
-        state.metrics.started();
-        let draft = Draft::keeping_at_most(state.max_recorded_reply_bytes);
+    pub(crate) fn new(books: Arc<Books>, dialect: Dialect, arrived: Instant) -> Self {
+        books.metrics.started();
+        let draft = Draft::keeping_at_most(books.max_recorded_reply_bytes);
         Meter {
-            state: Some(state),
+            books: Some(books),
             summary: CallSummary {
                 key: "-".into(),
                 backend: String::new(),
@@ -126,7 +107,6 @@ impl Meter {
             seen: SeenSoFar::default(),
             record: true,
             draft,
-            gate: None,
             parent: None,
         }
     }
@@ -250,31 +230,6 @@ impl Meter {
         }
     }
 
-    /// Routes only: watches the next member's upstream call.
-    pub(crate) fn set_gate(&mut self, gate: Option<Box<Gate>>) {
-        self.gate = gate;
-    }
-
-    /// The gate, with the failure it kept.
-    pub(crate) fn take_gate(&mut self) -> Option<Box<Gate>> {
-        self.gate.take()
-    }
-
-    /// An upstream failure before anything reached the client: `Ok` gives it back to be
-    /// answered; `Err` when a route took it to try its next member (nothing is answered
-    /// or recorded for it then).
-    pub(crate) fn fall_back(&mut self, e: switchyard::Error) -> Result<switchyard::Error, ()> {
-        let Some(gate) = &mut self.gate else {
-            return Ok(e);
-        };
-        // A listed failure cools the member down, the last one's too (it is answered).
-        if gate.router.failed(gate.member, &e) && gate.hand_back {
-            gate.failed = Some(e);
-            return Err(());
-        }
-        Ok(e)
-    }
-
     /// The client key.
     pub(crate) fn set_key(&mut self, key: &Arc<Key>) {
         self.summary.key = key.name.clone();
@@ -293,9 +248,9 @@ impl Meter {
         self.price = target.price;
     }
 
-    /// The embeddings upstream chosen (`embeddings.rs`): no dialect target, so nothing
-    /// is cached for chat calls on its account.
-    pub(crate) fn set_embed_target(&mut self, target: &crate::call::embeddings::EmbedTarget) {
+    /// The embeddings upstream chosen: no dialect target, so nothing is cached for chat
+    /// calls on its account.
+    pub(crate) fn set_embed_target(&mut self, target: &EmbedTarget) {
         self.summary.backend = target.backend.clone();
         self.summary.model = target.model.clone();
         self.reference = target.reference.clone();
@@ -375,13 +330,13 @@ impl Meter {
 
     /// Whether the call is still open (not yet closed by [`Meter::finish`]).
     pub(crate) fn is_open(&self) -> bool {
-        self.state.is_some()
+        self.books.is_some()
     }
 
     /// Moves the meter out (into a stream), leaving an inert one behind.
     pub(crate) fn detach(&mut self) -> Meter {
         Meter {
-            state: self.state.take(),
+            books: self.books.take(),
             summary: self.summary.clone(),
             key: self.key.take(),
             target: self.target.take(),
@@ -402,7 +357,6 @@ impl Meter {
             seen: self.seen,
             record: self.record,
             draft: std::mem::take(&mut self.draft),
-            gate: None,
             parent: self.parent,
         }
     }
@@ -411,7 +365,7 @@ impl Meter {
     /// budget, the metrics, the access log and the store. With `may_wait`, gives the
     /// store's answer when the caller must wait for the record.
     fn close(&mut self, may_wait: bool) -> Option<oneshot::Receiver<bool>> {
-        let state = self.state.take()?;
+        let books = self.books.take()?;
         let now = Instant::now();
         let s = &mut self.summary;
         s.latency = now.duration_since(self.arrived);
@@ -424,7 +378,7 @@ impl Meter {
             _ => head.duration_since(self.arrived),
         };
         if !self.done && s.error.is_none() && s.status < 400 {
-            let cancelled = state.drain_expired.load(Ordering::Relaxed);
+            let cancelled = books.drain_expired.load(Ordering::Relaxed);
             // The client left before the end (its upstream request was dropped with it),
             // or the drain deadline passed.
             s.error = Some(
@@ -453,7 +407,7 @@ impl Meter {
         }
         if let (Some(key), Some(usage)) = (&self.key, &s.usage) {
             key.limiter.charge_tokens(usage.total());
-            if let Some(pg) = &state.pg {
+            if let Some(pg) = &books.pg {
                 pg.charge_tokens(key, usage.total());
             }
         }
@@ -469,22 +423,22 @@ impl Meter {
                     cost_usd: cost,
                     stopped: self.stopped,
                 });
-                state.metrics.over_reservation(self.stopped);
+                books.metrics.over_reservation(self.stopped);
             }
         }
         if s.usage.is_some_and(|u| u.suspect().is_some()) {
-            state.metrics.usage_suspect();
+            books.metrics.usage_suspect();
         }
         self.in_flight.take();
         if let Some(target) = self.target.take() {
             let succeeded = s.error.is_none() && s.status < 400;
             if succeeded {
                 // Its model exists upstream: the target is worth keeping.
-                state.upstreams.confirm(&target, s.client_dialect);
+                books.upstreams.confirm(&target, s.client_dialect);
             }
-            s.model_known = succeeded || state.upstreams.is_known(&target.reference);
+            s.model_known = succeeded || books.upstreams.is_known(&target.reference);
         }
-        state.metrics.finished(s);
+        books.metrics.finished(s);
         crate::meter::access_log::call(s);
         // count_tokens (not recorded) is no model call: no span either.
         if self.record && switchyard::trace::enabled() {
@@ -501,10 +455,10 @@ impl Meter {
             // Refused before any upstream call (no key, a model that does not exist…):
             // counted and traced, not recorded in full, so a flood of them cannot fill
             // the disk.
-            state.refusals.note(s);
+            books.refusals.note(s);
             return None;
         }
-        let store = state.store.as_ref().filter(|_| self.record)?;
+        let store = books.store.as_ref().filter(|_| self.record)?;
         let finished = Finished {
             summary: self.summary.clone(),
             reference: std::mem::take(&mut self.reference),
@@ -526,51 +480,4 @@ impl Drop for Meter {
     fn drop(&mut self) {
         self.close(false);
     }
-}
-
-/// The usage of a call that ended before its reply did, billing what was generated: the
-/// prompt as the provider reported it, else estimated from the bytes sent (÷ 4, the
-/// estimate the context check uses); the output as reported, or the bytes of output
-/// relayed ÷ 4 when that is more (a stream reports its output count only at its end). Gives the
-/// usage and a sentence saying how it was made (relayed `until`: before the client left…),
-/// for the record.
-pub(crate) fn bill_unfinished(
-    reported: Option<Usage>,
-    sent_bytes: usize,
-    output_bytes: usize,
-    until: &str,
-) -> (Usage, String) {
-    let usage = unfinished_usage(reported, sent_bytes, output_bytes);
-    let reported = reported.unwrap_or_default();
-    let mut how = Vec::new();
-    if reported.input == 0 {
-        how.push(format!(
-            "prompt estimated from the {sent_bytes} bytes sent (÷ 4)"
-        ));
-    } else {
-        how.push("prompt as the provider reported it".to_string());
-    }
-    if usage.output > reported.output {
-        how.push(format!(
-            "output estimated from the {output_bytes} bytes of output relayed {until} (÷ 4)"
-        ));
-    } else {
-        how.push("output as the provider reported it".to_string());
-    }
-    (usage, how.join("; "))
-}
-
-/// The usage of [`bill_unfinished`] without its sentence (checked on every chunk of a
-/// budgeted stream, `budget_stop.rs`).
-pub(crate) fn unfinished_usage(
-    reported: Option<Usage>,
-    sent_bytes: usize,
-    output_bytes: usize,
-) -> Usage {
-    let mut usage = reported.unwrap_or_default();
-    if usage.input == 0 {
-        usage.input = (sent_bytes as u64).div_ceil(4);
-    }
-    usage.output = usage.output.max((output_bytes as u64).div_ceil(4));
-    usage
 }

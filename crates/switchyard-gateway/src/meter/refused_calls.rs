@@ -27,7 +27,7 @@ pub(crate) const TRACE_FILE_BYTES: u64 = 4 * 1024 * 1024;
 pub(crate) const TRACE_FILE: &str = "refused.jsonl";
 
 /// The refusal counts and trace.
-pub struct Refusals {
+pub(crate) struct Refusals {
     file: Option<PathBuf>,
     state: Mutex<State>,
 }
@@ -42,7 +42,7 @@ struct State {
 
 impl Refusals {
     /// A trace written into `dir` when there is a store.
-    pub fn new(dir: Option<&Path>) -> Self {
+    pub(crate) fn new(dir: Option<&Path>) -> Self {
         Refusals {
             file: dir.map(|d| d.join(TRACE_FILE)),
             state: Mutex::new(State {
@@ -55,7 +55,7 @@ impl Refusals {
     }
 
     /// Counts a refused call, and traces it unless this second's share is spent.
-    pub fn note(&self, call: &CallSummary) {
+    pub(crate) fn note(&self, call: &CallSummary) {
         let reason = call.error.clone().unwrap_or_else(|| "refused".into());
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         // The reasons are the gateway's own categories: a handful, never the client's text.
@@ -101,7 +101,7 @@ impl Refusals {
     }
 
     /// The counts, as Prometheus text.
-    pub fn render(&self, out: &mut String) {
+    pub(crate) fn render(&self, out: &mut String) {
         let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let name = "switchyard_gateway_refused_total";
         let _ = writeln!(

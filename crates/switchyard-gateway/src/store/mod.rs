@@ -135,7 +135,7 @@ impl Default for StoreOptions {
 
 /// Where a replica's written batches are announced, and its acks held until shipped.
 #[derive(Clone)]
-pub struct Shipping {
+pub(crate) struct Shipping {
     /// Notified after each batch is written.
     pub written: Arc<tokio::sync::Notify>,
     /// Holds the acks of waiting calls until the shipper commits their records.
@@ -144,7 +144,7 @@ pub struct Shipping {
 
 /// What a call kept for its record while it ran.
 #[derive(Debug, Default)]
-pub struct Draft {
+pub(crate) struct Draft {
     /// The request body as sent upstream (the last attempt's).
     pub sent_body: Option<Bytes>,
     /// The reply's bytes as received, chunk by chunk (the error body for an upstream
@@ -182,7 +182,7 @@ pub struct Draft {
 
 /// What a draft kept of a reply's bytes, against its bound.
 #[derive(Debug, Clone, Copy)]
-pub struct Kept {
+pub(crate) struct Kept {
     /// The most bytes kept (`limits.max_recorded_reply_bytes`).
     pub limit: usize,
     /// Bytes in `raw`.
@@ -215,7 +215,7 @@ impl Kept {
 
 impl Draft {
     /// A draft whose record keeps at most `limit` bytes of the reply.
-    pub fn keeping_at_most(limit: usize) -> Draft {
+    pub(crate) fn keeping_at_most(limit: usize) -> Draft {
         Draft {
             kept: Kept {
                 limit,
@@ -227,7 +227,7 @@ impl Draft {
 
     /// Keeps a chunk of the reply as received, as far as the bound allows (the rest is
     /// counted, not kept).
-    pub fn keep(&mut self, bytes: &Bytes) {
+    pub(crate) fn keep(&mut self, bytes: &Bytes) {
         if let Some(n) = &mut self.kept.received {
             *n += bytes.len() as u64;
         }
@@ -244,7 +244,7 @@ impl Draft {
     }
 
     /// The reply's bytes, all of them in one piece (replacing what was kept).
-    pub fn keep_all(&mut self, bytes: Bytes) {
+    pub(crate) fn keep_all(&mut self, bytes: Bytes) {
         self.raw.clear();
         self.kept = Kept {
             limit: self.kept.limit,
@@ -255,7 +255,7 @@ impl Draft {
 
     /// The first bytes of an answer that passed a size bound (`Error::ReplyTooLarge`):
     /// more came than they are.
-    pub fn keep_head(&mut self, head: &Bytes) {
+    pub(crate) fn keep_head(&mut self, head: &Bytes) {
         self.keep_all(head.clone());
         self.kept.received = None;
     }
@@ -273,7 +273,7 @@ pub(crate) fn compact(bytes: &Bytes) -> Bytes {
 }
 
 /// A call that ended, on its way to the store.
-pub struct Finished {
+pub(crate) struct Finished {
     /// What the meter saw.
     pub summary: CallSummary,
     /// `<backend>/<model>`, or the model name the client sent when no backend was chosen.
@@ -310,7 +310,7 @@ pub struct StoreHealth {
 }
 
 /// The store a gateway records into.
-pub struct Store {
+pub(crate) struct Store {
     dir: PathBuf,
     options: StoreOptions,
     recorder: Arc<Recorder>,
@@ -357,27 +357,25 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    /// Opens (creating) the store in `dir`, appending to the calls already there: a
-    /// gateway restarts on the same data directory.
-    pub fn open(dir: &Path, options: StoreOptions) -> Result<Store, String> {
-        Store::open_with_cache(dir, options, crate::store::cache::CacheConfig::default())
+    /// Opens (creating) the store in `dir`, appending to the calls already there, with
+    /// no cache and no shared store (the tests' store).
+    #[cfg(test)]
+    pub(crate) fn open(dir: &Path, options: StoreOptions) -> Result<Store, String> {
+        Store::open_shipping(
+            dir,
+            options,
+            crate::store::cache::CacheConfig::default(),
+            None,
+        )
     }
 
-    /// [`Store::open`], with the response cache `cache` over its records (empty until
-    /// [`Store::load_cache`]; the recorder adds each call entered in it as it writes it).
-    pub fn open_with_cache(
-        dir: &Path,
-        options: StoreOptions,
-        cache: crate::store::cache::CacheConfig,
-    ) -> Result<Store, String> {
-        Store::open_shipping(dir, options, cache, None)
-    }
-
-    /// [`Store::open_with_cache`] for a replica that ships its records to a shared
-    /// store: each written batch is announced on `shipping`'s notify, and in the
+    /// Opens (creating) the store in `dir`, appending to the calls already there (a
+    /// gateway restarts on the same data directory), with the response cache `cache` over
+    /// its records (empty until [`Store::load_cache`]); for a replica that ships its
+    /// records to a shared store (`shipping`): each written batch is announced on `shipping`'s notify, and in the
     /// `answered` and `synced` modes its calls' acks wait at the gate for the shipper's
     /// commit.
-    pub fn open_shipping(
+    pub(crate) fn open_shipping(
         dir: &Path,
         options: StoreOptions,
         cache: crate::store::cache::CacheConfig,
@@ -439,42 +437,42 @@ impl Store {
 
     /// The response cache over the store's records (filled from the calls index by
     /// [`Store::load_cache`], then by the recorder as calls entered in it are written).
-    pub fn cache(&self) -> &switchyard::cache::Cache {
+    pub(crate) fn cache(&self) -> &switchyard::cache::Cache {
         &self.cache
     }
 
     /// Reads the cache entries of the calls already in the store (a gateway restarted
     /// on its data directory answers from them, unless the cache's scope is `run`).
-    pub fn load_cache(&self) {
+    pub(crate) fn load_cache(&self) {
         self.cache.load(true);
     }
 
     /// The data directory.
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
     /// How the store records.
-    pub fn options(&self) -> StoreOptions {
+    pub(crate) fn options(&self) -> StoreOptions {
         self.options
     }
 
     /// Finished calls handed to the store and not yet written: the backlog, which grows
     /// when calls end faster than the writer writes them.
-    pub fn backlog(&self) -> usize {
+    pub(crate) fn backlog(&self) -> usize {
         self.pending.load(Ordering::Acquire)
     }
 
     /// Whether a call ending now must hold its last byte until its record is written:
     /// always in the `answered` and `synced` modes, and in the fast mode once the backlog
     /// is at its bound.
-    pub fn must_wait(&self) -> bool {
+    pub(crate) fn must_wait(&self) -> bool {
         self.options.durability != StoreDurability::Fast
             || self.backlog() >= self.options.max_backlog
     }
 
     /// Whether records are being written, and how many were lost.
-    pub fn health(&self) -> StoreHealth {
+    pub(crate) fn health(&self) -> StoreHealth {
         let lost = self.outcome.lost.load(Ordering::Relaxed);
         StoreHealth {
             lost,
@@ -486,14 +484,14 @@ impl Store {
 
     /// Hands a finished call to the store (never blocks on the store's work). Wakes the
     /// store's thread only for the first call of a batch or a full intake.
-    pub fn submit(&self, call: Finished) {
+    pub(crate) fn submit(&self, call: Finished) {
         self.enqueue(Queued { call, ack: None });
     }
 
     /// Hands a finished call to the store and gives the answer to wait for before its
     /// reply's last byte goes out: `true` once the record is written, `false` when it
     /// could not be (the call is counted lost and the client still gets its reply).
-    pub fn submit_and_wait(&self, call: Finished) -> oneshot::Receiver<bool> {
+    pub(crate) fn submit_and_wait(&self, call: Finished) -> oneshot::Receiver<bool> {
         let (tx, rx) = oneshot::channel();
         self.enqueue(Queued {
             call,
@@ -531,7 +529,7 @@ impl Store {
 
     /// Records every call handed over so far, then closes the recorder; reports the
     /// first recording failure, if any.
-    pub fn close(&self) -> Result<(), String> {
+    pub(crate) fn close(&self) -> Result<(), String> {
         self.intake.lock().closed = true;
         self.intake.wake.notify_one();
         if let Some(t) = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take() {

@@ -6,7 +6,7 @@
 //! takes this idle connection's place for a new one.
 
 use crate::errors::ApiError;
-use crate::state::State;
+use crate::shared::Shared;
 use crate::transport::call_slots::{CallSlot, CallSlots};
 use crate::transport::deadlines::{Activity, Due, InFlight, Tracked, Watched};
 use crate::transport::guard::{allow_origin, Guard, Verdict};
@@ -31,11 +31,11 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 /// What every connection of one listener shares.
-pub(crate) struct Shared {
+pub(crate) struct Common {
     /// The routes.
     pub router: Router,
-    /// The gateway's state (for the refusal counters).
-    pub state: Arc<State>,
+    /// What the handlers share (for the refusal counters).
+    pub state: Arc<Shared>,
     /// Host, Origin, content type and CORS.
     pub guard: Guard,
     /// `listen.header_timeout_secs`.
@@ -64,7 +64,7 @@ pub(crate) enum Mode {
 /// Serves `tcp` until it closes, misses a deadline, or the gateway stops (`stop`: finish
 /// the request in flight, then close).
 pub(crate) async fn serve(
-    shared: Arc<Shared>,
+    shared: Arc<Common>,
     tcp: TcpStream,
     activity: Arc<Activity>,
     mode: Mode,
@@ -112,7 +112,7 @@ pub(crate) async fn serve(
                             Due::Linger => None,
                         };
                         if let Some(reason) = reason {
-                            shared.state.metrics.refusals().count(reason);
+                            shared.state.books.metrics.refusals().count(reason);
                         }
                         return;
                     }
@@ -130,7 +130,7 @@ pub(crate) async fn serve(
 
 /// The connection's hyper service: tracks each request, guards it, routes it.
 struct Service {
-    shared: Arc<Shared>,
+    shared: Arc<Common>,
     activity: Arc<Activity>,
     mode: Mode,
 }
@@ -147,7 +147,7 @@ impl hyper::service::Service<Request<Incoming>> for Service {
             refused_head = judge_h2(request.uri(), request.headers(), self.shared.head);
         }
         let in_flight = Some(in_flight);
-        let refusals = self.shared.state.metrics.refusals();
+        let refusals = self.shared.state.books.metrics.refusals();
         let mut slot = None;
         let (state, cors) = if let Some(refusal) = refused_head {
             // The stand-in of a head the head guard refused (whatever it says), or an

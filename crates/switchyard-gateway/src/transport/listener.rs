@@ -17,9 +17,9 @@
 //! `listen.max_streams_per_connection` as its `SETTINGS_MAX_CONCURRENT_STREAMS`.
 
 use crate::config::GatewayConfig;
-use crate::state::State;
+use crate::shared::Shared;
 use crate::transport::call_slots::CallSlots;
-use crate::transport::connection::{self, Mode, Shared};
+use crate::transport::connection::{self, Common, Mode};
 use crate::transport::deadlines::Activity;
 use crate::transport::guard::Guard;
 use crate::transport::head_guard::HeadLimits;
@@ -103,7 +103,7 @@ impl Options {
 pub(crate) async fn serve(
     listener: TcpListener,
     router: Router,
-    state: Arc<State>,
+    state: Arc<Shared>,
     options: &Options,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
@@ -127,7 +127,7 @@ pub(crate) async fn serve(
         .max_header_list_size(
             u32::try_from(options.head.max_header_bytes + BACKSTOP_MARGIN).unwrap_or(u32::MAX),
         );
-    let shared = Arc::new(Shared {
+    let shared = Arc::new(Common {
         router,
         state: state.clone(),
         guard: Guard::new(
@@ -179,7 +179,7 @@ pub(crate) async fn serve(
         let place = served.clone().try_acquire_owned().ok().or_else(|| {
             let place = open.evict_idlest();
             if place.is_some() {
-                state.metrics.refusals().count(Reason::IdleEvicted);
+                state.books.metrics.refusals().count(Reason::IdleEvicted);
             }
             place
         });
@@ -192,7 +192,7 @@ pub(crate) async fn serve(
             None => match overflow.clone().try_acquire_owned() {
                 Ok(p) => ((None, Some(p)), Mode::Refuse),
                 Err(_) => {
-                    state.metrics.refusals().count(Reason::ConnectionCap);
+                    state.books.metrics.refusals().count(Reason::ConnectionCap);
                     continue;
                 }
             },
@@ -231,7 +231,7 @@ pub(crate) async fn serve(
             options.drain_timeout
         );
         // Set before the abort, so every meter dropped by it reads it.
-        state.drain_expired.store(true, Ordering::SeqCst);
+        state.books.drain_expired.store(true, Ordering::SeqCst);
         tasks.abort();
         tasks.all_done().await;
     }

@@ -15,9 +15,9 @@ mod edits;
 mod relay;
 mod watch;
 
+use crate::call::failure::{kept_header, Failure, UpstreamFailure};
 use crate::call::respond;
 use crate::call::upstream::Target;
-use crate::errors::ApiError;
 use crate::meter::Meter;
 use crate::raw::RawBody;
 use axum::body::Body;
@@ -29,20 +29,9 @@ use std::time::Instant;
 use switchyard::backend::http::{
     answers_whole, decode_error, stream_error, RawRequest, RawResponse,
 };
-use switchyard::record::ErrorRecord;
-use switchyard::{Dialect, Error};
+use switchyard::Dialect;
 use switchyard_wire::codec;
 use watch::Watch;
-
-/// Response headers worth passing back: the content type, retry hints, request ids and
-/// rate-limit counters. Nothing else (no upstream cookies, no server banners).
-fn kept_header(name: &str) -> bool {
-    matches!(
-        name,
-        "content-type" | "retry-after" | "retry-after-ms" | "x-request-id" | "request-id"
-    ) || name.starts_with("x-ratelimit-")
-        || name.starts_with("anthropic-ratelimit-")
-}
 
 /// What one successful attempt gave.
 enum Answer {
@@ -78,7 +67,7 @@ pub(crate) async fn forward(
     dialect: Dialect,
     headers: &HeaderMap,
     meter: &mut Meter,
-) -> Result<Response, ApiError> {
+) -> Result<Response, Failure> {
     let edited = edits::edit(target, raw, bytes, stream, dialect);
     let request = RawRequest {
         body: edited.body.clone(),
@@ -145,10 +134,10 @@ pub(crate) async fn forward(
             *response.headers_mut() = headers;
             Ok(response)
         }
-        Err(e) => match meter.fall_back(e) {
-            Ok(e) => refused_upstream(e, refusal.load(Ordering::Relaxed), meter),
-            Err(()) => Err(ApiError::fell_back()),
-        },
+        Err(e) => Err(Failure::Upstream(UpstreamFailure::in_dialect(
+            e,
+            refusal.load(Ordering::Relaxed),
+        ))),
     }
 }
 
@@ -314,47 +303,6 @@ fn as_stream(dialect: Dialect, reply: &switchyard::Reply) -> Bytes {
     }
     encoder.finish(&mut out);
     Bytes::from(out)
-}
-
-/// A call that failed upstream after its retries. A provider's refusal with an HTTP error
-/// status (`refusal`) goes back as the provider wrote it — the client speaks its dialect —
-/// except a refusal of the gateway's own credentials (401, 403), which is the operator's
-/// problem and not the client's key: that, and anything else (a timeout, a broken
-/// connection, a malformed reply, an error inside a 200), is answered in the gateway's
-/// words, as a translated call's would be.
-fn refused_upstream(e: Error, refusal: u16, meter: &mut Meter) -> Result<Response, ApiError> {
-    meter.draft().error = Some(ErrorRecord::new(&e));
-    let relayed = refusal >= 400 && !matches!(e, Error::Auth(_));
-    match e.provider_details().filter(|_| relayed) {
-        Some(d) => {
-            meter.draft().keep(&d.body);
-            meter.outcome(d.status, Some(e.kind().as_str().to_string()));
-            let mut headers = HeaderMap::new();
-            headers.insert("content-type", HeaderValue::from_static("application/json"));
-            for (k, v) in &d.headers {
-                if let (Ok(k), Ok(v)) = (HeaderName::try_from(k.as_str()), HeaderValue::from_str(v))
-                {
-                    if kept_header(k.as_str()) {
-                        headers.insert(k, v);
-                    }
-                }
-            }
-            meter.complete();
-            meter.head();
-            let status = StatusCode::from_u16(d.status).unwrap_or(StatusCode::BAD_GATEWAY);
-            Ok(respond::whole(status, headers, d.body.clone(), meter))
-        }
-        None => {
-            if let Some(d) = e.provider_details() {
-                meter.draft().keep(&d.body);
-            }
-            if let Error::ReplyTooLarge { head, .. } = &e {
-                meter.draft().keep_head(head);
-            }
-            meter.outcome(0, Some(e.kind().as_str().to_string()));
-            Err(ApiError::from_upstream(&e))
-        }
-    }
 }
 
 fn kept(headers: &HeaderMap) -> HeaderMap {

@@ -5,6 +5,7 @@
 pub mod envelope;
 pub mod ids;
 
+use crate::call::failure::{Failure, UpstreamFailure};
 use crate::call::upstream::Target;
 use crate::errors::ApiError;
 use crate::meter::Meter;
@@ -30,7 +31,7 @@ pub(crate) async fn forward(
     dialect: Dialect,
     key: &StateKey,
     meter: &mut Meter,
-) -> Result<Response, ApiError> {
+) -> Result<Response, Failure> {
     let decoded = codec(dialect).decode_request(bytes).map_err(|e| {
         ApiError::new(
             crate::errors::Category::BadRequest,
@@ -54,7 +55,9 @@ pub(crate) async fn forward(
         let outcome = target.llm.complete_detailed(request).await;
         meter.set_sent_body(outcome.sent_body.clone());
         meter.attempts(&outcome.attempts);
-        let mut reply = outcome.result.map_err(|e| failed(meter, e))?;
+        let mut reply = outcome
+            .result
+            .map_err(|e| Failure::Upstream(UpstreamFailure::new(e)))?;
         meter.answered();
         // The bytes as received (a reference count); the record decodes them itself.
         meter.draft().keep(&reply.raw);
@@ -81,7 +84,7 @@ pub(crate) async fn forward(
     // The record keeps at most its bound of the stream's bytes: no more is held.
     let upstream = outcome
         .result
-        .map_err(|e| failed(meter, e))?
+        .map_err(|e| Failure::Upstream(UpstreamFailure::new(e)))?
         .keeping_raw_at_most(meter.draft().kept.limit);
     meter.answered();
     meter.head();
@@ -109,26 +112,6 @@ pub(crate) async fn forward(
     );
     h.insert("cache-control", HeaderValue::from_static("no-cache"));
     Ok(response)
-}
-
-/// Notes an upstream failure on the meter (and its record) and answers it, unless a
-/// route takes it to try its next member.
-fn failed(meter: &mut Meter, e: switchyard::Error) -> ApiError {
-    let e = match meter.fall_back(e) {
-        Ok(e) => e,
-        Err(()) => return ApiError::fell_back(),
-    };
-    let e = &e;
-    meter.outcome(0, Some(e.kind().as_str().to_string()));
-    let draft = meter.draft();
-    if let Some(d) = e.provider_details() {
-        draft.keep(&d.body);
-    }
-    if let switchyard::Error::ReplyTooLarge { head, .. } = e {
-        draft.keep_head(head);
-    }
-    draft.error = Some(ErrorRecord::new(e));
-    ApiError::from_upstream(e)
 }
 
 struct Relay {

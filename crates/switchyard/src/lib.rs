@@ -103,6 +103,9 @@ mod context_check;
 pub mod embed;
 pub mod env;
 pub mod error;
+// For the workspace's other crates only (the gateway, the command line, the console), not
+// an interface for programs: left out of the API docs so nobody mistakes it for one.
+#[doc(hidden)]
 pub mod internal;
 mod llm;
 pub mod model_id;

@@ -590,7 +590,7 @@ impl Llm {
     }
 
     /// [`Llm::cost`] of a call known by its usage and the provider's raw reply (the
-    /// gateway's record, which holds no [`Reply`](crate::Reply)).
+    /// gateway's record, which holds no [`Reply`]).
     pub fn cost_of(&self, usage: Option<&switchyard_wire::Usage>, raw: &[u8]) -> Option<f64> {
         crate::internal::cost::priced_or_reported(
             self.price(),

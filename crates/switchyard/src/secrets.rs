@@ -101,7 +101,7 @@ pub(crate) const REDACTED: &str = "<redacted>";
 
 /// `text` with every word that looks like a key replaced by [`REDACTED`]: what a message
 /// quoting a config value shows, so that a key written in a config is never printed back.
-/// The keys the process holds are redacted too ([`crate::internal::redact`]), whatever
+/// The keys the process holds are redacted too (`crate::internal::redact`), whatever
 /// they look like.
 pub(crate) fn redact_words(text: &str) -> String {
     let text = crate::internal::redact::redact(text);

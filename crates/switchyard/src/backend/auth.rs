@@ -14,7 +14,7 @@ use std::sync::Arc;
 use tokio::sync::OnceCell;
 
 /// A key read from the environment. Printing it prints `***`, and making one registers
-/// it for redaction ([`crate::internal::redact`]): no text the process writes shows it.
+/// it with the process's redaction of keys: no text the process writes shows it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
 

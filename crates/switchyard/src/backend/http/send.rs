@@ -193,9 +193,9 @@ impl TimedBody {
 impl HttpBackend {
     /// Sends `request`'s bytes as they are to the backend's URL for its dialect, with its
     /// credential and timeouts: the first-byte timeout (to the answer's head), then the
-    /// idle and total timeouts as the body is read. A non-2xx answer is the typed error
-    /// its status and body say ([`classify`]), its body read in full; a connection that
-    /// fails is `Error::Transport`, a wait that runs out `Error::Timeout`. Nothing is
+    /// idle and total timeouts as the body is read. A non-2xx answer is the typed [`Error`]
+    /// its status and body say, its body read in full; a connection that fails is
+    /// `Error::Transport`, a wait that runs out `Error::Timeout`. Nothing is
     /// retried here: retries are the caller's ([`crate::Llm::retrying`]).
     pub async fn send_raw(&self, request: &RawRequest) -> Result<RawResponse> {
         let url = self.config().endpoint.url(request.stream).clone();

@@ -1,5 +1,5 @@
 //! A model call's request body, read whole under three bounds: its size
-//! (`max_body_bytes`: 413), the time it may take (`listen.body_timeout_secs`: 408, so a
+//! (`max_body_bytes`: 413), the time it may take (`listen.body_timeout_seconds`: 408, so a
 //! stalled or trickled body cannot hold a connection), and how deep its JSON nests
 //! (`listen.max_json_depth`: 400), all judged before anything is forwarded.
 
@@ -62,7 +62,7 @@ pub(crate) async fn read(
                 Category::BadRequest,
                 format!(
                     "the request body did not all arrive within the gateway's body deadline of {}; \
-                     send the body as soon as its headers (listen.body_timeout_secs sets the deadline)",
+                     send the body as soon as its headers (listen.body_timeout_seconds sets the deadline)",
                     seconds(deadline)
                 ),
             );

@@ -27,7 +27,7 @@ pub struct State {
     pub pg: Option<std::sync::Arc<crate::pg::SharedStore>>,
     /// The counts and sampled trace of calls refused before any upstream call.
     pub refusals: crate::refusals::Refusals,
-    /// How long a request body may take to arrive (`listen.body_timeout_secs`).
+    /// How long a request body may take to arrive (`listen.body_timeout_seconds`).
     pub body_timeout: Duration,
     /// How deep a request body may nest arrays and objects (`listen.max_json_depth`).
     pub max_json_depth: usize,

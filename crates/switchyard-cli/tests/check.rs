@@ -385,3 +385,60 @@ fn a_role_naming_a_route_shows_each_member_and_the_members_problems() {
         r.out
     );
 }
+
+/// The one config kept on the listener's old `_secs` names: they still read, and `check`
+/// names each as deprecated without failing. An old name beside its new one stays an
+/// error of the gateway's config (config.rs's tests).
+#[test]
+fn the_listeners_old_secs_names_are_named_deprecated_without_failing() {
+    let home = tempfile::tempdir().unwrap();
+    let config = "\
+llm:
+  planner: mock/echo
+listen:
+  address: 127.0.0.1:8080
+  drain_timeout_secs: 10
+  header_timeout_secs: 5
+  body_timeout_seconds: 30
+";
+    let r = check(home.path(), config, &[]);
+    assert_eq!(r.code, Some(0), "{}{}", r.out, r.err);
+    assert!(
+        r.out.contains("no problems: every role can work"),
+        "{}",
+        r.out
+    );
+    let notes: Vec<&str> = r
+        .out
+        .lines()
+        .filter(|l| l.starts_with("deprecated: "))
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            "deprecated: listen.drain_timeout_secs: use listen.drain_timeout_seconds",
+            "deprecated: listen.header_timeout_secs: use listen.header_timeout_seconds",
+        ],
+        "{}",
+        r.out
+    );
+    // The JSON holds the same notes.
+    let r = check(home.path(), config, &["--json"]);
+    assert_eq!(r.code, Some(0), "{}{}", r.out, r.err);
+    let v = json(&r);
+    assert_eq!(v["ok"], true);
+    assert_eq!(
+        v["deprecated"],
+        serde_json::json!([
+            "listen.drain_timeout_secs: use listen.drain_timeout_seconds",
+            "listen.header_timeout_secs: use listen.header_timeout_seconds",
+        ])
+    );
+    // Today's names alone: no note, and no `deprecated` field in the JSON.
+    let current = config.replace("_secs:", "_seconds:");
+    let r = check(home.path(), &current, &[]);
+    assert_eq!(r.code, Some(0), "{}{}", r.out, r.err);
+    assert!(!r.out.contains("deprecated"), "{}", r.out);
+    let v = json(&check(home.path(), &current, &["--json"]));
+    assert!(v.get("deprecated").is_none(), "{v}");
+}

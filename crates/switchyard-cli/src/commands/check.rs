@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use switchyard::run::{self, CheckReport, RoleCheck};
+use switchyard_gateway::GatewayConfig;
 
 use super::{table, to_json, CliEnv};
 use crate::cli::RunCheckArgs;
@@ -18,17 +19,34 @@ pub(super) fn run(config: Option<&Path>, args: &RunCheckArgs) -> Result<(), Stri
         );
     };
     let report = run::check(path, args.overrides.iter().cloned(), &CliEnv);
+    let deprecated = gateway_deprecations(path, &args.overrides);
     if args.json {
-        let value =
+        let mut value =
             serde_json::to_value(&report).map_err(|e| format!("error: cannot write JSON: {e}"))?;
+        if let (Some(fields), false) = (value.as_object_mut(), deprecated.is_empty()) {
+            fields.insert("deprecated".into(), deprecated.into());
+        }
         println!("{}", to_json(&value)?);
     } else {
         print!("{}", text(&report));
+        for note in &deprecated {
+            println!("deprecated: {note}");
+        }
     }
     if report.ok {
         Ok(())
     } else {
         Err(failure(&report))
+    }
+}
+
+/// The old names the run config's gateway sections use, which still read
+/// (`listen.body_timeout_secs: use listen.body_timeout_seconds`): shown, never a failure.
+/// None when the config cannot be loaded (the report says why).
+fn gateway_deprecations(path: &Path, overrides: &[String]) -> Vec<String> {
+    match super::load(Some(path.to_path_buf()), overrides.to_vec()) {
+        Ok(config) => GatewayConfig::read(&config.sections).deprecated,
+        Err(_) => Vec::new(),
     }
 }
 

@@ -1,5 +1,5 @@
 //! A model call's request body, read whole under three bounds: its size
-//! (`max_body_bytes`: 413), the time it may take (`listen.body_timeout_secs`: 408, so a
+//! (`max_body_bytes`: 413), the time it may take (`listen.body_timeout_seconds`: 408, so a
 //! stalled or trickled body cannot hold a connection), and how deep its JSON nests
 //! (`listen.max_json_depth`: 400), all judged before anything is forwarded.
 
@@ -26,7 +26,7 @@ const DRAIN_TIME: Duration = Duration::from_secs(2);
 pub(crate) struct BodyLimits {
     /// The largest body accepted (`listen.max_body_bytes`).
     pub max_bytes: usize,
-    /// How long a body may take to arrive (`listen.body_timeout_secs`).
+    /// How long a body may take to arrive (`listen.body_timeout_seconds`).
     pub timeout: Duration,
     /// How deep a body may nest arrays and objects (`listen.max_json_depth`).
     pub max_json_depth: usize,
@@ -74,7 +74,7 @@ pub(crate) async fn read(
                 Category::BadRequest,
                 format!(
                     "the request body did not all arrive within the gateway's body deadline of {}; \
-                     send the body as soon as its headers (listen.body_timeout_secs sets the deadline)",
+                     send the body as soon as its headers (listen.body_timeout_seconds sets the deadline)",
                     seconds(deadline)
                 ),
             );

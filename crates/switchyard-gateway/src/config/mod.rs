@@ -3,8 +3,8 @@
 //! collected and named.
 //!
 //! ```yaml
-//! listen: 127.0.0.1:8080            # or {address: …, max_body_bytes: …, drain_timeout_secs: …,
-//!                                   #     header_timeout_secs, body_timeout_secs, idle_timeout_secs,
+//! listen: 127.0.0.1:8080            # or {address: …, max_body_bytes: …, drain_timeout_seconds: …,
+//!                                   #     header_timeout_seconds, body_timeout_seconds, idle_timeout_seconds,
 //!                                   #     max_connections, max_calls_in_flight, max_streams_per_connection,
 //!                                   #     max_header_bytes, max_uri_bytes, max_headers, max_json_depth,
 //!                                   #     allowed_hosts, cors_origins, lanes}
@@ -23,6 +23,7 @@
 //! ```
 
 mod key_spec;
+mod renamed;
 mod sections;
 
 pub use key_spec::parse_sha256;
@@ -98,10 +99,10 @@ pub const MAX_HEADER_BYTES_CEILING: usize = 1024 * 1024;
 /// The largest `listen.max_headers`.
 pub const MAX_HEADERS_CEILING: usize = 1000;
 
-const LISTEN_FIELDS: &str = "address, max_body_bytes, drain_timeout_secs, header_timeout_secs, \
-     body_timeout_secs, idle_timeout_secs, max_connections, max_calls_in_flight, \
-     max_streams_per_connection, max_header_bytes, max_uri_bytes, max_headers, max_json_depth, \
-     allowed_hosts, cors_origins, lanes";
+const LISTEN_FIELDS: &str = "address, max_body_bytes, drain_timeout_seconds, \
+     header_timeout_seconds, body_timeout_seconds, idle_timeout_seconds, max_connections, \
+     max_calls_in_flight, max_streams_per_connection, max_header_bytes, max_uri_bytes, \
+     max_headers, max_json_depth, allowed_hosts, cors_origins, lanes";
 
 /// The most lanes `listen.lanes` (and `serve --lanes`) may ask for.
 pub const MAX_LANES: usize = 1024;
@@ -122,13 +123,14 @@ pub struct GatewayConfig {
     pub store_without_path: bool,
     /// The largest request body accepted.
     pub max_body_bytes: usize,
-    /// How long shutdown waits for calls in flight.
+    /// How long shutdown waits for calls in flight (`listen.drain_timeout_seconds`).
     pub drain_timeout: Duration,
-    /// How long a request's head may take (`listen.header_timeout_secs`).
+    /// How long a request's head may take (`listen.header_timeout_seconds`).
     pub header_timeout: Duration,
-    /// How long a request's body may take (`listen.body_timeout_secs`).
+    /// How long a request's body may take (`listen.body_timeout_seconds`).
     pub body_timeout: Duration,
-    /// How long a keep-alive connection may idle between requests (`listen.idle_timeout_secs`).
+    /// How long a keep-alive connection may idle between requests
+    /// (`listen.idle_timeout_seconds`).
     pub idle_timeout: Duration,
     /// Connections served at once (`listen.max_connections`).
     pub max_connections: usize,
@@ -310,14 +312,40 @@ impl BudgetPeriod {
     }
 }
 
+/// What reading the gateway's sections found: the config or every problem, and the
+/// settings written under an old name, which still read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigReading {
+    /// The config, or every problem, each naming the field and what is accepted.
+    pub config: Result<GatewayConfig, Vec<String>>,
+    /// One note per old name used, with the name to use instead
+    /// (`listen.body_timeout_secs: use listen.body_timeout_seconds`).
+    pub deprecated: Vec<String>,
+}
+
 impl GatewayConfig {
     /// Reads the `listen`, `models`, `keys` and `store` sections of a loaded config.
     /// Every problem is listed, each naming the field and what is accepted.
     pub fn from_sections(sections: &BTreeMap<String, Value>) -> Result<Self, Vec<String>> {
+        Self::read(sections).config
+    }
+
+    /// [`GatewayConfig::from_sections`], with the deprecated names the sections use
+    /// (`switchyard check` prints them).
+    pub fn read(sections: &BTreeMap<String, Value>) -> ConfigReading {
+        let mut deprecated = Vec::new();
+        let config = Self::read_noting(sections, &mut deprecated);
+        ConfigReading { config, deprecated }
+    }
+
+    fn read_noting(
+        sections: &BTreeMap<String, Value>,
+        deprecated: &mut Vec<String>,
+    ) -> Result<Self, Vec<String>> {
         let mut errors = Vec::new();
         let mut config = GatewayConfig::default();
         if let Some(listen) = sections.get("listen") {
-            read_listen(listen, &mut config, &mut errors);
+            read_listen(listen, &mut config, deprecated, &mut errors);
         }
         if let Some(models) = sections.get("models") {
             match models {
@@ -383,7 +411,12 @@ impl GatewayConfig {
     }
 }
 
-fn read_listen(value: &Value, config: &mut GatewayConfig, errors: &mut Vec<String>) {
+fn read_listen(
+    value: &Value,
+    config: &mut GatewayConfig,
+    deprecated: &mut Vec<String>,
+    errors: &mut Vec<String>,
+) {
     let mut set_addr = |s: &str, errors: &mut Vec<String>| match s.parse::<SocketAddr>() {
         Ok(a) => config.listen = Some(a),
         Err(_) => errors.push(format!(
@@ -393,8 +426,13 @@ fn read_listen(value: &Value, config: &mut GatewayConfig, errors: &mut Vec<Strin
     match value {
         Value::String(s) => set_addr(s, errors),
         Value::Object(map) => {
+            renamed::note("listen", renamed::LISTEN_RENAMED, map, deprecated, errors);
             for (k, v) in map {
-                match (k.as_str(), v) {
+                if renamed::shadowed(renamed::LISTEN_RENAMED, map, k) {
+                    continue;
+                }
+                // An old name reads as its new one; its problems name it as written.
+                match (renamed::current(renamed::LISTEN_RENAMED, k), v) {
                     ("address", Value::String(s)) => set_addr(s, errors),
                     ("max_body_bytes", v) => match v.as_u64() {
                         Some(n) if n > 0 => config.max_body_bytes = n as usize,
@@ -402,22 +440,22 @@ fn read_listen(value: &Value, config: &mut GatewayConfig, errors: &mut Vec<Strin
                             "listen.max_body_bytes: expected a positive number of bytes, found {v}"
                         )),
                     },
-                    ("drain_timeout_secs", v) => match v.as_f64() {
+                    ("drain_timeout_seconds", v) => match v.as_f64() {
                         Some(s) if s >= 0.0 && s.is_finite() => {
                             config.drain_timeout = Duration::from_secs_f64(s)
                         }
                         _ => errors.push(format!(
-                            "listen.drain_timeout_secs: expected seconds (a number ≥ 0), found {v}"
+                            "listen.{k}: expected seconds (a number ≥ 0), found {v}"
                         )),
                     },
-                    ("header_timeout_secs", v) => {
-                        read_deadline(v, "header_timeout_secs", &mut config.header_timeout, errors)
+                    ("header_timeout_seconds", v) => {
+                        read_deadline(v, k, &mut config.header_timeout, errors)
                     }
-                    ("body_timeout_secs", v) => {
-                        read_deadline(v, "body_timeout_secs", &mut config.body_timeout, errors)
+                    ("body_timeout_seconds", v) => {
+                        read_deadline(v, k, &mut config.body_timeout, errors)
                     }
-                    ("idle_timeout_secs", v) => {
-                        read_deadline(v, "idle_timeout_secs", &mut config.idle_timeout, errors)
+                    ("idle_timeout_seconds", v) => {
+                        read_deadline(v, k, &mut config.idle_timeout, errors)
                     }
                     ("max_connections", v) => match v.as_u64() {
                         Some(n) if n > 0 => config.max_connections = n as usize,
@@ -603,7 +641,7 @@ mod tests {
     #[test]
     fn the_listener_fields_read() {
         let c = GatewayConfig::from_sections(&sections(json!({
-            "listen": {"header_timeout_secs": 0.5, "body_timeout_secs": 10, "idle_timeout_secs": 90,
+            "listen": {"header_timeout_seconds": 0.5, "body_timeout_seconds": 10, "idle_timeout_seconds": 90,
                        "max_connections": 64, "max_json_depth": 32,
                        "allowed_hosts": ["GW.internal", "10.0.0.5", "[fd00::1]"],
                        "cors_origins": ["https://app.example.com", "http://localhost:5173"]}
@@ -708,7 +746,7 @@ mod tests {
     #[test]
     fn every_listener_problem_is_named() {
         let e = GatewayConfig::from_sections(&sections(json!({
-            "listen": {"header_timeout_secs": 0, "body_timeout_secs": "soon", "idle_timeout_secs": -1,
+            "listen": {"header_timeout_seconds": 0, "body_timeout_seconds": "soon", "idle_timeout_seconds": -1,
                        "max_connections": 0, "max_json_depth": 1.5,
                        "allowed_hosts": ["http://gw.internal", 3], "cors_origins": "https://a.example",
                        "lanes": 1025, "backlog": 5}
@@ -716,9 +754,9 @@ mod tests {
         .unwrap_err();
         let all = e.join("\n");
         for expected in [
-            "listen.header_timeout_secs: expected seconds (a number > 0, e.g. 5 or 0.5), found 0",
-            "listen.body_timeout_secs: expected seconds",
-            "listen.idle_timeout_secs: expected seconds",
+            "listen.header_timeout_seconds: expected seconds (a number > 0, e.g. 5 or 0.5), found 0",
+            "listen.body_timeout_seconds: expected seconds",
+            "listen.idle_timeout_seconds: expected seconds",
             "listen.max_connections: expected a whole number of connections > 0, found 0",
             "listen.max_json_depth: expected a whole number of levels from 1 to 127, found 1.5",
             "listen.allowed_hosts[0]: `http://gw.internal` is not a host name",
@@ -749,6 +787,84 @@ mod tests {
         assert_eq!(
             e,
             ["listen.max_json_depth: 128 levels is more than the gateway's parsers read (127, the default and the most it may be); lower it"]
+        );
+    }
+
+    #[test]
+    fn the_listeners_old_secs_names_still_read_each_noted_as_deprecated() {
+        let new = GatewayConfig::read(&sections(json!({
+            "listen": {"drain_timeout_seconds": 0, "header_timeout_seconds": 0.5,
+                       "body_timeout_seconds": 10, "idle_timeout_seconds": 90}
+        })));
+        assert!(new.deprecated.is_empty(), "{:?}", new.deprecated);
+        let old = GatewayConfig::read(&sections(json!({
+            "listen": {"drain_timeout_secs": 0, "header_timeout_secs": 0.5,
+                       "body_timeout_secs": 10, "idle_timeout_secs": 90}
+        })));
+        assert_eq!(old.config, new.config);
+        let c = old.config.unwrap();
+        assert_eq!(
+            (
+                c.drain_timeout,
+                c.header_timeout,
+                c.body_timeout,
+                c.idle_timeout
+            ),
+            (
+                Duration::ZERO,
+                Duration::from_millis(500),
+                Duration::from_secs(10),
+                Duration::from_secs(90)
+            )
+        );
+        let mut notes = old.deprecated;
+        notes.sort();
+        assert_eq!(
+            notes,
+            [
+                "listen.body_timeout_secs: use listen.body_timeout_seconds",
+                "listen.drain_timeout_secs: use listen.drain_timeout_seconds",
+                "listen.header_timeout_secs: use listen.header_timeout_seconds",
+                "listen.idle_timeout_secs: use listen.idle_timeout_seconds",
+            ]
+        );
+
+        // The same validation, the problem naming the field as written.
+        let e = GatewayConfig::from_sections(&sections(json!({
+            "listen": {"drain_timeout_secs": -1, "header_timeout_secs": 0}
+        })))
+        .unwrap_err();
+        assert_eq!(
+            e,
+            [
+                "listen.drain_timeout_secs: expected seconds (a number ≥ 0), found -1",
+                "listen.header_timeout_secs: expected seconds (a number > 0, e.g. 5 or 0.5), found 0",
+            ]
+        );
+
+        // Both names of one setting: refused, naming both, and nothing else said of them.
+        let both = GatewayConfig::read(&sections(json!({
+            "listen": {"body_timeout_secs": 10, "body_timeout_seconds": 20}
+        })));
+        assert_eq!(
+            both.config.unwrap_err(),
+            [
+                "listen.body_timeout_secs and listen.body_timeout_seconds: both given, for one \
+              setting; keep listen.body_timeout_seconds (`body_timeout_secs` is its old name)"
+            ]
+        );
+        assert_eq!(
+            both.deprecated,
+            ["listen.body_timeout_secs: use listen.body_timeout_seconds"]
+        );
+
+        // The list of accepted fields names only today's names.
+        let e =
+            GatewayConfig::from_sections(&sections(json!({"listen": {"backlog": 5}}))).unwrap_err();
+        assert!(
+            e[0].contains("drain_timeout_seconds, header_timeout_seconds, body_timeout_seconds, idle_timeout_seconds")
+                && !e[0].contains("_secs"),
+            "{e:?}"
         );
     }
 

@@ -38,9 +38,9 @@ pub(crate) struct Common {
     pub state: Arc<Shared>,
     /// Host, Origin, content type and CORS.
     pub guard: Guard,
-    /// `listen.header_timeout_secs`.
+    /// `listen.header_timeout_seconds`.
     pub header_timeout: Duration,
-    /// `listen.idle_timeout_secs`.
+    /// `listen.idle_timeout_seconds`.
     pub idle_timeout: Duration,
     /// The connection cap, for the message of a connection refused at it.
     pub max_connections: usize,

@@ -50,11 +50,11 @@ const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 /// The listener's settings, from `listen:`.
 #[derive(Debug, Clone)]
 pub(crate) struct Options {
-    /// `header_timeout_secs`.
+    /// `header_timeout_seconds`.
     pub header_timeout: Duration,
-    /// `idle_timeout_secs`.
+    /// `idle_timeout_seconds`.
     pub idle_timeout: Duration,
-    /// `drain_timeout_secs`.
+    /// `drain_timeout_seconds`.
     pub drain_timeout: Duration,
     /// `max_connections`, fitted to the open-file limit.
     pub cap: ConnectionCap,

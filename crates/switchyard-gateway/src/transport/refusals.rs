@@ -26,11 +26,11 @@ pub(crate) enum Reason {
     Method,
     /// A body nested deeper than `listen.max_json_depth`.
     JsonDepth,
-    /// A request head that did not arrive within `listen.header_timeout_secs`.
+    /// A request head that did not arrive within `listen.header_timeout_seconds`.
     HeaderTimeout,
-    /// A request body that did not arrive within `listen.body_timeout_secs`.
+    /// A request body that did not arrive within `listen.body_timeout_seconds`.
     BodyTimeout,
-    /// A keep-alive connection closed after `listen.idle_timeout_secs` without a request.
+    /// A keep-alive connection closed after `listen.idle_timeout_seconds` without a request.
     IdleTimeout,
     /// A connection turned away at `listen.max_connections`.
     ConnectionCap,

@@ -18,7 +18,7 @@
 //! - [`ledger`]: a key's spend per period and its rate windows, by single statements so
 //!   replicas sharing one budget never overshoot it together;
 //! - [`shared`]: the replica's side of it all, as the call path uses it;
-//! - [`console`]: the web console's reading of every replica's calls.
+//! - [`call_source`]: the web console's reading of every replica's calls.
 
 pub mod cache;
 pub mod call_source;

@@ -174,7 +174,7 @@ pub(crate) struct ServeArgs {
     /// Threads that serve connections, each a runtime of its own that keeps a connection
     /// from its first byte to its last (default: one per core). 0: every connection on
     /// one shared pool of a worker per core, which can answer a lone client sooner on a
-    /// machine slow to wake an idle core (docs/performance.md, fifth round). Wins over the
+    /// machine slow to wake an idle core (docs/performance.md, Lanes). Wins over the
     /// config's `listen.lanes`.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=switchyard_gateway::MAX_LANES as i64))]
     pub lanes: Option<u16>,

@@ -248,7 +248,7 @@ fn drop_rows_after(conn: &Connection, last: u64, path: &Path) -> Result<()> {
 /// after the last one it holds). `OR IGNORE`, not `OR REPLACE`: a row of an existing
 /// number cannot come (the stale ones are dropped at open), and a statement that may
 /// replace or abort needs SQLite's statement journal, a sixth of the insert's cost
-/// (docs/performance.md, sixth round).
+/// (docs/performance.md, *Where a recorded pass-through call's instructions go*).
 fn insert(conn: &Connection, rows: &[IndexRow], courtesy: &Courtesy) -> rusqlite::Result<()> {
     let tx = conn.unchecked_transaction()?;
     {

@@ -240,7 +240,7 @@ pub(super) fn show(args: &LogShowArgs) -> Result<(), String> {
     let r = match (&args.store, &args.second) {
         (Some(store), None) => match super::log_source::source(None, Some(store))? {
             super::log_source::Source::Postgres(url) => {
-                super::log_source::postgres_call(&url, &args.first)?
+                super::postgres::call(&url, &args.first)?
             }
             super::log_source::Source::Dir(_) => unreachable!("--store names a database"),
         },

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 use switchyard::record::{self, CallRecord};
-use switchyard_gateway::pg::{self, records as pg_records, PgStoreConfig};
+use switchyard_gateway::pg::PgStoreConfig;
 
 /// A place calls are read from.
 pub(crate) enum Source {
@@ -27,39 +27,12 @@ pub(crate) fn source(run_dir: Option<&PathBuf>, store: Option<&str>) -> Result<S
 
 /// The URL `--store` stands for.
 fn postgres(store: &str) -> Result<String, String> {
-    match command_line_url(store)? {
+    match super::postgres::command_line_url(store)? {
         Some(url) => Ok(url),
         None => PgStoreConfig::default()
             .url(|name| std::env::var(name).ok())
             .map_err(|e| format!("error: --store postgres: {e}")),
     }
-}
-
-/// What `--store` names: `postgres` (`None`: the URL from the environment) or a
-/// postgres:// URL, refused when it holds a password (a command line is seen by every
-/// user of the machine).
-pub(crate) fn command_line_url(store: &str) -> Result<Option<String>, String> {
-    if store == "postgres" {
-        return Ok(None);
-    }
-    if !(store.starts_with("postgres://") || store.starts_with("postgresql://")) {
-        return Err(format!(
-            "error: --store {store}: expected `postgres` (the URL from $SWITCHYARD_PG_URL) or a postgres:// URL without a password"
-        ));
-    }
-    if pg::redact_url(store) != store {
-        return Err(
-            "error: --store: the URL holds a password, which a command line shows to every user of the machine; put the URL in SWITCHYARD_PG_URL and pass --store postgres".into(),
-        );
-    }
-    Ok(Some(store.to_string()))
-}
-
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("error: cannot start the async runtime: {e}"))
 }
 
 /// Every call of the source, oldest first (none is an error saying where it looked).
@@ -89,21 +62,16 @@ pub(crate) fn records_with_ids(
                 record::segment_name(1)
             ),
         ),
-        Source::Postgres(url) => {
-            let records = runtime()?
-                .block_on(async {
-                    let client = pg::connect(url).await?;
-                    pg_records::read_with_ids(&client).await
-                })
-                .map_err(|e| format!("error: {e}"))?
+        Source::Postgres(url) => (
+            super::postgres::records(url)?
                 .into_iter()
                 .map(|(id, r)| (Some(id), r))
-                .collect();
-            (
-                records,
-                format!("the PostgreSQL store {}", pg::redact_url(url)),
-            )
-        }
+                .collect(),
+            format!(
+                "the PostgreSQL store {}",
+                switchyard_gateway::pg::redact_url(url)
+            ),
+        ),
     };
     if records.is_empty() {
         return Err(format!("error: {place} holds no recorded calls"));
@@ -129,14 +97,4 @@ fn read_dir(dir: &std::path::Path) -> Result<Vec<CallRecord>, String> {
         );
     }
     Ok(read.records)
-}
-
-/// One call of a PostgreSQL store, by id or by a number only one replica has.
-pub(crate) fn postgres_call(url: &str, call: &str) -> Result<CallRecord, String> {
-    runtime()?.block_on(async {
-        let client = pg::connect(url).await.map_err(|e| format!("error: {e}"))?;
-        pg_records::read_call(&client, call)
-            .await
-            .map_err(|e| format!("error: {e}"))
-    })
 }

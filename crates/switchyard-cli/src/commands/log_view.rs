@@ -7,10 +7,6 @@ use crate::cli::LogViewArgs;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use switchyard_console::{CallSource, SqliteSource};
-use switchyard_gateway::pg;
-
-/// Connections the console keeps to a PostgreSQL store.
-const PG_CONNECTIONS: usize = 4;
 
 /// Runs `log view`.
 pub(super) fn run(args: &LogViewArgs) -> Result<(), String> {
@@ -26,14 +22,7 @@ pub(super) fn run(args: &LogViewArgs) -> Result<(), String> {
             Source::Dir(dir) => {
                 Arc::new(SqliteSource::open(&dir).map_err(|e| format!("error: {e}"))?)
             }
-            Source::Postgres(url) => {
-                let store = pg::call_source::PgCallSource::new(
-                    pg::connect::pool(&url, PG_CONNECTIONS).map_err(|e| format!("error: {e}"))?,
-                    pg::redact_url(&url),
-                );
-                store.check().await.map_err(|e| format!("error: {e}"))?;
-                Arc::new(store)
-            }
+            Source::Postgres(url) => super::postgres::console(&url).await?,
         };
         let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
             format!("error: cannot listen on {addr}: {e}; pick another port with --port N (0 for any free one)")

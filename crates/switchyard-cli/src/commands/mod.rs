@@ -14,6 +14,12 @@ mod log_source;
 mod log_view;
 mod mock;
 mod otel;
+#[cfg(feature = "postgres")]
+mod postgres;
+// Built without the `postgres` feature: the same functions, each refusing.
+#[cfg(not(feature = "postgres"))]
+#[path = "postgres_absent.rs"]
+mod postgres;
 mod serve;
 mod serve_log;
 mod store;

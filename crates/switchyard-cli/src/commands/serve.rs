@@ -78,7 +78,7 @@ async fn serve(
     }
     if let Some(store) = &args.store {
         let mut pg = gateway_config.postgres.take().unwrap_or_default();
-        pg.url = super::log_source::command_line_url(store)?;
+        pg.url = super::postgres::command_line_url(store)?;
         gateway_config.postgres = Some(pg);
     }
     let gateway =

@@ -1038,4 +1038,51 @@ mod tests {
         c.store = Some(dir.path().to_path_buf());
         assert!(crate::Gateway::new(&c, registry, env).is_ok());
     }
+
+    /// `store.postgres` as the tests of a build with the store read it.
+    fn postgres_sections() -> BTreeMap<String, Value> {
+        sections(json!({
+            "store": {"path": "data", "postgres": {"url_env": "PG", "on_store_down": "serve"}}
+        }))
+    }
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn a_postgres_store_is_read_in_a_build_with_it() {
+        let c = GatewayConfig::from_sections(&postgres_sections()).unwrap();
+        let pg = c.postgres.expect("store.postgres read");
+        assert_eq!(
+            (pg.url_env.as_str(), pg.on_store_down, pg.pool_size),
+            (
+                "PG",
+                crate::store::pg::OnStoreDown::Serve,
+                crate::store::pg::config::DEFAULT_POOL_SIZE
+            )
+        );
+    }
+
+    #[cfg(not(feature = "postgres"))]
+    #[test]
+    fn a_postgres_store_is_refused_by_a_build_without_it() {
+        let refusal = "this build of switchyard has no PostgreSQL store: built without the `postgres` feature; rebuild with it (the default) or remove store.postgres";
+        let e = GatewayConfig::from_sections(&postgres_sections()).unwrap_err();
+        assert_eq!(e, [format!("store.postgres: {refusal}")]);
+        // A config made in code (`switchyard serve --store`) is refused by the gateway.
+        let dir = tempfile::tempdir().unwrap();
+        let c = GatewayConfig {
+            store: Some(dir.path().to_path_buf()),
+            postgres: Some(crate::store::pg::PgStoreConfig {
+                url: Some("postgres://db/switchyard".into()),
+                ..Default::default()
+            }),
+            ..GatewayConfig::default()
+        };
+        let env: Arc<dyn switchyard::env::EnvSource + Send + Sync> =
+            Arc::new(switchyard::env::MapEnv::default());
+        let registry = switchyard::registry::Registry::builtin().unwrap();
+        let errors = crate::Gateway::new(&c, registry, env)
+            .err()
+            .expect("refused");
+        assert_eq!(errors, [format!("store.postgres: {refusal}")]);
+    }
 }

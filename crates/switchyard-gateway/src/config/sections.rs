@@ -48,7 +48,7 @@ pub(super) fn read_store(value: &Value, config: &mut GatewayConfig, errors: &mut
                             "store.max_backlog: expected a whole number of calls > 0, found {v}"
                         )),
                     },
-                    "postgres" => match crate::store::pg::PgStoreConfig::read(v) {
+                    "postgres" => match crate::store::pg::read_config(v) {
                         Ok(pg) => config.postgres = Some(pg),
                         Err(e) => errors.push(e),
                     },

@@ -35,12 +35,7 @@ pub(crate) fn router(state: &Arc<Shared>, local: SocketAddr) -> axum::Router {
         ))
     };
     // With a shared PostgreSQL store, every replica's calls; else the data directory's.
-    let shared = state.books.pg.as_ref().map(|pg| {
-        Arc::new(crate::store::pg::call_source::PgCallSource::new(
-            pg.pool().clone(),
-            pg.shown_url().to_string(),
-        )) as Arc<dyn CallSource>
-    });
+    let shared = state.books.pg.as_ref().map(|pg| pg.call_source());
     let local = || {
         let store = state.books.store.as_ref()?;
         match SqliteSource::open(store.dir()) {

@@ -33,6 +33,11 @@
 
 pub(crate) mod build;
 pub mod cache;
+#[cfg(feature = "postgres")]
+pub mod pg;
+// Built without the `postgres` feature: the same surface, a store that cannot exist.
+#[cfg(not(feature = "postgres"))]
+#[path = "pg/absent.rs"]
 pub mod pg;
 
 pub(crate) use build::{attempt_records, decode_reply};

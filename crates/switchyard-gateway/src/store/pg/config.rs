@@ -11,6 +11,10 @@ pub const DEFAULT_URL_ENV: &str = "SWITCHYARD_PG_URL";
 /// `pool_size` says otherwise (the shipper of records and the settler hold one more each).
 pub const DEFAULT_POOL_SIZE: usize = 16;
 
+/// What a build without the `postgres` feature answers where the store is asked for (the
+/// caller adds what to do instead).
+pub const NOT_BUILT: &str = "this build of switchyard has no PostgreSQL store: built without the `postgres` feature; rebuild with it (the default)";
+
 const FIELDS: &str = "url_env, on_store_down, pool_size";
 
 /// The `postgres:` section of `store:`.

@@ -31,12 +31,18 @@ pub mod schema;
 pub mod shared;
 mod shipper;
 
-pub use config::{redact_url, OnStoreDown, PgStoreConfig};
+pub use config::{redact_url, OnStoreDown, PgStoreConfig, NOT_BUILT};
 pub use connect::connect;
 pub use gate::Gate;
 pub use shared::{Health, SharedHold, SharedStore};
 
 use std::fmt;
+
+/// Reads `store.postgres` (see [`PgStoreConfig::read`]); a build without the `postgres`
+/// feature refuses it here, naming the feature.
+pub fn read_config(section: &serde_json::Value) -> Result<PgStoreConfig, String> {
+    PgStoreConfig::read(section)
+}
 
 /// A PostgreSQL failure, worded for a person: what was being done, and the server's or
 /// the driver's reason (never the URL's password).

@@ -250,6 +250,14 @@ impl SharedStore {
         &self.pool
     }
 
+    /// The web console's reading of every replica's calls, through the pool.
+    pub fn call_source(&self) -> Arc<dyn switchyard_console::CallSource> {
+        Arc::new(super::call_source::PgCallSource::new(
+            self.pool.clone(),
+            self.shown.clone(),
+        ))
+    }
+
     /// The URL without its password.
     pub fn shown_url(&self) -> &str {
         &self.shown

@@ -79,7 +79,9 @@ def arrows(src):
         paths = []
         for m in re.finditer(r"\buse\s+([^;]+);", code):
             paths += expand_use(m.group(1).replace("\n", " "))
-        paths += re.findall(r"\b(?:crate|super)(?:::\w+)+", code)
+        # Paths named inline (not in `use` lines, read whole above).
+        rest = re.sub(r"\buse\s+[^;]+;", "", code)
+        paths += re.findall(r"\b(?:crate|super)(?:::\w+)+", rest)
         targets = set()
         for p in paths:
             p = re.sub(r"\s+as\s+\w+$", "", p.strip()).replace(" ", "")

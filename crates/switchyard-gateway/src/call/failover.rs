@@ -90,7 +90,10 @@ pub(crate) async fn serve<C: Case>(
                 continue;
             }
         }
-        case.aim(target, meter);
+        // The pipeline aimed the call at the first member before admission.
+        if k > 0 || i > 0 {
+            case.aim(target, meter);
+        }
         let busy = members.router.as_ref().map(|r| r.enter(i));
         let failed = match case.on(target, meter).await {
             // A stream stays in flight on its member until its body is done with.

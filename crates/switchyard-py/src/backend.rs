@@ -290,7 +290,11 @@ impl Parts {
                     vec![Event::TextDelta { part, text }]
                 } else {
                     let part = self.part(Open::Thinking);
-                    vec![Event::ThinkingDelta { part, text }]
+                    vec![Event::ThinkingDelta {
+                        part,
+                        text,
+                        id: None,
+                    }]
                 }
             }
             "tool_call" => {

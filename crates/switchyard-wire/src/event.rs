@@ -41,9 +41,17 @@ pub enum Event {
         part: usize,
         /// The text.
         text: String,
+        /// The provider's item id, on the first delta of a part when the provider names
+        /// the item as it opens (a Responses reasoning item's `output_item.added`), so an
+        /// encoder names the item by it from its first event to its last. The reply keeps
+        /// a thinking part's id only with its state: the closing [`Event::ThinkingState`]
+        /// repeats it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
     },
     /// The opaque state closing a thinking part (Anthropic signature, Responses encrypted
-    /// content, Gemini thought signature), or a redacted block's data.
+    /// content, Gemini thought signature), or a redacted block's data. When it is the
+    /// part's first event, it opens the part too.
     ThinkingState {
         /// Content part index.
         part: usize,
@@ -52,7 +60,7 @@ pub enum Event {
         /// The block is Anthropic `redacted_thinking`.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         redacted: bool,
-        /// The provider's item id.
+        /// The provider's item id (the same as on the part's first delta, if it had one).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         id: Option<String>,
     },

@@ -51,7 +51,10 @@ impl Assembler {
                 Part::Text { state: s, .. } => *s = Some(state.clone()),
                 other => return Err(mismatch(*part, "text state", other)),
             },
-            Event::ThinkingDelta { part, text } => {
+            // A delta's id is not kept: a thinking part's id goes with its state (a
+            // Responses reasoning item without `encrypted_content` names nothing a later
+            // turn can send back), and the closing `ThinkingState` repeats it.
+            Event::ThinkingDelta { part, text, .. } => {
                 match self.part_mut(*part, || Part::Thinking(Thinking::default()))? {
                     Part::Thinking(t) => t.text.push_str(text),
                     other => return Err(mismatch(*part, "thinking", other)),
@@ -185,7 +188,8 @@ pub fn assemble<'a>(events: impl IntoIterator<Item = &'a Event>) -> Result<Reply
 
 /// The events that stream `reply`, text and arguments cut into deltas of at most
 /// `chunk_chars` characters (`0` means one delta each). Assembling them gives `reply`
-/// back (without its raw bytes).
+/// back (without its raw bytes). A thinking part's id rides on the part's first event and
+/// again on its state, so an encoder can name the item as it opens.
 pub fn reply_events(reply: &Reply, chunk_chars: usize) -> Vec<Event> {
     let mut events = vec![Event::Start {
         id: reply.id.clone(),
@@ -209,10 +213,12 @@ pub fn reply_events(reply: &Reply, chunk_chars: usize) -> Vec<Event> {
             }
             Part::Thinking(t) => {
                 if !t.text.is_empty() || t.state.is_none() {
-                    for piece in chunks(&t.text, chunk_chars) {
+                    for (i, piece) in chunks(&t.text, chunk_chars).into_iter().enumerate() {
                         events.push(Event::ThinkingDelta {
                             part,
                             text: piece.to_string(),
+                            // The item is named as it opens, for encoders that name it then.
+                            id: if i == 0 { t.id.clone() } else { None },
                         });
                     }
                 }
@@ -343,6 +349,7 @@ mod tests {
         a.push(&Event::ThinkingDelta {
             part: 1,
             text: "b".into(),
+            id: None,
         })
         .unwrap();
         let err = a

@@ -157,6 +157,7 @@ impl ChatStreamDecoder {
             out.push(Event::ThinkingDelta {
                 part,
                 text: text.to_string(),
+                id: None,
             });
         }
         if let Some(text) = content.filter(|t| !t.is_empty()) {

@@ -49,7 +49,11 @@ impl Decoder {
                 };
                 if !text.is_empty() {
                     out.push(if thought {
-                        Event::ThinkingDelta { part: index, text }
+                        Event::ThinkingDelta {
+                            part: index,
+                            text,
+                            id: None,
+                        }
                     } else {
                         Event::TextDelta { part: index, text }
                     });

@@ -114,7 +114,7 @@ impl StreamEncoder for Encoder {
                 }
             }
             Event::TextDelta { part, text } => self.text(*part, text, false, out),
-            Event::ThinkingDelta { part, text } => self.text(*part, text, true, out),
+            Event::ThinkingDelta { part, text, .. } => self.text(*part, text, true, out),
             Event::TextState { part, state } => self.signature(*part, state, false, out),
             Event::ThinkingState { part, state, .. } => self.signature(*part, state, true, out),
             Event::ToolCallStart {

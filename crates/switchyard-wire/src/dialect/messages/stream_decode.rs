@@ -139,6 +139,8 @@ impl MessagesStreamDecoder {
                 out.push(Event::ThinkingDelta {
                     part,
                     text: str_at(block, "thinking").unwrap_or_default().to_string(),
+                    // Anthropic thinking blocks have no id.
+                    id: None,
                 });
                 let signature = str_at(block, "signature").unwrap_or_default().to_string();
                 if let Some(state) = signature_state(Some(&signature)) {
@@ -201,6 +203,7 @@ impl MessagesStreamDecoder {
             ("thinking_delta", Block::Thinking { part, .. }) => out.push(Event::ThinkingDelta {
                 part: *part,
                 text: require_str(delta, "thinking", &where_)?.to_string(),
+                id: None,
             }),
             ("signature_delta", Block::Thinking { part, signature }) => {
                 // Normally one delta; should a server split it, the pieces join.

@@ -208,7 +208,7 @@ impl StreamEncoder for MessagesStreamEncoder {
                     Self::delta(out, index, json!({"type": "text_delta", "text": text}));
                 }
             }
-            Event::ThinkingDelta { part, text } => {
+            Event::ThinkingDelta { part, text, .. } => {
                 let block = json!({"type": "thinking", "thinking": "", "signature": ""});
                 let index = self.open(*part, Open::Thinking, block, out);
                 if !text.is_empty() {

@@ -5,8 +5,10 @@
 //! event, so items with nothing to say (hosted tool calls, empty reasoning) take no part.
 //! `response.output_item.done` (and the `.done` events before it) are authoritative: when
 //! deltas were missed, the rest of the final text or arguments is emitted then — never
-//! twice. The stream must end with `response.completed`, `response.incomplete`,
-//! `response.failed` or an `error` event; [`StreamDecoder::finish`] fails otherwise.
+//! twice. A reasoning item's id rides on its part's first event (the part opens with
+//! it) and again on its state, so an encoder names the item by it throughout. The stream
+//! must end with `response.completed`, `response.incomplete`, `response.failed` or an
+//! `error` event; [`StreamDecoder::finish`] fails otherwise.
 
 use super::items::{
     error_from, finish_from, optional_str, reasoning_state, reasoning_text, usage_from,
@@ -157,6 +159,16 @@ impl ResponsesStreamDecoder {
         }
     }
 
+    /// The reasoning item's id when its thinking part has not opened yet (the next
+    /// event opens it), else `None`: the id rides on the part's first event.
+    fn opening_id(item: &Item) -> Option<String> {
+        item.thinking
+            .part
+            .is_none()
+            .then(|| item.id.clone())
+            .flatten()
+    }
+
     fn thinking_delta(
         &mut self,
         index: usize,
@@ -176,9 +188,10 @@ impl ResponsesStreamDecoder {
         }
         item.section = Some(section);
         text.push_str(delta);
+        let id = Self::opening_id(item);
         let part = Self::alloc(&mut self.next_part, &mut item.thinking);
         item.thinking.text.push_str(&text);
-        out.push(Event::ThinkingDelta { part, text });
+        out.push(Event::ThinkingDelta { part, text, id });
     }
 
     fn start_call(&mut self, index: usize, item_obj: &Object, out: &mut Vec<Event>) {
@@ -289,11 +302,13 @@ impl ResponsesStreamDecoder {
                 };
                 if let Some(rest) = text.strip_prefix(item.thinking.text.as_str()) {
                     if !rest.is_empty() {
+                        let id = Self::opening_id(item);
                         let part = Self::alloc(&mut self.next_part, &mut item.thinking);
                         item.thinking.text.push_str(rest);
                         out.push(Event::ThinkingDelta {
                             part,
                             text: rest.to_string(),
+                            id,
                         });
                     }
                 }
@@ -591,11 +606,13 @@ mod tests {
             vec![
                 Event::ThinkingDelta {
                     part: 0,
-                    text: "a".into()
+                    text: "a".into(),
+                    id: Some("rs_1".into()),
                 },
                 Event::ThinkingDelta {
                     part: 0,
-                    text: "\n\nb".into()
+                    text: "\n\nb".into(),
+                    id: None,
                 },
                 Event::TextDelta {
                     part: 1,

@@ -7,7 +7,11 @@
 //! item), with `content_part.added/done` and `output_text.delta/done` for text,
 //! `reasoning_summary_part.added/done` and `reasoning_summary_text.delta/done` for
 //! thinking, and `function_call_arguments.delta/done` (or `custom_tool_call_input.*`) for
-//! calls. The terminal `response.completed` (or `response.incomplete` for `Length` and
+//! calls. An item keeps one id from `added` to `done`: a reasoning item takes the id
+//! its part's first event names (the upstream's own `rs_…`), else a synthesised
+//! `rs_<response>_<n>`, as do all other items; an id arriving only later (on the closing
+//! state) is not used, since the client already tracks the item by the first. The
+//! terminal `response.completed` (or `response.incomplete` for `Length` and
 //! `ContentFilter`) carries every item and the usage, and is written by
 //! [`StreamEncoder::finish`] once a finish event has been seen, so usage arriving after
 //! the finish still makes it in; an error event becomes `response.failed` at once.
@@ -31,7 +35,6 @@ enum Kind {
         text: String,
         summary_open: bool,
         state: Option<Opaque>,
-        id: Option<String>,
     },
     Call(ToolCall),
 }
@@ -119,8 +122,15 @@ impl ResponsesStreamEncoder {
         self.emit(out, "response.in_progress", json!({ "response": response }));
     }
 
-    /// Makes `part` the open item, closing the previous one; `new` builds its kind.
-    fn open(&mut self, part: usize, out: &mut Vec<u8>, new: impl FnOnce() -> Kind) {
+    /// Makes `part` the open item, closing the previous one; `new` builds its kind. The
+    /// item is named `id` when given, else by a synthesised id, for all its events.
+    fn open(
+        &mut self,
+        part: usize,
+        id: Option<&str>,
+        out: &mut Vec<u8>,
+        new: impl FnOnce() -> Kind,
+    ) {
         if self.open.as_ref().is_some_and(|o| o.part == part) {
             return;
         }
@@ -132,7 +142,10 @@ impl ResponsesStreamEncoder {
             Kind::Thinking { .. } => ("rs", None),
             Kind::Call(call) => ("fc", Some(call)),
         };
-        let item_id = item_id(prefix, &self.id, output_index);
+        let item_id = match id {
+            Some(id) => id.to_string(),
+            None => item_id(prefix, &self.id, output_index),
+        };
         let item = match (&kind, added) {
             (_, Some(call)) => tool_call_item(call, Some(&item_id), Some("in_progress")),
             (Kind::Text(_), _) => json!({"type": "message", "id": item_id,
@@ -185,7 +198,6 @@ impl ResponsesStreamEncoder {
                 text,
                 summary_open,
                 state,
-                id: real_id,
             } => {
                 if *summary_open {
                     self.emit(
@@ -207,7 +219,7 @@ impl ResponsesStreamEncoder {
                     redacted: false,
                     id: None,
                 };
-                reasoning_item(&thinking, Some(real_id.as_deref().unwrap_or(id)))
+                reasoning_item(&thinking, Some(id))
             }
             Kind::Call(call) => {
                 let (kind, key) = match call.kind {
@@ -275,7 +287,7 @@ impl StreamEncoder for ResponsesStreamEncoder {
         match event {
             Event::Start { .. } => {}
             Event::TextDelta { part, text } => {
-                self.open(*part, out, || Kind::Text(String::new()));
+                self.open(*part, None, out, || Kind::Text(String::new()));
                 if let Some(Open {
                     kind: Kind::Text(acc),
                     item_id,
@@ -293,13 +305,14 @@ impl StreamEncoder for ResponsesStreamEncoder {
                 }
             }
             // Text state belongs to other dialects (Gemini): the item opens, the state goes.
-            Event::TextState { part, .. } => self.open(*part, out, || Kind::Text(String::new())),
-            Event::ThinkingDelta { part, text } => {
-                self.open(*part, out, || Kind::Thinking {
+            Event::TextState { part, .. } => {
+                self.open(*part, None, out, || Kind::Text(String::new()))
+            }
+            Event::ThinkingDelta { part, text, id } => {
+                self.open(*part, id.as_deref(), out, || Kind::Thinking {
                     text: String::new(),
                     summary_open: false,
                     state: None,
-                    id: None,
                 });
                 let mut events = Vec::new();
                 if let Some(Open {
@@ -339,25 +352,21 @@ impl StreamEncoder for ResponsesStreamEncoder {
             Event::ThinkingState {
                 part,
                 state: new_state,
-                id: new_id,
+                id,
                 ..
             } => {
-                self.open(*part, out, || Kind::Thinking {
+                self.open(*part, id.as_deref(), out, || Kind::Thinking {
                     text: String::new(),
                     summary_open: false,
                     state: None,
-                    id: None,
                 });
                 if let Some(Open {
-                    kind: Kind::Thinking { state, id, .. },
+                    kind: Kind::Thinking { state, .. },
                     ..
                 }) = &mut self.open
                 {
                     if new_state.dialect == Dialect::Responses {
                         *state = Some(new_state.clone());
-                    }
-                    if new_id.is_some() {
-                        id.clone_from(new_id);
                     }
                 }
             }
@@ -370,7 +379,7 @@ impl StreamEncoder for ResponsesStreamEncoder {
                 ..
             } => {
                 self.close(out);
-                self.open(*part, out, || {
+                self.open(*part, None, out, || {
                     Kind::Call(ToolCall {
                         id: id.clone(),
                         name: name.clone(),

@@ -145,11 +145,12 @@ impl StreamSealer {
             }
         }
         match event {
-            Event::ThinkingDelta { part, text } => {
+            Event::ThinkingDelta { part, text, id } => {
                 self.thinking.entry(part).or_default().push_str(&text);
                 emit(Event::ThinkingDelta {
                     part: part + self.shift,
                     text,
+                    id,
                 });
             }
             Event::ThinkingState {

@@ -13,7 +13,7 @@ use crate::meter::metrics::{CallRecorder, Metrics};
 use crate::meter::Books;
 use crate::shared::Shared;
 use crate::store::Store;
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use axum::Router;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -259,6 +259,10 @@ impl Gateway {
                 "/v1/models/{*rest}",
                 post(endpoints::gemini::call).get(endpoints::models::get),
             )
+            // Gemini's `{backend}/{model…}:{method}` (what a Google client sends for an id
+            // holding `/`); every other path under these roots is no route, as before.
+            .route("/v1beta/{*rest}", any(endpoints::gemini::by_backend))
+            .route("/v1/{*rest}", any(endpoints::gemini::by_backend))
             // Both in the path's dialect, naming the routes that exist.
             .method_not_allowed_fallback(crate::endpoints::not_found::method_not_allowed)
             .fallback(crate::endpoints::not_found::not_found)

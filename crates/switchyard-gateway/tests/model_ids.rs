@@ -1,6 +1,7 @@
 //! A model id is data, never path (issue 33, point 2): ids with `..`, `%2F`, `%2E`, `#`,
 //! `?`, backslashes, control characters and overlong segments, sent through the model
-//! field of every dialect and through Gemini's paths (sent byte for byte over a socket, so
+//! field of every dialect and through Gemini's paths, `models/{backend}/{model}` and
+//! `{backend}/{model}` alike (sent byte for byte over a socket, so
 //! no client library normalises them first), are refused in the client's dialect before
 //! anything goes upstream; ids that are fine reach the upstream as exactly one path
 //! segment (the mock records the raw path), and keys, prices and records follow the id
@@ -218,6 +219,21 @@ async fn the_reported_walks_out_of_the_path_segment_are_refused_and_nothing_goes
         "`mock-small+x/../mock-large` has a `..` segment",
         "gemini",
     );
+    // The same walk with the backend first, as the AI SDK's Google provider writes it.
+    for path in [
+        "/v1beta/mgem%2Fmock-small%2Bx%2F..%2Fmock-large:generateContent",
+        "/v1beta/mgem/mock-small+x/../mock-large:generateContent",
+        "/v1/mgem/mock-small+x/%2E%2E/mock-large:generateContent",
+    ] {
+        let (status, body) =
+            raw_post(addr(&s), path, KIM, &body_for(Dialect::Gemini, "", false)).await;
+        let message = refusal_message(Dialect::Gemini, status, &body);
+        assert_names_the_rule(
+            &message,
+            "`mock-small+x/../mock-large` has a `..` segment",
+            path,
+        );
+    }
     // The chat body of the report, aimed at another endpoint with the backend's key.
     let (status, body) = raw_post(
         addr(&s),
@@ -281,7 +297,8 @@ async fn hostile_ids_in_gemini_paths_are_refused_however_they_are_written() {
             encode(&model, false, true),
         ];
         for written in writings {
-            for root in ["/v1beta/models/", "/v1/models/"] {
+            // The `models/` form and the backend first: refused alike.
+            for root in ["/v1beta/models/", "/v1/models/", "/v1beta/", "/v1/"] {
                 for method in methods {
                     let path = format!("{root}{written}{method}");
                     let body = if method.contains("mbed") {
@@ -301,6 +318,9 @@ async fn hostile_ids_in_gemini_paths_are_refused_however_they_are_written() {
     for path in [
         "/v1beta/models/mgem%2Fmock-small%FF:generateContent",
         "/v1/models/mgem/%C3:streamGenerateContent?alt=sse",
+        "/v1beta/mgem%2Fmock-small%FF:generateContent",
+        "/v1/mgem/%C3:streamGenerateContent?alt=sse",
+        "/v1beta/mgem/mock-small%FF:countTokens",
     ] {
         let (status, reply) =
             raw_post(addr(&s), path, ALL, &body_for(Dialect::Gemini, "", false)).await;
@@ -380,13 +400,17 @@ async fn an_accepted_id_reaches_a_gemini_upstream_as_exactly_one_segment() {
             }
         }
     }
-    // A Gemini client may write the slashes as they are or as `%2F`: the same id goes.
-    for written in [encode(&model, false, false), encode(&model, true, true)] {
+    // A Gemini client may write the slashes as they are or as `%2F`, the model after
+    // `models/` or as the resource itself: the same id goes.
+    let roots = ["/v1beta/models/", "/v1/models/", "/v1beta/", "/v1/"];
+    for (root, written) in roots.iter().flat_map(|root| {
+        [encode(&model, false, false), encode(&model, true, true)].map(|w| (root, w))
+    }) {
         for (method, query) in [
             (":generateContent", None),
             (":streamGenerateContent?alt=sse", Some("alt=sse")),
         ] {
-            let path = format!("/v1beta/models/{written}{method}");
+            let path = format!("{root}{written}{method}");
             let (status, reply) =
                 raw_post(addr(&s), &path, ALL, &body_for(Dialect::Gemini, "", false)).await;
             assert_eq!(status, 200, "{path}: {reply}");
@@ -402,18 +426,20 @@ async fn an_accepted_id_reaches_a_gemini_upstream_as_exactly_one_segment() {
         }
     }
     // A Gemini client of a chat upstream: the id goes in the body, as it was.
-    let path = format!(
-        "/v1beta/models/{}:generateContent",
-        encode(&format!("up-chat/{id}"), true, false)
-    );
-    let (status, reply) =
-        raw_post(addr(&s), &path, ALL, &body_for(Dialect::Gemini, "", false)).await;
-    assert_eq!(status, 200, "{reply}");
-    let seen = s.mock.requests();
-    assert_eq!(seen.len(), 1);
-    assert_eq!(seen[0].path, "/v1/chat/completions");
-    assert_eq!(seen[0].json.as_ref().unwrap()["model"], id);
-    s.mock.clear();
+    for root in ["/v1beta/models/", "/v1beta/"] {
+        let path = format!(
+            "{root}{}:generateContent",
+            encode(&format!("up-chat/{id}"), true, false)
+        );
+        let (status, reply) =
+            raw_post(addr(&s), &path, ALL, &body_for(Dialect::Gemini, "", false)).await;
+        assert_eq!(status, 200, "{path}: {reply}");
+        let seen = s.mock.requests();
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].path, "/v1/chat/completions");
+        assert_eq!(seen[0].json.as_ref().unwrap()["model"], id);
+        s.mock.clear();
+    }
 }
 
 #[tokio::test]
@@ -430,9 +456,12 @@ async fn embeddings_ids_reach_the_upstream_as_one_segment() {
     .await;
     assert_eq!(status, 200, "{reply}");
     assert_eq!(upstream_paths(&s.mock), [(sent.to_string(), None)]);
-    for method in [":embedContent", ":batchEmbedContents"] {
+    let forms = ["/v1beta/models/", "/v1beta/", "/v1/"]
+        .into_iter()
+        .flat_map(|root| [":embedContent", ":batchEmbedContents"].map(|m| (root, m)));
+    for (root, method) in forms {
         let path = format!(
-            "/v1beta/models/{}{method}",
+            "{root}{}{method}",
             encode(&format!("mgem/{id}"), true, false)
         );
         let body = json!({"content": {"parts": [{"text": "hi"}]},
@@ -468,8 +497,18 @@ async fn records(dir: &Path, n: usize) -> Vec<CallRecord> {
 
 #[tokio::test]
 async fn keys_and_prices_follow_the_id_that_is_sent() {
+    keys_and_prices_follow("/v1beta/models/").await;
+}
+
+#[tokio::test]
+async fn keys_and_prices_follow_the_id_with_the_backend_first() {
+    keys_and_prices_follow("/v1beta/").await;
+}
+
+/// Keys, aliases, prices and records of Gemini calls written `{root}{model}:…`.
+async fn keys_and_prices_follow(root: &str) {
     let s = setup().await;
-    let gemini = |written: &str| format!("/v1beta/models/{written}:generateContent");
+    let gemini = |written: &str| format!("{root}{written}:generateContent");
     // Refused before the key is asked: nothing upstream, the record says why.
     let (status, body) = raw_post(
         addr(&s),
@@ -488,6 +527,19 @@ async fn keys_and_prices_follow_the_id_that_is_sent() {
     )
     .await;
     assert_eq!(status, 403, "{body}");
+    // And asked for in the path.
+    let (status, body) = raw_post(
+        addr(&s),
+        &gemini("mgem/mock-large"),
+        KIM,
+        &body_for(Dialect::Gemini, "", false),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["status"].as_str()),
+        (403, Some("PERMISSION_DENIED")),
+        "{body}"
+    );
     assert!(s.mock.requests().is_empty());
     // An alias (`small` → `mock-small`) is allowed by what it resolves to, sent as that
     // id, priced and recorded under it.
@@ -513,7 +565,7 @@ async fn keys_and_prices_follow_the_id_that_is_sent() {
             "{path}"
         );
     }
-    // The two refusals are counted and traced (not recorded in full, as every refusal
+    // The three refusals are counted and traced (not recorded in full, as every refusal
     // before an upstream call); the three calls are recorded.
     let recorded = records(s.dir.path(), 3).await;
     assert_eq!(recorded.len(), 3);
@@ -524,7 +576,11 @@ async fn keys_and_prices_follow_the_id_that_is_sent() {
         .collect();
     assert_eq!(
         reasons,
-        [json!("gateway:BadRequest"), json!("gateway:Forbidden")]
+        [
+            json!("gateway:BadRequest"),
+            json!("gateway:Forbidden"),
+            json!("gateway:Forbidden")
+        ]
     );
     for r in &recorded {
         assert_eq!(

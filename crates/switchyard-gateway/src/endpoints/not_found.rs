@@ -3,7 +3,7 @@
 //! pointed at a wrong base URL (`/v1/v1/messages`, `/chat/completions`) reads why.
 
 use crate::shared::Shared;
-use crate::transport::path_dialect::dialect_of;
+use crate::transport::path_dialect::{dialect_of, gemini_method};
 use crate::transport::refusals::{self as refusals, Reason};
 use axum::extract::{Request, State as S};
 use axum::http::StatusCode;
@@ -28,8 +28,10 @@ const ROUTES: &[(&str, &str)] = &[
 
 const LISTED: &str = "POST /v1/chat/completions, POST /v1/responses, POST /v1/messages, \
      POST /v1/messages/count_tokens, POST /v1/embeddings, POST /v1beta/models/{model}:generateContent, \
-     :streamGenerateContent, :countTokens, :embedContent or :batchEmbedContents (also under /v1/models/), GET /v1/models, \
-     GET /v1beta/models and /v1beta/models/{model}, GET or HEAD /, GET /healthz, GET /metrics";
+     :streamGenerateContent, :countTokens, :embedContent or :batchEmbedContents (also under /v1/models/), \
+     the same as POST /v1beta/{backend}/{model}:{method} (also under /v1/) where {backend} is one of \
+     the gateway's backends, GET /v1/models, GET /v1beta/models, /v1beta/models/{model} and \
+     /v1beta/{backend}/{model}, GET or HEAD /, GET /healthz, GET /metrics";
 
 /// The router's fallback: no route has this path.
 pub(crate) async fn not_found(S(state): S<Arc<Shared>>, request: Request) -> Response {
@@ -67,13 +69,17 @@ pub(crate) async fn method_not_allowed(S(state): S<Arc<Shared>>, request: Reques
 
 /// The methods the route at `path` takes.
 fn methods_of(path: &str) -> Option<&'static str> {
-    ROUTES.iter().find_map(|(methods, route)| {
-        let matches = match route.strip_suffix('…') {
-            Some(prefix) => path.starts_with(prefix),
-            None => path == *route,
-        };
-        matches.then_some(*methods)
-    })
+    ROUTES
+        .iter()
+        .find_map(|(methods, route)| {
+            let matches = match route.strip_suffix('…') {
+                Some(prefix) => path.starts_with(prefix),
+                None => path == *route,
+            };
+            matches.then_some(*methods)
+        })
+        // `/v1beta/{backend}/{model}:{method}` (and under `/v1/`), asked with GET.
+        .or_else(|| gemini_method(path).map(|_| "POST"))
 }
 
 #[cfg(test)]
@@ -86,6 +92,7 @@ mod tests {
         assert_eq!(methods_of("/v1beta/models/m:generateContent"), Some("POST"));
         assert_eq!(methods_of("/v1/models"), Some("GET"));
         assert_eq!(methods_of("/"), Some("GET, HEAD"));
+        assert_eq!(methods_of("/v1beta/mock/echo:countTokens"), Some("POST"));
         assert_eq!(methods_of("/nowhere"), None);
     }
 }

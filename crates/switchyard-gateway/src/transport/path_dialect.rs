@@ -4,16 +4,14 @@
 use axum::http::{HeaderMap, Method};
 use switchyard::Dialect;
 
-/// `/v1/messages…` → Anthropic; `/v1beta/…` or a Gemini method (`models/…:generateContent`)
-/// → Gemini; `/v1/responses…` → Responses; anything else → OpenAI chat, unless the client
-/// announced itself with `anthropic-version` (Claude Code does on every request).
+/// `/v1/messages…` → Anthropic; `/v1beta/…` or a Gemini method (`…:generateContent`, any
+/// of [`GEMINI_METHODS`]) → Gemini; `/v1/responses…` → Responses; anything else → OpenAI
+/// chat, unless the client announced itself with `anthropic-version` (Claude Code does on
+/// every request).
 pub(crate) fn dialect_of(path: &str, headers: &HeaderMap) -> Dialect {
     if path.starts_with("/v1/messages") {
         Dialect::Messages
-    } else if path.starts_with("/v1beta/")
-        || path.contains(":generateContent")
-        || path.contains(":streamGenerateContent")
-    {
+    } else if path.starts_with("/v1beta/") || names_gemini_method(path) {
         Dialect::Gemini
     } else if path.starts_with("/v1/responses") {
         Dialect::Responses
@@ -35,7 +33,43 @@ pub(crate) fn is_model_call(method: &Method, path: &str) -> bool {
                 | "/v1/messages/count_tokens"
                 | "/v1/embeddings"
         ) || path.starts_with("/v1beta/models/")
-            || path.starts_with("/v1/models/"))
+            || path.starts_with("/v1/models/")
+            || is_gemini_call_path(path))
+}
+
+/// The methods a Gemini model path takes, after its last `:`.
+pub(crate) const GEMINI_METHODS: &[&str] = &[
+    "generateContent",
+    "streamGenerateContent",
+    "countTokens",
+    "embedContent",
+    "batchEmbedContents",
+];
+
+/// The Gemini method `path` ends in (`…:countTokens` → `countTokens`), if any.
+pub(crate) fn gemini_method(path: &str) -> Option<&str> {
+    path.rsplit_once(':')
+        .map(|(_, method)| method)
+        .filter(|method| GEMINI_METHODS.contains(method))
+}
+
+/// True when a Gemini method follows a `:` anywhere in `path` (which may be cut short).
+fn names_gemini_method(path: &str) -> bool {
+    path.split(':')
+        .skip(1)
+        .any(|tail| GEMINI_METHODS.iter().any(|m| tail.starts_with(m)))
+}
+
+/// A path under `/v1beta/` or `/v1/` holding a `:`, as written or escaped: it may be a
+/// Gemini call `{backend}/{model…}:{method}` once decoded, so it is judged as one (a
+/// keyless gateway's JSON rule) before the route reads it.
+fn is_gemini_call_path(path: &str) -> bool {
+    (path.starts_with("/v1beta/") || path.starts_with("/v1/"))
+        && (path.contains(':')
+            || path
+                .as_bytes()
+                .windows(3)
+                .any(|w| w.eq_ignore_ascii_case(b"%3a")))
 }
 
 #[cfg(test)]
@@ -63,5 +97,23 @@ mod tests {
         assert!(!is_model_call(&Method::GET, "/v1/models"));
         assert!(!is_model_call(&Method::POST, "/v1/unknown"));
         assert!(is_model_call(&Method::POST, "/v1/embeddings"));
+        // `{backend}/{model…}:{method}`, the colon as written or escaped.
+        assert!(is_model_call(
+            &Method::POST,
+            "/v1beta/mock/echo:countTokens"
+        ));
+        assert!(is_model_call(
+            &Method::POST,
+            "/v1/mock/echo%3AgenerateContent"
+        ));
+        assert_eq!(
+            dialect_of("/v1/mock/echo:embedContent", &none),
+            Dialect::Gemini
+        );
+        assert_eq!(
+            dialect_of("/v1/mock/echo:countTokens", &none),
+            Dialect::Gemini
+        );
+        assert_eq!(dialect_of("/v1/mock/echo:other", &none), Dialect::Chat);
     }
 }

@@ -21,27 +21,31 @@ pub(crate) struct Members<T> {
     pub name: String,
     /// The route's router (`None`: one reference).
     pub router: Option<Arc<Router>>,
-    /// One target per member, in the route's order.
-    pub targets: Vec<Arc<T>>,
+    /// The first member's target.
+    first: Arc<T>,
+    /// The other members' targets, in the route's order (none for a reference: a plain
+    /// call allocates no list).
+    rest: Vec<Arc<T>>,
 }
 
 impl<T> Members<T> {
     /// The members of what the model names, their targets built for `case`.
     pub(crate) fn of<C: Case<Target = T>>(
         named: Named,
+        name: String,
         upstreams: &Upstreams,
         case: &C,
     ) -> Result<Self, ApiError> {
-        let name = named.name();
         match named {
             Named::Reference(reference) => Ok(Members {
                 name,
                 router: None,
-                targets: vec![case.target(upstreams, &reference, true)?],
+                first: case.target(upstreams, &reference, true)?,
+                rest: Vec::new(),
             }),
             Named::Route(router) => {
                 let route = router.route();
-                let targets = route
+                let mut targets = route
                     .members
                     .iter()
                     .map(|m| {
@@ -52,10 +56,18 @@ impl<T> Members<T> {
                         case.target(upstreams, &reference, route.retry_each)
                     })
                     .collect::<Result<Vec<_>, ApiError>>()?;
+                if targets.is_empty() {
+                    return Err(ApiError::new(
+                        Category::Internal,
+                        format!("route `{name}` has no member"),
+                    ));
+                }
+                let first = targets.remove(0);
                 Ok(Members {
                     name,
                     router: Some(router),
-                    targets,
+                    first,
+                    rest: targets,
                 })
             }
         }
@@ -63,7 +75,20 @@ impl<T> Members<T> {
 
     /// The member the call is first aimed at.
     pub(crate) fn first(&self) -> &Arc<T> {
-        &self.targets[0]
+        &self.first
+    }
+
+    /// Member `i`'s target, in the route's order.
+    fn get(&self, i: usize) -> Option<&Arc<T>> {
+        match i {
+            0 => Some(&self.first),
+            _ => self.rest.get(i - 1),
+        }
+    }
+
+    /// Every member's target.
+    pub(crate) fn targets(&self) -> impl Iterator<Item = &Arc<T>> {
+        std::iter::once(&self.first).chain(&self.rest)
     }
 }
 
@@ -82,7 +107,9 @@ pub(crate) async fn serve<C: Case>(
     let mut handed_back: Option<UpstreamFailure> = None;
     let mut too_large = None;
     for (k, i) in order.into_iter().enumerate() {
-        let target = &members.targets[i];
+        let Some(target) = members.get(i) else {
+            continue;
+        };
         if members.router.is_some() {
             if let Some((estimate, window)) = case.too_large_for(target) {
                 skipped(meter, C::reference_of(target), estimate, window);

@@ -158,7 +158,8 @@ async fn read(
                 request: &request,
                 requested: &requested,
             };
-            serve(shared, key, &requested, &case, meter).await
+            // Boxed: an embedding's state is kept out of every model call's future.
+            Box::pin(serve(shared, key, &requested, &case, meter)).await
         }
     }
 }
@@ -178,25 +179,26 @@ async fn serve<C: Case>(
     if let Some(key) = &key {
         admission::check_model(key, requested, &name)?;
     }
-    let members = Members::of(named, &shared.upstreams, case)?;
+    let members = Members::of(named, name, &shared.upstreams, case)?;
     if members.router.is_some() {
-        meter.draft().route = Some(name.clone());
+        meter.draft().route = Some(members.name.clone());
     }
     case.aim(members.first(), meter);
     admission::admit(pg, key.as_deref()).await?;
+    let name = &members.name;
     if let Some(answer) = case.answer_aside(members.first(), meter).await {
         return answer;
     }
     // A route's entries are under its name: any member's reply to it serves.
     if let Some(hit) = case
-        .cached(&shared.books, &shared.state_key, &name, meter)
+        .cached(&shared.books, &shared.state_key, name, meter)
         .await
     {
         return Ok(hit);
     }
     if let Some(key) = &key {
-        let bound = || admission::dearest(members.targets.iter().map(|t| case.bound(t)));
-        admission::enter(pg, key, &name, bound, meter).await?;
+        let bound = || admission::dearest(members.targets().map(|t| case.bound(t)));
+        admission::enter(pg, key, name, bound, meter).await?;
     }
     failover::serve(&members, case, shared.upstreams.sleeper().as_ref(), meter).await
 }

@@ -12,6 +12,7 @@
 //! | `think` | a thinking part first, signed with opaque state the mock can verify ([`crate::signing`]) |
 //! | `agent` | a deterministic tool loop: two calls, then one, then a final answer quoting the results |
 //! | `lenient` | accept any history: the providers' multi-turn rules are not checked (docs/mock.md) |
+//! | `no-threads` | refuse Anthropic message threads as a server that keeps none does (400 `thread_unsupported_request`) |
 //! | `gemini-<…>` | a model label (`gemini-2.5-flash`, `gemini-3-pro`); one starting `gemini-3` turns on Gemini 3's thought-signature rule |
 //! | `cache` / `cache-<read>-<write>` | usage with cached and cache-write input tokens (default 1024 and 256) |
 //! | `length` | finish reason "length" instead of a natural stop |
@@ -69,6 +70,10 @@ pub struct Behaviour {
     pub agent: bool,
     /// Do not check the history against the provider's multi-turn rules.
     pub lenient: bool,
+    /// Refuse Anthropic message threads (`thread: create/continue`) with the 400 a
+    /// server that holds no threads answers (`error.details.error_code:
+    /// "thread_unsupported_request"`), so clients fall back to sending the whole history.
+    pub no_threads: bool,
     /// A Gemini 3 model: function calls in the current turn must carry their signatures.
     pub gemini3: bool,
     /// Cache read and cache write tokens to report.
@@ -99,6 +104,7 @@ impl Default for Behaviour {
             think: false,
             agent: false,
             lenient: false,
+            no_threads: false,
             gemini3: false,
             cache: None,
             length: false,
@@ -211,7 +217,7 @@ impl fmt::Display for GrammarError {
         write!(
             f,
             "{}; the mock accepts components joined by `+`: echo, say:<text>, lorem-<N>, tools, \
-             think, agent, lenient, gemini-<…>, cache[-<read>-<write>], length, chunk-<N>, delay-<dur>, slow, \
+             think, agent, lenient, no-threads, gemini-<…>, cache[-<read>-<write>], length, chunk-<N>, delay-<dur>, slow, \
              slow-first-byte[-<dur>], and one fault (fault-<status>, quota, context-overflow, \
              null-body, no-text, no-usage, not-json, cut-stream, error-mid-stream, hang, \
              echo-key[-<status>]) \
@@ -264,6 +270,7 @@ fn component_into(c: &str, b: &mut Behaviour) -> Result<(), GrammarError> {
         "think" => b.think = true,
         "agent" => b.agent = true,
         "lenient" => b.lenient = true,
+        "no-threads" => b.no_threads = true,
         // A provider's model name as a label, so `gemini-3-pro` works on the Gemini
         // route; Gemini 3 models enforce thought signatures on function calls.
         _ if c.starts_with("gemini-") => b.gemini3 |= c.starts_with("gemini-3"),

@@ -9,6 +9,7 @@ use crate::faults::{self, ErrorResponse};
 use crate::rules;
 use crate::scenario::{Per, ScriptedReply};
 use crate::state::{self, Shared};
+use crate::stateful;
 use axum::body::Body;
 use axum::http::{header, HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
@@ -364,11 +365,28 @@ impl Call<'_> {
         let mut reply = answer::build_reply(self.behaviour, self.script, &decoded.request, &ids);
         alter(&mut reply);
         let context = self.context();
+        let mut response = self.reply_response(&reply, &context, ending).await;
+        // A reply the client receives whole is what a stateful route stores.
+        if ending == Ending::Normal {
+            response
+                .extensions_mut()
+                .insert(stateful::BuiltReply(std::sync::Arc::new(reply)));
+        }
+        response
+    }
+
+    /// The response carrying `reply`, streamed or whole, ending as `ending` says.
+    async fn reply_response(
+        &self,
+        reply: &switchyard_wire::Reply,
+        context: &ServerContext,
+        ending: Ending,
+    ) -> Response {
         if self.stream {
             let plan = StreamPlan {
                 dialect: self.dialect,
-                reply: &reply,
-                context: &context,
+                reply,
+                context,
                 chunk_chars: self.behaviour.chunk_chars,
                 delay: self.behaviour.delay,
                 ending,
@@ -388,7 +406,7 @@ impl Call<'_> {
             self.raw(200, content_type, body)
         } else {
             // A non-streamed reply takes as long as streaming it would have.
-            let deltas = switchyard_wire::reply_events(&reply, self.behaviour.chunk_chars)
+            let deltas = switchyard_wire::reply_events(reply, self.behaviour.chunk_chars)
                 .iter()
                 .filter(|e| {
                     matches!(
@@ -403,7 +421,7 @@ impl Call<'_> {
             if !generation.is_zero() {
                 tokio::time::sleep(generation).await;
             }
-            let mut full = codec(self.dialect).encode_reply(&reply, &context);
+            let mut full = codec(self.dialect).encode_reply(reply, context);
             if reply.usage.is_none() {
                 full = body::strip_usage_json(&full).unwrap_or(full);
             }

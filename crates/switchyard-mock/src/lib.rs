@@ -22,7 +22,10 @@
 //! histories they refuse (forged or tampered signatures, which it issues verifiably
 //! ([`signing`]), tool results without their calls, a thinking turn without its thinking,
 //! an unsigned Gemini 3 call) with their 400 bodies, unless the model name says
-//! `lenient` or [`MockConfig::enforce_history`] is false.
+//! `lenient` or [`MockConfig::enforce_history`] is false. Like the providers, it keeps
+//! state between calls: stored Responses responses (`previous_response_id`,
+//! `item_reference`, `GET`/`DELETE /v1/responses/{id}`) and Anthropic message threads,
+//! per server and bounded by [`MockConfig::keep_state`].
 
 pub mod agent;
 pub mod answer;
@@ -38,9 +41,11 @@ pub mod scenario;
 mod server;
 pub mod signing;
 mod state;
+mod stateful;
 
 pub use behaviour::{parse as parse_model, Behaviour, Fault, FaultSpec, GrammarError, RetryAfter};
 pub use recorder::RecordedRequest;
 pub use routes::BUILT_IN_MODELS;
 pub use scenario::{MockConfig, Per, Scenario, ScenarioError, ScriptedCall, ScriptedReply, Step};
 pub use server::{serve, MockServer};
+pub use stateful::DEFAULT_KEEP_STATE;

@@ -1,5 +1,6 @@
-//! The HTTP surface: one route per provider endpoint, request recording, and the small
-//! endpoints (models list, token counting, health).
+//! The HTTP surface: one route per provider endpoint, request recording, the stored
+//! responses' endpoints ([`crate::stateful`]), and the small endpoints (models list, token
+//! counting, health).
 
 use crate::answer;
 use crate::call::{self, CallRoute};
@@ -7,6 +8,7 @@ use crate::embeddings::EmbedRoute;
 use crate::faults;
 use crate::recorder::RecordedRequest;
 use crate::state::Shared;
+use crate::stateful;
 use axum::body::{to_bytes, Body};
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
@@ -66,6 +68,14 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/models", get(models))
         .route("/v1/chat/completions", post(chat))
         .route("/v1/responses", post(responses))
+        .route(
+            "/v1/responses/{id}",
+            get(stateful::responses_api::get).delete(stateful::responses_api::delete),
+        )
+        .route(
+            "/v1/responses/{id}/input_items",
+            get(stateful::responses_api::input_items),
+        )
         .route("/v1/messages", post(messages))
         .route("/v1/messages/count_tokens", post(count_tokens))
         .route("/v1/embeddings", post(embeddings))
@@ -117,7 +127,7 @@ async fn root() -> &'static str {
 async fn not_found(uri: Uri) -> Response {
     let message = format!(
         "switchyard-mock has no route for {}; it serves /v1/chat/completions, /v1/responses, \
-         /v1/messages, /v1/messages/count_tokens, /v1/embeddings, /v1beta/models/<model>:generateContent, \
+         GET and DELETE /v1/responses/<id>, GET /v1/responses/<id>/input_items, /v1/messages, /v1/messages/count_tokens, /v1/embeddings, /v1beta/models/<model>:generateContent, \
          :streamGenerateContent, :embedContent, :batchEmbedContents, /v1/models and /healthz",
         uri.path()
     );
@@ -145,11 +155,11 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
 }
 
 async fn responses(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    call::serve_call(&shared, route(Dialect::Responses, &headers), body).await
+    stateful::responses::serve(&shared, route(Dialect::Responses, &headers), body).await
 }
 
 async fn messages(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    call::serve_call(&shared, route(Dialect::Messages, &headers), body).await
+    stateful::threads::serve(&shared, &headers, route(Dialect::Messages, &headers), body).await
 }
 
 async fn embeddings(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {

@@ -43,6 +43,10 @@ pub struct MockConfig {
     /// How many of the latest requests [`crate::MockServer::requests`] keeps (the
     /// count of all of them is [`crate::MockServer::received`]).
     pub keep_requests: usize,
+    /// How many stored Responses responses, and how many Anthropic message-thread
+    /// replies, the server keeps (each kind counted on its own; the oldest is forgotten
+    /// first, so a long run stays bounded). 1,000 unless configured; 0 keeps none.
+    pub keep_state: usize,
     /// Refuse histories that break the providers' multi-turn rules (forged signatures,
     /// tool results without their calls, missing thinking or thought signatures) with the
     /// providers' 400 bodies. On by default; the model-name component `lenient` turns it
@@ -56,6 +60,7 @@ impl Default for MockConfig {
             scenarios: BTreeMap::new(),
             created: DEFAULT_CREATED,
             keep_requests: crate::recorder::DEFAULT_KEEP_REQUESTS,
+            keep_state: crate::stateful::DEFAULT_KEEP_STATE,
             enforce_history: true,
         }
     }

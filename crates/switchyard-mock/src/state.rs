@@ -1,8 +1,9 @@
-//! State shared by every request: configuration, recorded requests, attempt counters,
-//! the response-id counter and the shutdown signal.
+//! State shared by every request: configuration, recorded requests, stored responses and
+//! threads, attempt counters, the response-id counter and the shutdown signal.
 
 use crate::recorder::Recorder;
 use crate::scenario::MockConfig;
+use crate::stateful::StateStore;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,6 +21,8 @@ pub(crate) struct Shared {
     pub config: MockConfig,
     /// Requests received.
     pub recorder: Recorder,
+    /// Stored Responses responses and Anthropic message threads.
+    pub state: StateStore,
     /// Attempts per (model name, digest).
     counters: Mutex<HashMap<(String, u64), u64>>,
     /// The next response number.
@@ -33,6 +36,7 @@ impl Shared {
     pub(crate) fn new(config: MockConfig, shutdown: watch::Receiver<bool>) -> Self {
         Shared {
             recorder: Recorder::keeping(config.keep_requests),
+            state: StateStore::keeping(config.keep_state),
             config,
             counters: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),

@@ -396,7 +396,9 @@ async fn responses_outputs_need_their_calls_and_reasoning_must_be_the_mocks() {
 
     let mut input = vec![user.clone()];
     input.extend(output.iter().cloned());
-    input.push(json!({"type": "function_call_output", "call_id": call_id, "output": "sunny, 21C"}));
+    input.push(
+        json!({"type": "function_call_output", "call_id": call_id.clone(), "output": "sunny, 21C"}),
+    );
     let (status, _, reply) = post(url.clone(), &responses_body("think+tools", json!(input))).await;
     assert_eq!(status, 200, "{reply}");
 
@@ -409,10 +411,23 @@ async fn responses_outputs_need_their_calls_and_reasoning_must_be_the_mocks() {
                          "type": "invalid_request_error", "param": "input", "code": null}}),
     )
     .await;
-    let mut stateful = responses_body("tools", json!([orphan[1]]));
+    // With `previous_response_id` the server holds the earlier items: an output whose
+    // call is in the previous response is accepted alone; one whose call is nowhere in
+    // the history the id expands to is refused, as OpenAI does.
+    let answer = json!({"type": "function_call_output", "call_id": call_id, "output": "sunny"});
+    let mut stateful = responses_body("tools", json!([answer]));
     stateful["previous_response_id"] = json!("resp_mock_1");
     let (status, _, reply) = post(url.clone(), &stateful).await;
     assert_eq!(status, 200, "{reply}");
+    let mut stateful_orphan = responses_body("tools", json!([orphan[1]]));
+    stateful_orphan["previous_response_id"] = json!("resp_mock_1");
+    openai_refusal(
+        url.clone(),
+        &stateful_orphan,
+        json!({"error": {"message": "No tool call found for function call output with call_id call_elsewhere.",
+                         "type": "invalid_request_error", "param": "input", "code": null}}),
+    )
+    .await;
 
     let mut forged = input.clone();
     forged[1]["encrypted_content"] = json!("gAAAAABo-forged");

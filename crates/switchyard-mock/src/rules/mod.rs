@@ -4,7 +4,7 @@
 //! | dialect | rule (one file each) |
 //! |---|---|
 //! | chat | a `tool` message answers a `tool_calls` id of an earlier assistant message |
-//! | responses | a `function_call_output` / `custom_tool_call_output` answers an earlier call in `input` (skipped with `previous_response_id`); a `reasoning` item's `encrypted_content` is the mock's |
+//! | responses | a `function_call_output` / `custom_tool_call_output` answers an earlier call in `input` (skipped with `previous_response_id`, which the mock's own route expands first: [`crate::stateful`]); a `reasoning` item's `encrypted_content` is the mock's |
 //! | messages | thinking signatures and `redacted_thinking` data are the mock's; with thinking on, the final assistant message with `tool_use` starts with a thinking block |
 //! | gemini | every `thoughtSignature` is the mock's; on Gemini 3 the first `functionCall` of each model step in the current turn is signed |
 //!

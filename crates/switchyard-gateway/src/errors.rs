@@ -55,6 +55,10 @@ pub struct ApiError {
     /// Sent with `x-should-retry: false`, which the official OpenAI and Anthropic SDKs
     /// obey: retrying cannot help (a spent budget).
     pub no_retry: bool,
+    /// Anthropic's machine-readable reason, written as `error.details.error_code` in the
+    /// Messages shape (the only dialect with such a field): the signal a client acts on
+    /// (`thread_unsupported_request`: the SDK resends the whole history without `thread`).
+    pub error_code: Option<&'static str>,
 }
 
 impl ApiError {
@@ -67,6 +71,7 @@ impl ApiError {
             retry_after: None,
             context: None,
             no_retry: false,
+            error_code: None,
         }
     }
 
@@ -138,6 +143,12 @@ impl ApiError {
     /// Marks the error as one a client should not retry (`x-should-retry: false`).
     pub fn not_retryable(mut self) -> Self {
         self.no_retry = true;
+        self
+    }
+
+    /// Sets the reason written as `error.details.error_code` to Messages clients.
+    pub fn with_error_code(mut self, code: &'static str) -> Self {
+        self.error_code = Some(code);
         self
     }
 
@@ -257,10 +268,13 @@ impl ApiError {
                 let (kind, code) = openai_type_code(self.category);
                 json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
             }
-            Dialect::Messages => json!({
-                "type": "error",
-                "error": {"type": anthropic_type(self.category), "message": message},
-            }),
+            Dialect::Messages => {
+                let mut error = json!({"type": anthropic_type(self.category), "message": message});
+                if let Some(code) = self.error_code {
+                    error["details"] = json!({"error_code": code});
+                }
+                json!({"type": "error", "error": error})
+            }
             Dialect::Gemini => json!({"error": {
                 "code": self.status.as_u16(),
                 "message": message,
@@ -388,6 +402,24 @@ mod tests {
         let r = e.into_response_for(Dialect::Messages);
         assert_eq!(r.status(), 429);
         assert_eq!(r.headers()["retry-after"], "2");
+    }
+
+    #[test]
+    fn an_error_code_is_written_as_anthropic_details() {
+        let e = ApiError::new(Category::BadRequest, "no threads here")
+            .with_error_code("thread_unsupported_request");
+        assert_eq!(
+            e.body(Dialect::Messages),
+            json!({"type": "error", "error": {
+                "type": "invalid_request_error",
+                "message": "no threads here",
+                "details": {"error_code": "thread_unsupported_request"},
+            }})
+        );
+        let plain = ApiError::new(Category::BadRequest, "no threads here");
+        assert!(plain.body(Dialect::Messages)["error"]
+            .get("details")
+            .is_none());
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::call::failure::Failure;
 use crate::call::translate::envelope::StateKey;
 use crate::call::upstream::{without_retries, Target, Upstreams};
 use crate::call::{count_tokens, passthrough, translate};
-use crate::errors::ApiError;
+use crate::errors::{ApiError, Category};
 use crate::meter::{Books, Meter};
 use crate::raw::RawBody;
 use axum::http::HeaderMap;
@@ -45,6 +45,32 @@ impl ModelCall<'_> {
     /// that may pass.
     fn passes(&self, target: &Target) -> bool {
         target.dialect == self.dialect && self.may_pass
+    }
+}
+
+impl ModelCall<'_> {
+    /// The refusal of an Anthropic message thread (`"thread": {…}` in a Messages body)
+    /// that no server on this call would hold: the gateway keeps none, and only the
+    /// first-party Anthropic API, the body passed through to it, keeps its own. Refused
+    /// with the signal Anthropic's SDKs fall back on (400, `error.details.error_code:
+    /// "thread_unsupported_request"`: the whole history again, without `thread`), where
+    /// dropping the field would send a lone tool result upstream.
+    fn unheld_thread(&self, target: &Target) -> Option<ApiError> {
+        let thread = self.raw.raw("thread").filter(|v| *v != "null");
+        if self.dialect != Dialect::Messages || thread.is_none() {
+            return None;
+        }
+        if self.passes(target) && target.anthropic_first_party {
+            return None;
+        }
+        let refusal = ApiError::new(
+            Category::BadRequest,
+            format!(
+                "`thread`: this gateway keeps no message threads, and backend `{}` is not the Anthropic API that keeps its own; send the whole conversation without `thread`",
+                target.backend
+            ),
+        );
+        Some(refusal.with_error_code("thread_unsupported_request"))
     }
 }
 
@@ -142,6 +168,9 @@ impl Case for ModelCall<'_> {
     }
 
     async fn on(&self, target: &Arc<Target>, meter: &mut Meter) -> Result<Response, Failure> {
+        if let Some(refusal) = self.unheld_thread(target) {
+            return Err(Failure::Refused(refusal));
+        }
         if self.passes(target) {
             passthrough::forward(
                 target,

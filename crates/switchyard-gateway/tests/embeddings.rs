@@ -79,7 +79,8 @@ async fn passed_through_to_an_openai_backend_recorded_and_priced() {
         r#"{"model":"emb","input":["hello","x"]}"#
     );
     let v = json_of(&body);
-    assert_eq!(v["model"], "emb");
+    // The provider's bytes but for the model, named as the client named it.
+    assert_eq!(v["model"], "mock/emb");
     let want: Vec<Value> = ["hello", "x"]
         .iter()
         .map(|t| json!(vector(t, DEFAULT_DIMENSIONS)))
@@ -110,7 +111,13 @@ async fn passed_through_to_an_openai_backend_recorded_and_priced() {
     assert_eq!(e.shape, EmbedShape::Openai);
     assert_eq!(e.request, EmbedRequest::texts(["hello", "x"]));
     assert_eq!(r.cost_usd, Some(3.0 / 1_000_000.0));
-    assert_eq!(r.raw_bytes().unwrap().as_ref(), v.to_string().as_bytes());
+    // The record keeps the provider's bytes as they came, its model id included.
+    let mut upstream_reply = v.clone();
+    upstream_reply["model"] = json!("emb");
+    assert_eq!(
+        r.raw_bytes().unwrap().as_ref(),
+        upstream_reply.to_string().as_bytes()
+    );
     assert_eq!(
         r.body.as_ref().unwrap().get(),
         r#"{"model":"emb","input":["hello","x"]}"#

@@ -25,6 +25,12 @@ async fn a_whole_answer_to_a_streamed_request_reaches_every_client_as_its_stream
                 .ask(client, &model, &Request::user(prompt.clone()), true)
                 .await;
             assert_eq!(reply.text(), prompt, "{client} → {backend}");
+            // Named as the client named it, though the upstream answered whole.
+            assert_eq!(
+                reply.model.as_deref(),
+                Some(model.as_str()),
+                "{client} → {backend}"
+            );
             assert!(reply.usage.is_some(), "{client} → {backend}: usage");
             assert_eq!(
                 h.mock.received() - before,

@@ -3,6 +3,7 @@
 //! dialect with the client's stream flag; else the recorded reply translated to the
 //! client's dialect and form, as a translated call would have been answered.
 
+use crate::call::client_model::{self, InStream};
 use crate::call::translate::envelope::StateKey;
 use crate::meter::Books;
 use crate::meter::Meter;
@@ -81,10 +82,23 @@ pub(crate) async fn lookup(
     };
     let record = &found.record;
     let number = record.number;
+    // Named as the client names the model, as a call that went upstream is answered.
+    let requested = meter.requested().to_string();
     let answer = if found.exact {
-        record.raw.as_ref().and_then(|r| r.to_bytes().ok())
+        let raw = record.raw.as_ref().and_then(|r| r.to_bytes().ok());
+        raw.map(|raw| match stream {
+            true => InStream::new(dialect, &requested).events(raw),
+            false => client_model::whole(dialect, raw, &requested),
+        })
     } else {
-        translated(state_key, record, &decoded.request, dialect, stream)
+        translated(
+            state_key,
+            record,
+            &decoded.request,
+            dialect,
+            stream,
+            &requested,
+        )
     };
     let Some(answer) = answer else {
         // The record no longer gives a reply: the call goes upstream, and is entered.
@@ -116,6 +130,11 @@ pub(crate) async fn lookup(
         "x-switchyard-cache",
         HeaderValue::from_str(&format!("hit; call={call}{how}"))
             .unwrap_or(HeaderValue::from_static("hit")),
+    );
+    // The reference that answered the recorded call.
+    client_model::name_reference(
+        &mut headers,
+        &format!("{}/{}", record.backend, record.model),
     );
     Lookup::Hit(crate::call::respond::whole(
         StatusCode::OK,
@@ -209,6 +228,7 @@ fn translated(
     request: &switchyard::Request,
     client: Dialect,
     stream: bool,
+    requested: &str,
 ) -> Option<Bytes> {
     let mut reply: Reply = match &record.reply {
         Some(r) => r.clone(),
@@ -223,6 +243,7 @@ fn translated(
         crate::call::translate::ids::prepare(&mut request, record.dialect.unwrap_or(client));
     restore.reply(&mut reply);
     crate::call::translate::envelope::seal_reply(&mut reply, client, state_key);
+    reply.model = Some(client_model::written(requested));
     let context = crate::call::translate::server_context(client);
     let encoder = codec(client);
     if !stream {

@@ -16,6 +16,7 @@
 use crate::account::budgets::CallBound;
 use crate::call::cache_hit::{self, EmbedLookup};
 use crate::call::case::Case;
+use crate::call::client_model;
 use crate::call::failure::{Failure, UpstreamFailure};
 use crate::call::translate::envelope::StateKey;
 use crate::call::upstream::{EmbedTarget, Upstreams};
@@ -231,20 +232,23 @@ impl Case for Embedding<'_> {
         };
         meter.usage(usage);
         let out = if passthrough {
-            // The provider's bytes as they came.
-            raw
+            // The provider's bytes as they came (the record keeps them so), but for the
+            // model: named as the client named it.
+            client_model::whole(Dialect::Chat, raw, self.requested)
         } else {
             let billed = Embeddings {
                 input_tokens: Some(usage.input),
                 ..embeddings
             };
-            client.encode(&billed, request, self.requested)
+            client.encode(&billed, request, &client_model::written(self.requested))
         };
         meter.outcome(200, None);
         meter.complete();
+        let mut headers = crate::call::respond::json_headers();
+        client_model::name_reference(&mut headers, &target.reference);
         Ok(crate::call::respond::whole(
             StatusCode::OK,
-            crate::call::respond::json_headers(),
+            headers,
             out,
             meter,
         ))
@@ -274,10 +278,12 @@ fn answer_hit(
     meter.draft().keep(&raw);
     meter.draft().embedding = record.embedding.clone();
     let out = if matches!(client, Client::Openai) && shape == EmbedShape::Openai {
-        raw
+        client_model::whole(Dialect::Chat, raw, requested)
     } else {
         match switchyard::embed::decode_reply("cache", shape, &[], raw, request.input.len()) {
-            Ok(embeddings) => client.encode(&embeddings, request, requested),
+            Ok(embeddings) => {
+                client.encode(&embeddings, request, &client_model::written(requested))
+            }
             Err(_) => Bytes::new(),
         }
     };
@@ -287,6 +293,8 @@ fn answer_hit(
     if let Ok(v) = axum::http::HeaderValue::from_str(&format!("hit; call={}", record.number)) {
         headers.insert("x-switchyard-cache", v);
     }
+    let reference = format!("{}/{}", record.backend, record.model);
+    client_model::name_reference(&mut headers, &reference);
     crate::call::respond::whole(StatusCode::OK, headers, out, meter)
 }
 

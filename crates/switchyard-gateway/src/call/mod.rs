@@ -17,6 +17,7 @@
 pub(crate) mod admission;
 pub(crate) mod cache_hit;
 pub(crate) mod case;
+pub(crate) mod client_model;
 pub(crate) mod count_tokens;
 pub(crate) mod embeddings;
 pub(crate) mod failover;

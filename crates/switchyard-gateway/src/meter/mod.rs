@@ -127,6 +127,12 @@ impl Meter {
         }
     }
 
+    /// The model as the client named it: what every reply to it names
+    /// (`call/client_model.rs`).
+    pub(crate) fn requested(&self) -> &str {
+        &self.summary.requested
+    }
+
     /// The body the client sent (kept for the record when nothing goes upstream).
     pub(crate) fn set_client_body(&mut self, body: &Bytes) {
         self.client_body = Some(body.clone());

@@ -23,10 +23,14 @@ def check(name, got, want):
 
 
 for model in ["fallback", "smart"]:
-    r = oa.chat.completions.create(model=model, messages=[{"role": "user", "content": f"chat {model}"}])
+    raw = oa.chat.completions.with_raw_response.create(
+        model=model, messages=[{"role": "user", "content": f"chat {model}"}])
+    r = raw.parse()
     check(f"chat whole {model}", r.choices[0].message.content, f"chat {model}")
-    # The member that served says so.
-    check(f"chat model {model}", r.model, "echo")
+    # The reply names the model as the client named it; the member that served is named
+    # by the gateway's header.
+    check(f"chat model {model}", r.model, model)
+    check(f"chat served by {model}", raw.headers.get("x-switchyard-model"), "up-messages/echo")
 
     chunks = oa.chat.completions.create(
         model=model, messages=[{"role": "user", "content": f"stream {model}"}], stream=True,
@@ -36,6 +40,7 @@ for model in ["fallback", "smart"]:
 
     r = oa.responses.create(model=model, input=f"responses {model}")
     check(f"responses whole {model}", r.output_text, f"responses {model}")
+    check(f"responses model {model}", r.model, model)
 
     text = ""
     with oa.responses.stream(model=model, input=f"rstream {model}") as s:
@@ -47,13 +52,17 @@ for model in ["fallback", "smart"]:
     m = an.messages.create(model=model, max_tokens=64,
                            messages=[{"role": "user", "content": f"messages {model}"}])
     check(f"messages whole {model}", m.content[0].text, f"messages {model}")
+    check(f"messages model {model}", m.model, model)
     with an.messages.stream(model=model, max_tokens=64,
                             messages=[{"role": "user", "content": f"mstream {model}"}]) as s:
         text = "".join(s.text_stream)
+        final = s.get_final_message()
     check(f"messages stream {model}", text, f"mstream {model}")
+    check(f"messages stream model {model}", final.model, model)
 
     g = gm.models.generate_content(model=model, contents=f"gemini {model}")
     check(f"gemini whole {model}", g.text, f"gemini {model}")
+    check(f"gemini model {model}", g.model_version, model)
     text = "".join(c.text or "" for c in gm.models.generate_content_stream(
         model=model, contents=f"gstream {model}"))
     check(f"gemini stream {model}", text, f"gstream {model}")

@@ -15,6 +15,7 @@ mod edits;
 mod relay;
 mod watch;
 
+use crate::call::client_model::{self, InStream};
 use crate::call::failure::{kept_header, Failure, UpstreamFailure};
 use crate::call::respond;
 use crate::call::upstream::Target;
@@ -95,8 +96,14 @@ pub(crate) async fn forward(
             relayed,
         }) => {
             meter.answered_at(answered);
+            // The record keeps the reply as it came; the client reads its own model name.
             meter.draft().keep(&body);
-            let body = relayed.unwrap_or(body);
+            let body = match relayed {
+                Some(stream) => InStream::new(dialect, meter.requested()).events(stream),
+                None => client_model::whole(dialect, body, meter.requested()),
+            };
+            let mut headers = headers;
+            client_model::name_reference(&mut headers, &target.reference);
             meter.usage(usage);
             meter.outcome(status, None);
             meter.head();
@@ -132,6 +139,7 @@ pub(crate) async fn forward(
             let mut response = Response::new(Body::from_stream(body));
             *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
             *response.headers_mut() = headers;
+            client_model::name_reference(response.headers_mut(), &target.reference);
             Ok(response)
         }
         Err(e) => Err(Failure::Upstream(UpstreamFailure::in_dialect(

@@ -13,6 +13,7 @@
 //!   is dropped rather than sent half.
 
 use super::watch::Watch;
+use crate::call::client_model::InStream;
 use crate::errors::ApiError;
 use crate::meter::Meter;
 use bytes::{Bytes, BytesMut};
@@ -39,6 +40,8 @@ pub(super) struct Relay {
     dialect: Dialect,
     backend: String,
     headers: Vec<(String, String)>,
+    /// Names the client's model in the events that name one.
+    names: InStream,
     /// Drops the chat usage-only chunk the client did not ask for.
     hide_usage: Option<SseParser>,
     /// The bytes of an event not yet complete.
@@ -70,6 +73,7 @@ impl Relay {
             dialect,
             backend: backend.to_string(),
             headers,
+            names: InStream::new(dialect, meter.requested()),
             hide_usage: hide_usage.then(SseParser::new),
             tail: BytesMut::new(),
             held: BytesMut::new(),
@@ -272,11 +276,13 @@ impl Relay {
         }
     }
 
-    /// Queues bytes for the client (the usage-only chunk left out where it must be).
+    /// Queues bytes for the client: the model named as the client named it, the
+    /// usage-only chunk left out where it must be. The record has kept them as they came.
     fn emit(&mut self, bytes: Bytes) {
         if bytes.is_empty() {
             return;
         }
+        let bytes = self.names.events(bytes);
         let bytes = match &mut self.hide_usage {
             None => bytes,
             Some(parser) => without_usage_chunks(parser, bytes),

@@ -5,6 +5,7 @@
 pub mod envelope;
 pub mod ids;
 
+use crate::call::client_model;
 use crate::call::failure::{Failure, UpstreamFailure};
 use crate::call::upstream::Target;
 use crate::errors::ApiError;
@@ -63,6 +64,8 @@ pub(crate) async fn forward(
         meter.draft().keep(&reply.raw);
         restore.reply(&mut reply);
         envelope::seal_reply(&mut reply, dialect, key);
+        // The record decodes the bytes kept above: the upstream's id stays there.
+        reply.model = Some(client_model::written(meter.requested()));
         if let Some(u) = reply.usage {
             meter.usage(u);
         }
@@ -71,9 +74,11 @@ pub(crate) async fn forward(
         meter.head();
         meter.first_byte();
         meter.complete();
+        let mut headers = crate::call::respond::json_headers();
+        client_model::name_reference(&mut headers, &target.reference);
         return Ok(crate::call::respond::whole(
             StatusCode::OK,
-            crate::call::respond::json_headers(),
+            headers,
             Bytes::from(body),
             meter,
         ));
@@ -96,6 +101,8 @@ pub(crate) async fn forward(
         sealer: StreamSealer::new(dialect, key),
         dialect,
         client_wants_usage,
+        model: Some(client_model::written(meter.requested())),
+        started: false,
         meter: meter.detach(),
         ended: false,
     };
@@ -111,6 +118,7 @@ pub(crate) async fn forward(
         HeaderValue::from_static("text/event-stream"),
     );
     h.insert("cache-control", HeaderValue::from_static("no-cache"));
+    client_model::name_reference(h, &target.reference);
     Ok(response)
 }
 
@@ -125,6 +133,10 @@ struct Relay {
     sealer: Option<StreamSealer>,
     dialect: Dialect,
     client_wants_usage: bool,
+    /// The model as the client named it: what the stream's start names.
+    model: Option<String>,
+    /// Whether the stream's start went to the encoder.
+    started: bool,
     meter: Meter,
     ended: bool,
 }
@@ -242,7 +254,35 @@ impl Relay {
                 return;
             }
         }
+        let event = self.named(event, out);
         self.encoder.event(&event, out);
+    }
+
+    /// `event` with the start naming the client's model rather than the upstream's; a
+    /// stream whose upstream said no start gets one before its first event (an error
+    /// aside), as every encoder begins at its first event anyway.
+    fn named(&mut self, event: Event, out: &mut Vec<u8>) -> Event {
+        match event {
+            Event::Start { id, .. } => {
+                self.started = true;
+                Event::Start {
+                    id,
+                    model: self.model.clone(),
+                }
+            }
+            Event::Error(_) => event,
+            event => {
+                if !self.started {
+                    self.started = true;
+                    let start = Event::Start {
+                        id: None,
+                        model: self.model.clone(),
+                    };
+                    self.encoder.event(&start, out);
+                }
+                event
+            }
+        }
     }
 
     /// The reply assembled so far and every byte received go to the record; what was

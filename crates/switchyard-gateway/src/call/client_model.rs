@@ -15,15 +15,15 @@
 //!   `message.model` only;
 //! - Gemini: `modelVersion`, at the top of a reply and of every stream chunk.
 //!
-//! Passed-through bytes are spliced at those fields ([`RawBody::patched`]), everything
-//! else copied as it came; a stream's events that carry no model are found by a byte
+//! Passed-through bytes are spliced at those fields (found by a byte-level walk,
+//! [`top_level`]), everything else copied as it came; a stream's events that carry no model are found by a byte
 //! scan and not parsed.
 //!
 //! The name is the client's own text, written back out: a key in it (a client may put
 //! one anywhere) is redacted as every byte from upstream is ([`written`]), and so is the
 //! header's reference, which is read from the same text.
 
-use crate::raw::RawBody;
+use crate::call::top_level;
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use bytes::Bytes;
 use memchr::memmem::Finder;
@@ -74,19 +74,7 @@ pub(crate) fn whole(dialect: Dialect, body: Bytes, name: &str) -> Bytes {
 /// `json` with its top-level `field` set to `value` (JSON text); `None` when it has no
 /// such field, already holds `value`, or is no JSON object.
 fn renamed(json: &[u8], field: &str, value: &str) -> Option<Vec<u8>> {
-    let raw = RawBody::parse(json).ok()?;
-    if raw.raw(field)? == value {
-        return None;
-    }
-    Some(raw.patched(&[(field, value.to_string())]))
-}
-
-/// `json` with `field` of its top-level object `outer` set to `value`.
-fn renamed_within(json: &[u8], outer: &str, field: &str, value: &str) -> Option<Vec<u8>> {
-    let raw = RawBody::parse(json).ok()?;
-    let inner = renamed(raw.raw(outer)?.as_bytes(), field, value)?;
-    let inner = String::from_utf8(inner).ok()?;
-    Some(raw.patched(&[(outer, inner)]))
+    top_level::replaced_at(json, top_level::first(json, field)?, value)
 }
 
 /// Renames the model in a passed-through stream of one dialect, event by event.
@@ -144,13 +132,20 @@ impl InStream {
         Bytes::from(out)
     }
 
+    /// Where the event's data (JSON) names the model, when it names another than the
+    /// client's.
+    fn model_at(&self, json: &[u8]) -> Option<(usize, usize)> {
+        let span = match self.dialect {
+            Dialect::Messages => top_level::first_within(json, "message", "model"),
+            Dialect::Responses => top_level::first_within(json, "response", "model"),
+            Dialect::Chat | Dialect::Gemini => top_level::first(json, field(self.dialect)),
+        }?;
+        (&json[span.0..span.1] != self.name.as_bytes()).then_some(span)
+    }
+
     /// The event's data (JSON) renamed, or `None` when it names no model.
     fn data(&self, json: &[u8]) -> Option<Vec<u8>> {
-        match self.dialect {
-            Dialect::Messages => renamed_within(json, "message", "model", &self.name),
-            Dialect::Responses => renamed_within(json, "response", "model", &self.name),
-            Dialect::Chat | Dialect::Gemini => renamed(json, field(self.dialect), &self.name),
-        }
+        top_level::replaced_at(json, self.model_at(json)?, &self.name)
     }
 
     /// One event into `out`, renamed where it names the model: its one `data:` line
@@ -158,11 +153,12 @@ impl InStream {
     /// parsed and written again.
     fn event(&self, event: &[u8], out: &mut Vec<u8>) {
         if let Some((start, end)) = one_data_line(event) {
-            match self.data(&event[start..end]) {
-                Some(data) => {
-                    out.extend_from_slice(&event[..start]);
-                    out.extend_from_slice(&data);
-                    out.extend_from_slice(&event[end..]);
+            // Spliced straight into `out`: no copy of the event of its own.
+            match self.model_at(&event[start..end]) {
+                Some((s, e)) => {
+                    out.extend_from_slice(&event[..start + s]);
+                    out.extend_from_slice(self.name.as_bytes());
+                    out.extend_from_slice(&event[start + e..]);
                 }
                 None => out.extend_from_slice(event),
             }

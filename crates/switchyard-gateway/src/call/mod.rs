@@ -26,6 +26,7 @@ pub(crate) mod model_call;
 pub(crate) mod passthrough;
 pub(crate) mod request_body;
 pub(crate) mod respond;
+pub(crate) mod top_level;
 pub(crate) mod translate;
 pub(crate) mod upstream;
 

@@ -83,6 +83,11 @@ pub(crate) struct InStream {
     dialect: Dialect,
     /// The client's name as a JSON string.
     name: String,
+    /// The bytes of the last event's data up to the end of the model's value, and where
+    /// the value starts: an event whose data begins with the same bytes names the model
+    /// at the same place (the walk over those bytes would be the same), so a stream's
+    /// chunks after its first are spliced without a walk. Kept only for a string value.
+    known: Option<(Vec<u8>, usize)>,
 }
 
 /// What an event that may name the model holds (a cheap scan; a hit is then parsed).
@@ -106,52 +111,76 @@ impl InStream {
         InStream {
             dialect,
             name: json_string(name),
+            known: None,
         }
     }
 
     /// `bytes` — whole SSE events, the last perhaps without its closing blank line —
     /// with every event that names the model naming the client's. Bytes with no such
-    /// event go back as they are, without a copy.
-    pub(crate) fn events(&self, bytes: Bytes) -> Bytes {
+    /// event go back as they are, without a copy. In chat and Gemini streams every chunk
+    /// names the model; in Messages and Responses streams few events do, and the bytes
+    /// are searched once for the next of them, the events before it copied unread.
+    pub(crate) fn events(&mut self, bytes: Bytes) -> Bytes {
+        let every = matches!(self.dialect, Dialect::Chat | Dialect::Gemini);
         let finder = finder(self.dialect);
-        if finder.find(&bytes).is_none() {
-            return bytes;
-        }
+        let mut hit = match finder.find(&bytes) {
+            Some(hit) => hit,
+            None => return bytes,
+        };
         let mut out = Vec::with_capacity(bytes.len() + 64);
-        let mut rest = &bytes[..];
-        while !rest.is_empty() {
-            let end = event_end(rest);
-            let (event, after) = rest.split_at(end);
-            if finder.find(event).is_some() {
+        let mut from = 0;
+        while from < bytes.len() {
+            if !every && hit >= bytes.len() {
+                // No event left names the model.
+                out.extend_from_slice(&bytes[from..]);
+                break;
+            }
+            let end = from + event_end(&bytes[from..]);
+            let event = &bytes[from..end];
+            if every || hit < end {
                 self.event(event, &mut out);
+                if !every {
+                    hit = finder.find(&bytes[end..]).map_or(usize::MAX, |h| end + h);
+                }
             } else {
                 out.extend_from_slice(event);
             }
-            rest = after;
+            from = end;
         }
         Bytes::from(out)
     }
 
     /// Where the event's data (JSON) names the model, when it names another than the
     /// client's.
-    fn model_at(&self, json: &[u8]) -> Option<(usize, usize)> {
+    fn model_at(&mut self, json: &[u8]) -> Option<(usize, usize)> {
+        if let Some((prefix, start)) = &self.known {
+            if json.starts_with(prefix) {
+                return Some((*start, prefix.len()));
+            }
+        }
         let span = match self.dialect {
             Dialect::Messages => top_level::first_within(json, "message", "model"),
             Dialect::Responses => top_level::first_within(json, "response", "model"),
             Dialect::Chat | Dialect::Gemini => top_level::first(json, field(self.dialect)),
         }?;
-        (&json[span.0..span.1] != self.name.as_bytes()).then_some(span)
+        if &json[span.0..span.1] == self.name.as_bytes() {
+            return None;
+        }
+        if json[span.0] == b'"' {
+            self.known = Some((json[..span.1].to_vec(), span.0));
+        }
+        Some(span)
     }
 
     /// The event's data (JSON) renamed, or `None` when it names no model.
-    fn data(&self, json: &[u8]) -> Option<Vec<u8>> {
+    fn data(&mut self, json: &[u8]) -> Option<Vec<u8>> {
         top_level::replaced_at(json, self.model_at(json)?, &self.name)
     }
 
     /// One event into `out`, renamed where it names the model: its one `data:` line
     /// spliced in place, or — an event of several data lines, or lone CR line ends —
     /// parsed and written again.
-    fn event(&self, event: &[u8], out: &mut Vec<u8>) {
+    fn event(&mut self, event: &[u8], out: &mut Vec<u8>) {
         if let Some((start, end)) = one_data_line(event) {
             // Spliced straight into `out`: no copy of the event of its own.
             match self.model_at(&event[start..end]) {
@@ -256,6 +285,31 @@ mod tests {
                 body.as_bytes()
             );
         }
+    }
+
+    #[test]
+    fn chunks_sharing_the_first_ones_prefix_are_renamed_as_a_walk_would() {
+        let mut names = InStream::new(Dialect::Chat, "cc-msg/echo");
+        let chunk = |id: &str, text: &str| {
+            format!("data: {{\"id\":\"{id}\",\"model\":\"echo\",\"choices\":[{{\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n")
+        };
+        // The second chunk is spliced from the first's prefix, the third (another id
+        // length) walked again; one network read of several, and reads one by one.
+        let input = [
+            chunk("c1", "a"),
+            chunk("c1", "b"),
+            chunk("c22", "\\\"model\\\":\\\"x\\\""),
+        ]
+        .concat();
+        let expected = input.replace("\"model\":\"echo\"", "\"model\":\"cc-msg/echo\"");
+        let out = names.events(Bytes::from(input.clone()));
+        assert_eq!(String::from_utf8(out.to_vec()).unwrap(), expected);
+        let mut one_by_one = String::new();
+        for c in [chunk("c1", "a"), chunk("c1", "b"), chunk("c22", "z")] {
+            one_by_one.push_str(std::str::from_utf8(&names.events(Bytes::from(c))).unwrap());
+        }
+        assert_eq!(one_by_one.matches("\"model\":\"cc-msg/echo\"").count(), 3);
+        assert!(!one_by_one.contains("\"echo\""));
     }
 
     #[test]

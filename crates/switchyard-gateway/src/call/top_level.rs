@@ -78,11 +78,18 @@ fn skip_whitespace(json: &[u8], mut at: usize) -> usize {
     at
 }
 
-/// Just past the string whose opening quote is at `open`.
+/// Just past the string whose opening quote is at `open`. Keys and most values are a
+/// few bytes long: they are read byte by byte, and only a long string goes to memchr
+/// (whose setup costs more than a short string's bytes).
 fn string_end(json: &[u8], open: usize) -> Option<usize> {
     let mut at = open + 1;
     loop {
-        let i = at + memchr::memchr2(b'"', b'\\', json.get(at..)?)?;
+        let rest = json.get(at..)?;
+        let near = rest.len().min(32);
+        let i = match rest[..near].iter().position(|b| matches!(b, b'"' | b'\\')) {
+            Some(i) => at + i,
+            None => at + memchr::memchr2(b'"', b'\\', rest)?,
+        };
         if json[i] == b'\\' {
             at = i + 2;
             continue;

@@ -192,4 +192,100 @@ mod tests {
             assert_eq!(value, parsed[key], "{key}");
         }
     }
+
+    mod properties {
+        use super::super::*;
+        use proptest::prelude::*;
+        use serde_json::{Map, Value};
+
+        fn value() -> impl Strategy<Value = Value> {
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::Bool),
+                any::<i64>().prop_map(Value::from),
+                (-1e9f64..1e9).prop_map(Value::from),
+                "(?s).{0,40}".prop_map(Value::from),
+            ];
+            leaf.prop_recursive(3, 16, 4, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                    prop::collection::vec(("[a-z\"\\\\}{]{1,6}", inner), 0..4).prop_map(|fields| {
+                        Value::Object(fields.into_iter().collect::<Map<_, _>>())
+                    }),
+                ]
+            })
+        }
+
+        proptest! {
+            /// On any object (unique keys, as serde writes them), the walk finds each
+            /// top-level key's value exactly as a parse reads it, and a replacement
+            /// parses to the object with that one value changed.
+            #[test]
+            fn the_walk_reads_every_key_as_a_parse_does(
+                fields in prop::collection::vec(("[a-z\"\\\\}{]{1,6}", value()), 0..6),
+                pretty in any::<bool>(),
+            ) {
+                let object: Map<String, Value> = fields.into_iter().collect();
+                let text = match pretty {
+                    true => serde_json::to_string_pretty(&object).unwrap(),
+                    false => serde_json::to_string(&object).unwrap(),
+                };
+                for (key, expected) in &object {
+                    // Keys written with escapes are not recognised (documented above).
+                    if key.contains(['"', '\\']) {
+                        continue;
+                    }
+                    let (start, end) = first(text.as_bytes(), key).unwrap();
+                    let got: Value = serde_json::from_slice(&text.as_bytes()[start..end]).unwrap();
+                    prop_assert_eq!(&got, expected);
+                    let out = replaced_at(text.as_bytes(), (start, end), "\"renamed\"");
+                    if let Some(out) = out {
+                        let mut changed = object.clone();
+                        changed.insert(key.clone(), Value::from("renamed"));
+                        let parsed: Map<String, Value> = serde_json::from_slice(&out).unwrap();
+                        prop_assert_eq!(parsed, changed);
+                    }
+                }
+            }
+
+            /// An object cut short anywhere, or with a byte changed: no panic, and a
+            /// span found lies within the bytes.
+            #[test]
+            fn a_cut_or_altered_object_is_walked_without_a_panic(
+                fields in prop::collection::vec(("model|message|[a-z]{1,3}", value()), 1..5),
+                cut in any::<prop::sample::Index>(),
+                at in any::<prop::sample::Index>(),
+                byte in any::<u8>(),
+            ) {
+                let object: Map<String, Value> = fields.into_iter().collect();
+                let mut bytes = serde_json::to_vec(&object).unwrap();
+                let i = at.index(bytes.len());
+                bytes[i] = byte;
+                let cut = cut.index(bytes.len() + 1);
+                for bytes in [&bytes[..], &bytes[..cut]] {
+                    for key in ["model", "message"] {
+                        if let Some((start, end)) = first(bytes, key) {
+                            prop_assert!(start <= end && end <= bytes.len());
+                        }
+                        if let Some((start, end)) = first_within(bytes, "message", key) {
+                            prop_assert!(start <= end && end <= bytes.len());
+                        }
+                    }
+                }
+            }
+
+            /// Any bytes at all: no panic, and a span found lies within the bytes.
+            #[test]
+            fn any_bytes_are_walked_without_a_panic(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
+                for key in ["model", "message"] {
+                    if let Some((start, end)) = first(&bytes, key) {
+                        prop_assert!(start <= end && end <= bytes.len());
+                    }
+                    if let Some((start, end)) = first_within(&bytes, "message", key) {
+                        prop_assert!(start <= end && end <= bytes.len());
+                    }
+                }
+            }
+        }
+    }
 }

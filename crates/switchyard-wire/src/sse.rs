@@ -158,6 +158,26 @@ fn text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// Whether the line end at `bytes[i]` (a `\n`) closes a blank line, and so ends an event:
+/// the line before it ended right before it (`\n\n`, or `\r\n\r\n`).
+pub fn closes_event(bytes: &[u8], i: usize) -> bool {
+    let before = &bytes[..i];
+    before.ends_with(b"\n") || before.ends_with(b"\n\r")
+}
+
+/// Where the first complete event of `bytes` ends: just after its blank line (`None`
+/// when no event of `bytes` is complete yet).
+pub fn first_event_end(bytes: &[u8]) -> Option<usize> {
+    let mut from = 0;
+    while let Some(i) = memchr::memchr(b'\n', &bytes[from..]).map(|i| from + i) {
+        if closes_event(bytes, i) {
+            return Some(i + 1);
+        }
+        from = i + 1;
+    }
+    None
+}
+
 /// One event's bytes on their own (see [`write_event`]).
 pub fn event_bytes(event: Option<&str>, data: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(data.len() + 16);
@@ -183,6 +203,15 @@ pub fn write_event(out: &mut Vec<u8>, event: Option<&str>, data: &str) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_event_ends_after_its_blank_line_in_either_line_end() {
+        assert_eq!(first_event_end(b"data: a\n\ndata: b\n\n"), Some(9));
+        assert_eq!(first_event_end(b"data: a\r\n\r\ndata: b"), Some(11));
+        assert_eq!(first_event_end(b"event: x\ndata: a\n"), None);
+        assert!(closes_event(b"data: a\n\n", 8));
+        assert!(!closes_event(b"data: a\n\n", 7));
+    }
+
     use super::*;
 
     fn parse_in_pieces(input: &[u8], piece: usize) -> Vec<SseEvent> {

@@ -29,7 +29,7 @@ use bytes::Bytes;
 use memchr::memmem::Finder;
 use std::sync::LazyLock;
 use switchyard::Dialect;
-use switchyard_wire::sse::{write_event, SseParser};
+use switchyard_wire::sse::{first_event_end, write_event, SseParser};
 
 /// The answer's header naming the reference called, `<backend>/<upstream model id>`.
 pub(crate) const HEADER: HeaderName = HeaderName::from_static("x-switchyard-model");
@@ -135,7 +135,8 @@ impl InStream {
                 out.extend_from_slice(&bytes[from..]);
                 break;
             }
-            let end = from + event_end(&bytes[from..]);
+            // A last event without its blank line ends with the bytes.
+            let end = from + first_event_end(&bytes[from..]).unwrap_or(bytes.len() - from);
             let event = &bytes[from..end];
             if every || hit < end {
                 self.event(event, &mut out);
@@ -217,20 +218,6 @@ impl InStream {
             }
         }
     }
-}
-
-/// Where the first SSE event of `bytes` ends: after its blank line, or at the end of
-/// the bytes for a last event without one.
-fn event_end(bytes: &[u8]) -> usize {
-    let mut from = 0;
-    while let Some(i) = memchr::memchr(b'\n', &bytes[from..]).map(|i| from + i) {
-        let before = &bytes[..i];
-        if before.ends_with(b"\n") || before.ends_with(b"\n\r") {
-            return i + 1;
-        }
-        from = i + 1;
-    }
-    bytes.len()
 }
 
 /// Where the value of the event's one `data:` line sits (after `data:` and its one

@@ -56,10 +56,10 @@ impl ModelCall<'_> {
     /// "thread_unsupported_request"`: the whole history again, without `thread`), where
     /// dropping the field would send a lone tool result upstream.
     fn unheld_thread(&self, target: &Target) -> Option<ApiError> {
-        let thread = self.raw.raw("thread").filter(|v| *v != "null");
-        if self.dialect != Dialect::Messages || thread.is_none() {
+        if self.dialect != Dialect::Messages {
             return None;
         }
+        self.raw.raw("thread").filter(|v| *v != "null")?;
         if self.passes(target) && target.anthropic_first_party {
             return None;
         }

@@ -25,7 +25,7 @@ use switchyard::record::ErrorRecord;
 use switchyard::{Dialect, Error};
 use switchyard_wire::codec;
 use switchyard_wire::json::is_empty_raw_array;
-use switchyard_wire::sse::{write_event, SseParser};
+use switchyard_wire::sse::{closes_event, first_event_end, write_event, SseParser};
 
 /// How long the upstream may take to close after its end marker before the gateway ends
 /// the client's stream anyway.
@@ -355,19 +355,12 @@ fn last_boundary_from(bytes: &[u8], from: usize) -> Option<usize> {
     }
     let mut end = bytes.len();
     while let Some(i) = memchr::memrchr(b'\n', &bytes[from..end]).map(|i| from + i) {
-        if ends_blank_line(bytes, i) {
+        if closes_event(bytes, i) {
             return Some(i + 1);
         }
         end = i;
     }
     None
-}
-
-/// Whether the line end at `bytes[i]` (a `\n`) closes a blank line: the line before it
-/// ended right before it.
-fn ends_blank_line(bytes: &[u8], i: usize) -> bool {
-    let before = &bytes[..i];
-    before.ends_with(b"\n") || before.ends_with(b"\n\r")
 }
 
 /// `bytes` with the usage-only chunks left out, for a client that did not ask for usage.
@@ -388,7 +381,7 @@ fn without_usage_chunks(parser: &mut SseParser, bytes: Bytes) -> Bytes {
     let mut out = Vec::with_capacity(bytes.len());
     let mut rest = &bytes[..];
     while !rest.is_empty() {
-        let end = first_boundary(rest).unwrap_or(rest.len());
+        let end = first_event_end(rest).unwrap_or(rest.len());
         let (event, after) = rest.split_at(end);
         if parser.is_idle() && !names_usage(event) {
             out.extend_from_slice(event);
@@ -402,19 +395,6 @@ fn without_usage_chunks(parser: &mut SseParser, bytes: Bytes) -> Bytes {
         rest = after;
     }
     Bytes::from(out)
-}
-
-/// Where the first complete SSE event of `bytes` ends: after its blank line (the
-/// counterpart of [`last_boundary`]).
-fn first_boundary(bytes: &[u8]) -> Option<usize> {
-    let mut from = 0;
-    while let Some(i) = memchr::memchr(b'\n', &bytes[from..]).map(|i| from + i) {
-        if ends_blank_line(bytes, i) {
-            return Some(i + 1);
-        }
-        from = i + 1;
-    }
-    None
 }
 
 /// Complete events with the last one (the end marker) left out.
@@ -506,7 +486,7 @@ mod tests {
             b"data: aaaaaaaa\r\n\r\n",
             b"data: aaaaaaaa\n\n",
         ] {
-            let first = first_boundary(input).unwrap();
+            let first = first_event_end(input).unwrap();
             for cut in 0..first {
                 let from = cut.saturating_sub(3);
                 assert_eq!(
@@ -520,10 +500,10 @@ mod tests {
 
     #[test]
     fn events_are_found_from_the_start() {
-        assert_eq!(first_boundary(b"data: a\n\ndata: b\n\n"), Some(9));
-        assert_eq!(first_boundary(b"data: a\r\n\r\ndata: b"), Some(11));
-        assert_eq!(first_boundary(b"data: a\ndata: b\n"), None);
-        assert_eq!(first_boundary(b""), None);
+        assert_eq!(first_event_end(b"data: a\n\ndata: b\n\n"), Some(9));
+        assert_eq!(first_event_end(b"data: a\r\n\r\ndata: b"), Some(11));
+        assert_eq!(first_event_end(b"data: a\ndata: b\n"), None);
+        assert_eq!(first_event_end(b""), None);
     }
 
     const ROLE: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}";

@@ -55,10 +55,13 @@ pub struct ApiError {
     /// Sent with `x-should-retry: false`, which the official OpenAI and Anthropic SDKs
     /// obey: retrying cannot help (a spent budget).
     pub no_retry: bool,
-    /// Anthropic's machine-readable reason, written as `error.details.error_code` in the
-    /// Messages shape (the only dialect with such a field): the signal a client acts on
-    /// (`thread_unsupported_request`: the SDK resends the whole history without `thread`).
+    /// The machine-readable reason a client acts on, where its category's usual one is
+    /// not precise enough: `error.details.error_code` in the Messages shape
+    /// (`thread_unsupported_request`: the SDK resends the whole history without
+    /// `thread`), `error.code` in OpenAI's (`previous_response_not_found`).
     pub error_code: Option<&'static str>,
+    /// The request field at fault, written as `error.param` in OpenAI's shape.
+    pub param: Option<&'static str>,
 }
 
 impl ApiError {
@@ -72,6 +75,7 @@ impl ApiError {
             context: None,
             no_retry: false,
             error_code: None,
+            param: None,
         }
     }
 
@@ -146,9 +150,16 @@ impl ApiError {
         self
     }
 
-    /// Sets the reason written as `error.details.error_code` to Messages clients.
+    /// Sets the reason written as `error.details.error_code` to Messages clients and as
+    /// `error.code` to OpenAI's.
     pub fn with_error_code(mut self, code: &'static str) -> Self {
         self.error_code = Some(code);
+        self
+    }
+
+    /// Names the request field at fault (`error.param` to OpenAI's clients).
+    pub fn with_param(mut self, param: &'static str) -> Self {
+        self.param = Some(param);
         self
     }
 
@@ -266,7 +277,8 @@ impl ApiError {
         match dialect {
             Dialect::Chat | Dialect::Responses => {
                 let (kind, code) = openai_type_code(self.category);
-                json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
+                let code = self.error_code.or(code);
+                json!({"error": {"message": message, "type": kind, "param": self.param, "code": code}})
             }
             Dialect::Messages => {
                 let mut error = json!({"type": anthropic_type(self.category), "message": message});

@@ -24,6 +24,7 @@
 mod account;
 mod call;
 pub mod config;
+mod conversations;
 mod endpoints;
 pub mod errors;
 mod meter;

@@ -128,6 +128,7 @@ impl Gateway {
             }
             store.load_cache();
         }
+        let conversations = open_conversations(config, store.as_ref(), pg.as_ref(), &mut errors);
         let state_key = StateKey::load(state_key_env, store.as_ref().map(Store::dir))
             .unwrap_or_else(|e| {
                 errors.push(e);
@@ -148,6 +149,7 @@ impl Gateway {
                     ),
                     store,
                     pg,
+                    conversations,
                     upstreams,
                     max_recorded_reply_bytes: config.max_recorded_reply_bytes,
                     drain_expired: AtomicBool::new(false),
@@ -245,6 +247,14 @@ impl Gateway {
                 post(endpoints::calls::chat_completions),
             )
             .route("/v1/responses", post(endpoints::calls::responses))
+            .route(
+                "/v1/responses/{id}",
+                get(endpoints::responses::get).delete(endpoints::responses::delete),
+            )
+            .route(
+                "/v1/responses/{id}/input_items",
+                get(endpoints::responses::input_items),
+            )
             .route("/v1/embeddings", post(endpoints::calls::embeddings))
             .route("/v1/messages", post(endpoints::calls::messages))
             .route(
@@ -391,5 +401,31 @@ pub async fn probe(base: &str) -> bool {
             .await
             .is_ok_and(|v| v["service"] == endpoints::health::SERVICE),
         _ => false,
+    }
+}
+
+/// The kept conversations: in the shared store when there is one (replicas serve one
+/// chain together), else in the data directory; none without a store or when the
+/// config turns them off.
+fn open_conversations(
+    config: &GatewayConfig,
+    store: Option<&Store>,
+    pg: Option<&Arc<crate::store::pg::SharedStore>>,
+    errors: &mut Vec<String>,
+) -> Option<Arc<crate::conversations::Conversations>> {
+    use crate::conversations::{local::Local, Conversations};
+    let c = config.conversations;
+    if !c.on {
+        return None;
+    }
+    if let Some(pg) = pg {
+        return Some(Arc::new(Conversations::shared(pg.clone(), c.ttl)));
+    }
+    match Local::open(store?.dir()) {
+        Ok(local) => Some(Arc::new(Conversations::local(local, c.ttl))),
+        Err(e) => {
+            errors.push(e);
+            None
+        }
     }
 }

@@ -22,6 +22,7 @@ mod dialect_name;
 pub mod embed;
 pub mod event;
 pub mod json;
+pub mod kept;
 pub mod part;
 pub mod reply;
 pub mod request;

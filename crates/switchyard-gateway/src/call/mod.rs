@@ -35,6 +35,7 @@ use crate::call::case::Case;
 use crate::call::embeddings::{Client, Embedding};
 use crate::call::failover::Members;
 use crate::call::model_call::ModelCall;
+use crate::conversations::{self, prior::Prior};
 use crate::errors::{ApiError, Category};
 use crate::meter::Meter;
 use crate::raw::RawBody;
@@ -140,6 +141,16 @@ async fn read(
                     (model, raw.bool("stream").unwrap_or(false))
                 }
             };
+            // What the request names of kept state, read once for every member tried.
+            let prior = match count_tokens {
+                true => Prior::None,
+                false => {
+                    let owner = conversations::owner(key.as_deref());
+                    let kept = shared.books.conversations.as_deref();
+                    let max = shared.body.max_bytes;
+                    Prior::load(kept, owner, *dialect, &raw, &bytes, max).await?
+                }
+            };
             let case = ModelCall {
                 dialect: *dialect,
                 raw: &raw,
@@ -149,6 +160,7 @@ async fn read(
                 count_tokens: *count_tokens,
                 state_key: &shared.state_key,
                 may_pass: !translate::envelope::may_carry(&bytes),
+                prior: &prior,
             };
             serve(shared, key, &requested, &case, meter).await
         }

@@ -10,6 +10,7 @@ use crate::call::failure::Failure;
 use crate::call::translate::envelope::StateKey;
 use crate::call::upstream::{without_retries, Target, Upstreams};
 use crate::call::{count_tokens, passthrough, translate};
+use crate::conversations::prior::{Aim, Prior};
 use crate::errors::{ApiError, Category};
 use crate::meter::{Books, Meter};
 use crate::raw::RawBody;
@@ -38,6 +39,9 @@ pub(crate) struct ModelCall<'a> {
     /// Whether the body may be passed through: it carries no envelope of another
     /// backend's state to open (that takes translation, even to its own dialect).
     pub may_pass: bool,
+    /// What the request names of kept state (`conversations/`): each member tried gets
+    /// the body its history expands to, and the call's turn is kept.
+    pub prior: &'a Prior,
 }
 
 impl ModelCall<'_> {
@@ -49,28 +53,38 @@ impl ModelCall<'_> {
 }
 
 impl ModelCall<'_> {
-    /// The refusal of an Anthropic message thread (`"thread": {…}` in a Messages body)
-    /// that no server on this call would hold: the gateway keeps none, and only the
-    /// first-party Anthropic API, the body passed through to it, keeps its own. Refused
-    /// with the signal Anthropic's SDKs fall back on (400, `error.details.error_code:
-    /// "thread_unsupported_request"`: the whole history again, without `thread`), where
-    /// dropping the field would send a lone tool result upstream.
-    fn unheld_thread(&self, target: &Target) -> Option<ApiError> {
-        if self.dialect != Dialect::Messages {
-            return None;
+    /// Passes `bytes` through when the member speaks the client's dialect and they may
+    /// pass; translates them otherwise.
+    async fn forward(
+        &self,
+        target: &Arc<Target>,
+        raw: &RawBody<'_>,
+        bytes: &Bytes,
+        may_pass: bool,
+        meter: &mut Meter,
+    ) -> Result<Response, Failure> {
+        if target.dialect == self.dialect && may_pass {
+            passthrough::forward(
+                target,
+                raw,
+                bytes,
+                self.stream,
+                self.dialect,
+                self.headers,
+                meter,
+            )
+            .await
+        } else {
+            translate::forward(
+                target,
+                bytes,
+                self.stream,
+                self.dialect,
+                self.state_key,
+                meter,
+            )
+            .await
         }
-        self.raw.raw("thread").filter(|v| *v != "null")?;
-        if self.passes(target) && target.anthropic_first_party {
-            return None;
-        }
-        let refusal = ApiError::new(
-            Category::BadRequest,
-            format!(
-                "`thread`: this gateway keeps no message threads, and backend `{}` is not the Anthropic API that keeps its own; send the whole conversation without `thread`",
-                target.backend
-            ),
-        );
-        Some(refusal.with_error_code("thread_unsupported_request"))
     }
 }
 
@@ -168,30 +182,39 @@ impl Case for ModelCall<'_> {
     }
 
     async fn on(&self, target: &Arc<Target>, meter: &mut Meter) -> Result<Response, Failure> {
-        if let Some(refusal) = self.unheld_thread(target) {
-            return Err(Failure::Refused(refusal));
+        let aim = Aim {
+            backend: &target.backend,
+            passes: target.dialect == self.dialect,
+            keeps_state: target.keeps_state,
+        };
+        let plan = match self.prior.plan(self.bytes, aim) {
+            Ok(plan) => plan,
+            Err(e) => {
+                if let (404, Some(books)) = (e.status.as_u16(), meter.books()) {
+                    books.metrics.kept.not_found(self.prior.kind());
+                }
+                return Err(Failure::Refused(e));
+            }
+        };
+        if let Some(keeping) = plan.keeping {
+            meter.keep_turn(keeping);
         }
-        if self.passes(target) {
-            passthrough::forward(
-                target,
-                self.raw,
-                self.bytes,
-                self.stream,
-                self.dialect,
-                self.headers,
-                meter,
-            )
-            .await
-        } else {
-            translate::forward(
-                target,
-                self.bytes,
-                self.stream,
-                self.dialect,
-                self.state_key,
-                meter,
-            )
-            .await
+        let Some(body) = plan.body else {
+            return self
+                .forward(target, self.raw, self.bytes, self.may_pass, meter)
+                .await;
+        };
+        // The history expanded from kept turns: sent as the client's body would be.
+        if let Some(books) = meter.books() {
+            books.metrics.kept.expanded(self.prior.kind());
         }
+        let raw = RawBody::parse(&body).map_err(|m| {
+            Failure::Refused(ApiError::new(
+                Category::Internal,
+                format!("an expanded history: {m}"),
+            ))
+        })?;
+        let may_pass = !translate::envelope::may_carry(&body);
+        self.forward(target, &raw, &body, may_pass, meter).await
     }
 }

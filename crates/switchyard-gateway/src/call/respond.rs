@@ -20,6 +20,7 @@ pub(crate) fn whole(
     body: Bytes,
     meter: &mut Meter,
 ) -> Response {
+    meter.reply_body(&body);
     let written = meter.finish();
     if written.is_some() {
         // Sent in two frames, yet of a known length, as a whole reply is.

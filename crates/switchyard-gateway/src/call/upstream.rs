@@ -48,6 +48,10 @@ pub(crate) struct Target {
     pub output_limit: Option<u64>,
     /// The first-party Anthropic API, which understands `anthropic-beta` flags.
     pub anthropic_first_party: bool,
+    /// The first-party API of the dialect the call goes in keeps that dialect's state
+    /// itself (OpenAI's stored responses, Anthropic's threads): a request passed through
+    /// to it may name the ids it gave.
+    pub keeps_state: bool,
     /// `…/v1/messages/count_tokens` when the backend serves Messages.
     pub count_tokens_url: Option<url::Url>,
     /// False for a copy made for one call (a route's member without its retries): never
@@ -396,7 +400,18 @@ impl Upstreams {
                 .or(backend.context_window.as_ref())
                 .map(|r| r.value),
             anthropic_first_party: messages_root
+                .as_ref()
                 .is_some_and(|r| r.contains("://api.anthropic.com")),
+            keeps_state: match dialect {
+                Dialect::Messages => messages_root
+                    .as_ref()
+                    .is_some_and(|r| r.contains("://api.anthropic.com")),
+                Dialect::Responses => backend
+                    .base_url
+                    .as_ref()
+                    .is_some_and(|b| b.value.contains("://api.openai.com")),
+                _ => false,
+            },
             count_tokens_url,
             cacheable: true,
         })

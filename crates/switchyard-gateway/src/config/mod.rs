@@ -20,6 +20,7 @@
 //!          max_reply_bytes: …, max_stream_bytes: …, max_event_bytes: …,
 //!          max_error_body_bytes: …, max_recorded_reply_bytes: …}
 //! cache: {mode: read-write, ttl: 1h, temperature_above_zero: false}   # or off | read | read-write
+//! conversations: {ttl: 30d}          # or off: the stateful APIs' state (with a store)
 //! ```
 
 mod key_spec;
@@ -36,6 +37,7 @@ use std::time::Duration;
 use switchyard::backend::http::Timeouts;
 use switchyard::RetryPolicy;
 
+pub use crate::conversations::ConversationsConfig;
 pub use crate::store::{StoreDurability, StoreOptions};
 pub use sections::GATEWAY_TIMEOUTS;
 
@@ -181,6 +183,8 @@ pub struct GatewayConfig {
     pub max_recorded_reply_bytes: usize,
     /// The response cache (`cache:`; off by default, and only with a store).
     pub cache: crate::store::cache::CacheConfig,
+    /// The stateful APIs' state kept for clients (`conversations:`; on with a store).
+    pub conversations: ConversationsConfig,
 }
 
 impl Default for GatewayConfig {
@@ -216,6 +220,7 @@ impl Default for GatewayConfig {
             reply_limits: switchyard::backend::http::ReplyLimits::DEFAULT,
             max_recorded_reply_bytes: crate::store::DEFAULT_MAX_RECORDED_REPLY_BYTES,
             cache: crate::store::cache::CacheConfig::default(),
+            conversations: ConversationsConfig::default(),
         }
     }
 }
@@ -402,6 +407,12 @@ impl GatewayConfig {
         }
         if let Some(cache) = sections.get("cache") {
             config.cache = crate::store::cache::read_cache(cache, &mut errors);
+        }
+        if let Some(c) = sections.get("conversations") {
+            match ConversationsConfig::read(c) {
+                Ok(c) => config.conversations = c,
+                Err(e) => errors.extend(e),
+            }
         }
         if errors.is_empty() {
             Ok(config)

@@ -22,6 +22,9 @@ pub(crate) struct Books {
     /// The PostgreSQL store replicas share: records shipped, budgets and rates held
     /// across them (`None`: this gateway keeps everything to itself).
     pub pg: Option<Arc<SharedStore>>,
+    /// The stateful APIs' state kept for clients (`None`: no store, or
+    /// `conversations: off`): a call that asked to be kept is, as it closes.
+    pub conversations: Option<Arc<crate::conversations::Conversations>>,
     /// The upstreams: a call that succeeded keeps its target for the next calls.
     pub upstreams: Arc<Upstreams>,
     /// How many bytes of a reply a call's record keeps (`limits.max_recorded_reply_bytes`).

@@ -198,6 +198,8 @@ pub struct Metrics {
     cache_hits: std::sync::atomic::AtomicU64,
     cache_misses: std::sync::atomic::AtomicU64,
     over_reservation: OverReservation,
+    /// The kept conversations' counters.
+    pub(crate) kept: crate::meter::kept_metrics::KeptCounts,
 }
 
 /// Calls that cost more than their budget reservation (`budget_stop.rs`), and calls whose
@@ -230,6 +232,7 @@ impl Metrics {
             cache_hits: Default::default(),
             cache_misses: Default::default(),
             over_reservation: Default::default(),
+            kept: Default::default(),
         }
     }
 
@@ -460,6 +463,7 @@ impl Metrics {
             "# HELP {name} Calls whose reported usage has a count past 2^32 tokens (billed as reported, saturated, the record flagged).\n# TYPE {name} counter\n{name} {}",
             load(&o.usage_suspect)
         );
+        self.kept.render(&mut out);
         self.refusals.render(&mut out);
         render_otel(&mut out);
         // Labels hold what clients sent (model names): a key among them is not shown.

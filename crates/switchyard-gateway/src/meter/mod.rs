@@ -8,6 +8,7 @@
 
 pub(crate) mod access_log;
 mod books;
+pub(crate) mod kept_metrics;
 pub mod metrics;
 pub(crate) mod otel;
 pub(crate) mod refused_calls;
@@ -323,6 +324,30 @@ impl Meter {
         }
     }
 
+    /// What the call is metered into, while it is open.
+    pub(crate) fn books(&self) -> Option<&Arc<Books>> {
+        self.books.as_ref()
+    }
+
+    /// Keeps the call's turn for the stateful APIs once its reply is whole.
+    pub(crate) fn keep_turn(&mut self, keeping: crate::conversations::prior::Keeping) {
+        self.draft.keeping = Some(Box::new(keeping));
+    }
+
+    /// A whole reply's body as the client receives it (read for the turn to keep).
+    pub(crate) fn reply_body(&mut self, body: &[u8]) {
+        if let Some(k) = &mut self.draft.keeping {
+            k.capture.whole(body);
+        }
+    }
+
+    /// The next bytes of a streamed reply as the client receives them.
+    pub(crate) fn reply_chunk(&mut self, bytes: &[u8]) {
+        if let Some(k) = &mut self.draft.keeping {
+            k.capture.chunk(bytes);
+        }
+    }
+
     /// The reply ended normally.
     pub(crate) fn complete(&mut self) {
         self.done = true;
@@ -457,6 +482,39 @@ impl Meter {
                 client_body: self.client_body.as_ref(),
             });
         }
+        let kept = self.keep(&books);
+        let record = self.record_into(&books, may_wait);
+        match kept {
+            Some(kept) if may_wait => Some(after_both(kept, record)),
+            _ => record,
+        }
+    }
+
+    /// Keeps the call's turn for the stateful APIs when its reply went out whole; the
+    /// write, which the reply's last byte must follow.
+    fn keep(&mut self, books: &Arc<Books>) -> Option<tokio::task::JoinHandle<()>> {
+        let keeping = self.draft.keeping.take()?;
+        let s = &self.summary;
+        if !self.done || s.error.is_some() || s.status >= 400 || self.draft.cut {
+            return None;
+        }
+        let conversations = books.conversations.clone()?;
+        let kept = keeping.into_kept()?;
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        books.metrics.kept.kept(kept.kind);
+        let books = books.clone();
+        Some(runtime.spawn(async move {
+            if let Err(e) = conversations.put(kept).await {
+                tracing::warn!("a conversation turn could not be kept: {e}");
+                books.metrics.kept.failed();
+            }
+        }))
+    }
+
+    /// Hands the call to the store; with `may_wait`, gives the store's answer when the
+    /// caller must wait for the record.
+    fn record_into(&mut self, books: &Books, may_wait: bool) -> Option<oneshot::Receiver<bool>> {
+        let s = &self.summary;
         if !s.upstream_called && s.error.is_some() {
             // Refused before any upstream call (no key, a model that does not exist…):
             // counted and traced, not recorded in full, so a flood of them cannot fill
@@ -480,6 +538,24 @@ impl Meter {
             None
         }
     }
+}
+
+/// Resolves once the turn is kept and, when there is one to wait for, the record
+/// written: what the reply's last byte follows.
+fn after_both(
+    kept: tokio::task::JoinHandle<()>,
+    record: Option<oneshot::Receiver<bool>>,
+) -> oneshot::Receiver<bool> {
+    let (tx, rx) = oneshot::channel();
+    tokio::spawn(async move {
+        let _ = kept.await;
+        let written = match record {
+            Some(record) => record.await.unwrap_or(false),
+            None => true,
+        };
+        let _ = tx.send(written);
+    });
+    rx
 }
 
 impl Drop for Meter {

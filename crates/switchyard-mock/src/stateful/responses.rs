@@ -13,7 +13,7 @@ use crate::state::Shared;
 use axum::response::Response;
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
-use switchyard_wire::{codec, Dialect, Reply, ServerContext};
+use switchyard_wire::{codec, kept, Dialect, Reply, ServerContext};
 
 /// Serves a Responses call, expanding and storing state.
 pub(crate) async fn serve(shared: &Shared, route: CallRoute, body: Bytes) -> Response {
@@ -101,7 +101,7 @@ fn expand(shared: &Shared, request: &Map<String, Value>) -> Result<Expansion, Er
         Some(Value::Array(input)) => {
             for (i, item) in input.iter().enumerate() {
                 if item.get("type").and_then(Value::as_str) != Some("item_reference") {
-                    items.push(normalized(item));
+                    items.push(kept::normalized(item));
                     continue;
                 }
                 changed = true;
@@ -138,30 +138,6 @@ fn expand(shared: &Shared, request: &Map<String, Value>) -> Result<Expansion, Er
     })
 }
 
-/// An input item as OpenAI stores it: a message item has `"type": "message"` and its text
-/// content as a list of parts.
-fn normalized(item: &Value) -> Value {
-    let mut item = item.clone();
-    let Some(obj) = item.as_object_mut() else {
-        return item;
-    };
-    let role = obj.get("role").and_then(Value::as_str).map(str::to_string);
-    let Some(role) = role else { return item };
-    if obj.get("type").is_some_and(|t| t != "message") {
-        return item;
-    }
-    obj.insert("type".into(), json!("message"));
-    if let Some(Value::String(text)) = obj.get("content") {
-        let part = if role == "assistant" {
-            json!({"type": "output_text", "text": text, "annotations": []})
-        } else {
-            json!({"type": "input_text", "text": text})
-        };
-        obj.insert("content".into(), json!([part]));
-    }
-    item
-}
-
 /// Stores a reply with the items that made it, giving new input items their ids.
 fn keep(shared: &Shared, reply: &Reply, expansion: Expansion) {
     let Some(id) = reply.id.clone() else { return };
@@ -181,17 +157,8 @@ fn keep(shared: &Shared, reply: &Reply, expansion: Expansion) {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let stem = id.strip_prefix("resp_").unwrap_or(&id).to_string();
     let mut input = expansion.items;
-    for (i, item) in input.iter_mut().enumerate().skip(expansion.earlier) {
-        if let Some(obj) = item.as_object_mut() {
-            if !obj.get("id").is_some_and(Value::is_string) {
-                let prefix = item_prefix(obj.get("type").and_then(Value::as_str));
-                let n = i - expansion.earlier;
-                obj.insert("id".into(), json!(format!("{prefix}_{stem}_in_{n}")));
-            }
-        }
-    }
+    kept::assign_ids(&mut input[expansion.earlier..], &id);
     shared.state.keep_response(
         id,
         StoredResponse {
@@ -200,19 +167,6 @@ fn keep(shared: &Shared, reply: &Reply, expansion: Expansion) {
             output,
         },
     );
-}
-
-/// The id prefix OpenAI gives an item of this type.
-fn item_prefix(kind: Option<&str>) -> &'static str {
-    match kind {
-        Some("message") => "msg",
-        Some("function_call") => "fc",
-        Some("function_call_output") => "fco",
-        Some("custom_tool_call") => "ctc",
-        Some("custom_tool_call_output") => "ctco",
-        Some("reasoning") => "rs",
-        _ => "item",
-    }
 }
 
 /// A refusal in OpenAI's envelope.
@@ -240,25 +194,5 @@ fn kind(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn messages_are_stored_as_openai_lists_them() {
-        assert_eq!(
-            normalized(&json!({"role": "user", "content": "hi"})),
-            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]})
-        );
-        assert_eq!(
-            normalized(&json!({"role": "assistant", "content": "ok"}))["content"][0]["type"],
-            "output_text"
-        );
-        let call = json!({"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"});
-        assert_eq!(normalized(&call), call);
-        assert_eq!(normalized(&json!(7)), json!(7));
     }
 }

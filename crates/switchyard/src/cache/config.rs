@@ -83,8 +83,9 @@ impl CacheConfig {
     }
 }
 
-/// Reads `ttl`: seconds as a number, or a text with a unit s, m, h or d.
-fn parse_ttl(v: &Value) -> Option<Duration> {
+/// Reads a time to live: seconds as a number, or a text with a unit s, m, h or d
+/// (`"90s"`, `"10m"`, `"1h"`, `"7d"`); `None` for anything else or past 10¹² seconds.
+pub fn parse_ttl(v: &Value) -> Option<Duration> {
     if let Some(n) = v.as_f64() {
         return (0.0..1e12).contains(&n).then(|| Duration::from_secs_f64(n));
     }

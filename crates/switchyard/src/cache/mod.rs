@@ -8,7 +8,7 @@ mod config;
 mod index;
 mod key;
 
-pub use config::{read_cache, CacheConfig, CacheMode, CacheScope};
+pub use config::{parse_ttl, read_cache, CacheConfig, CacheMode, CacheScope};
 pub use index::{entry_key, CacheIndex, Entry, Found};
 pub use key::{cache_key, cacheable, embed_cache_key};
 

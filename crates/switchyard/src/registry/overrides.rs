@@ -25,6 +25,7 @@ pub const SECTIONS: &[&str] = &[
     "routes",
     "cache",
     "otel",
+    "conversations",
 ];
 
 /// One command-line override.

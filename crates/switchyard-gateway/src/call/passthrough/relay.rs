@@ -261,10 +261,12 @@ impl Relay {
     async fn release(&mut self, last: Bytes) {
         self.keep_events();
         self.meter.first_byte();
+        // Queued before the call closes, so the turn kept of it has its end; nothing
+        // queued goes out before this returns.
+        self.emit(last);
         if let Some(written) = self.meter.finish() {
             let _ = written.await;
         }
-        self.emit(last);
         self.over = true;
         // Left unread, the upstream connection could not be reused: it is read to its
         // close (briefly) apart from the client, whose stream ends now.
@@ -288,6 +290,7 @@ impl Relay {
             Some(parser) => without_usage_chunks(parser, bytes),
         };
         if !bytes.is_empty() {
+            self.meter.reply_chunk(&bytes);
             self.out.push_back(bytes);
         }
     }

@@ -164,6 +164,8 @@ impl Relay {
                     None => break,
                 }
             }
+            // What goes out, read for the turn kept of the call before it closes.
+            self.meter.reply_chunk(&out);
             if self.ended {
                 self.meter.first_byte();
                 self.note_seen();

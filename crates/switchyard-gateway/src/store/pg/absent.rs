@@ -153,4 +153,44 @@ impl SharedStore {
     pub fn close(&self) {
         match *self {}
     }
+
+    /// A kept conversation's turn.
+    pub(crate) async fn conversation_get(
+        &self,
+        _kind: &str,
+        _owner: &str,
+        _id: &str,
+        _now: i64,
+    ) -> Result<Option<String>, ApiError> {
+        match *self {}
+    }
+
+    /// The turn holding a kept item.
+    pub(crate) async fn conversation_item(
+        &self,
+        _owner: &str,
+        _item_id: &str,
+        _now: i64,
+    ) -> Result<Option<String>, ApiError> {
+        match *self {}
+    }
+
+    /// Keeps a turn.
+    pub(crate) async fn conversation_put(
+        &self,
+        _row: &crate::conversations::Row,
+    ) -> Result<(), String> {
+        match *self {}
+    }
+
+    /// Forgets a turn.
+    pub(crate) async fn conversation_delete(
+        &self,
+        _kind: &str,
+        _owner: &str,
+        _id: &str,
+        _now: i64,
+    ) -> Result<bool, ApiError> {
+        match *self {}
+    }
 }

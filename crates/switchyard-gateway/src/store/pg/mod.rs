@@ -18,12 +18,14 @@
 //! - [`ledger`]: a key's spend per period and its rate windows, by single statements so
 //!   replicas sharing one budget never overshoot it together;
 //! - [`shared`]: the replica's side of it all, as the call path uses it;
-//! - [`call_source`]: the web console's reading of every replica's calls.
+//! - [`call_source`]: the web console's reading of every replica's calls;
+//! - `conversations`: the kept conversations (`crate::conversations`), shared by replicas.
 
 pub mod cache;
 pub mod call_source;
 pub mod config;
 pub mod connect;
+mod conversations;
 pub mod gate;
 pub mod ledger;
 pub mod records;

@@ -66,6 +66,25 @@ pub const MIGRATIONS: &[&str] = &[
         tokens bigint NOT NULL DEFAULT 0,
         PRIMARY KEY (key, window_start)
     );",
+    // 3: kept conversations (`conversations/`): a turn per row under its kind, its
+    // client key's name and its id, its JSON and when it expires; which turn holds an
+    // item id, for `item_reference`.
+    "CREATE TABLE kept_conversations (
+        kind text NOT NULL,
+        owner text NOT NULL,
+        id text NOT NULL,
+        created bigint NOT NULL,
+        expires bigint NOT NULL,
+        turn text NOT NULL,
+        PRIMARY KEY (kind, owner, id)
+    );
+    CREATE INDEX kept_conversations_expires ON kept_conversations (expires);
+    CREATE TABLE kept_conversation_items (
+        owner text NOT NULL,
+        item_id text NOT NULL,
+        id text NOT NULL,
+        PRIMARY KEY (owner, item_id)
+    );",
 ];
 
 /// The database's version: 0 for a database the store has never touched.

@@ -293,7 +293,7 @@ impl SharedStore {
         Err(ApiError::new(Category::Overloaded, message).with_retry_after(Duration::from_secs(1)))
     }
 
-    async fn client(&self, doing: &str) -> Result<deadpool_postgres::Object, ApiError> {
+    pub(super) async fn client(&self, doing: &str) -> Result<deadpool_postgres::Object, ApiError> {
         self.pool
             .get()
             .await

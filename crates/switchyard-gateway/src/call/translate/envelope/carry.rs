@@ -343,11 +343,15 @@ pub(crate) fn open_request(request: &mut Request, client: Dialect, key: &StateKe
     opened
 }
 
-/// Whether a request body may hold an envelope: the pass-through path, which never
-/// decodes the body, hands such a request to translation instead, which opens it.
+/// Whether a request body may hold an envelope, or a thinking block the gateway wrote
+/// unsigned (`"signature": ""`, a reply from a backend that signs no thinking): the
+/// pass-through path, which never decodes the body, hands such a request to translation
+/// instead, which opens the envelope and leaves the unsigned thinking out (a Messages
+/// upstream refuses it).
 pub(crate) fn may_carry(body: &[u8]) -> bool {
     // Every envelope is a JSON string starting with the prefix.
-    memchr::memmem::find(body, b"\"U1kB").is_some()
+    let find = |needle: &[u8]| memchr::memmem::find(body, needle).is_some();
+    find(b"\"U1kB") || find(b"\"signature\":\"\"") || find(b"\"signature\": \"\"")
 }
 
 #[cfg(test)]

@@ -560,3 +560,55 @@ async fn a_call_recorded_by_one_replica_answers_the_same_request_on_another() {
         + switchyard::record::read_records(dc.path()).unwrap().len();
     assert_eq!(upstream, 2);
 }
+
+/// One `previous_response_id` chain served by two replicas in turn, each turn translated
+/// to another backend dialect: the turn one replica kept is the history the other
+/// expands (committed before the reply's last byte, so the next request finds it); and
+/// another key is refused the chain on either replica.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_serve_one_chain_of_responses_in_turn() {
+    let Some((c, url)) = fresh_db("replicas_conversations").await else {
+        return;
+    };
+    let mock = MockServer::start().await;
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let keys = || vec![key("alice", "ALICE_KEY", None), key("bob", "BOB_KEY", None)];
+    let (store, down) = (StoreOptions::default(), OnStoreDown::Refuse);
+    let a = replica(&mock, &url, da.path(), keys(), store, down).await;
+    let b = replica(&mock, &url, db.path(), keys(), store, down).await;
+    let post = |gw: &RunningGateway, key: &'static str, body: Value| {
+        let url = format!("{}/v1/responses", gw.url());
+        async move {
+            let r = reqwest::Client::new().post(url).bearer_auth(key).json(&body).send().await.unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap())
+        }
+    };
+    let models = ["up-chat/echo", "up-messages/echo", "up-gemini/echo", "up-responses/echo", "up-chat/echo"];
+    let mut previous: Option<String> = None;
+    for (turn, model) in models.iter().enumerate() {
+        let gw = if turn % 2 == 0 { &a } else { &b };
+        let mut body = serde_json::json!({"model": model, "input": format!("turn {turn} says hello")});
+        if let Some(p) = &previous {
+            body["previous_response_id"] = Value::from(p.as_str());
+        }
+        let (status, reply) = post(gw, ALICE, body.clone()).await;
+        assert_eq!(status, 200, "turn {turn} on {model}: {reply}");
+        let up = String::from_utf8_lossy(&mock.requests().pop().unwrap().body).into_owned();
+        for earlier in 0..=turn {
+            assert!(up.contains(&format!("turn {earlier} says hello")), "turn {turn} went up without turn {earlier}: {up}");
+        }
+        if let Some(p) = &previous {
+            // Bob is refused Alice's response on either replica.
+            for gw in [&a, &b] {
+                let (status, e) = post(gw, BOB, body.clone()).await;
+                assert_eq!(status, 404, "{e}");
+                assert_eq!(e["error"]["code"], "previous_response_not_found", "{p}: {e}");
+            }
+        }
+        previous = reply["id"].as_str().map(str::to_string);
+    }
+    assert_eq!(count(&c, "SELECT * FROM kept_conversations WHERE owner = 'alice'").await, 5);
+    for gw in [a, b] {
+        gw.shutdown().await.unwrap();
+    }
+}

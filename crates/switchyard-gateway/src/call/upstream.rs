@@ -48,9 +48,9 @@ pub(crate) struct Target {
     pub output_limit: Option<u64>,
     /// The first-party Anthropic API, which understands `anthropic-beta` flags.
     pub anthropic_first_party: bool,
-    /// The first-party API of the dialect the call goes in keeps that dialect's state
-    /// itself (OpenAI's stored responses, Anthropic's threads): a request passed through
-    /// to it may name the ids it gave.
+    /// The upstream keeps the state of the dialect the call goes in itself (a Responses
+    /// server its responses, the first-party Anthropic API its threads): a request passed
+    /// through to it may name the ids it gave.
     pub keeps_state: bool,
     /// `…/v1/messages/count_tokens` when the backend serves Messages.
     pub count_tokens_url: Option<url::Url>,
@@ -402,14 +402,14 @@ impl Upstreams {
             anthropic_first_party: messages_root
                 .as_ref()
                 .is_some_and(|r| r.contains("://api.anthropic.com")),
+            // A Responses server keeps the responses it made, as the API defines (`store`
+            // is true unless a request says otherwise); of Messages servers only
+            // Anthropic's own keeps threads.
             keeps_state: match dialect {
+                Dialect::Responses => true,
                 Dialect::Messages => messages_root
                     .as_ref()
                     .is_some_and(|r| r.contains("://api.anthropic.com")),
-                Dialect::Responses => backend
-                    .base_url
-                    .as_ref()
-                    .is_some_and(|b| b.value.contains("://api.openai.com")),
                 _ => false,
             },
             count_tokens_url,

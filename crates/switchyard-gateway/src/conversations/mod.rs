@@ -181,8 +181,13 @@ impl Conversations {
         text.map(|t| Ok((read_turn(&t)?, t.len()))).transpose()
     }
 
-    /// The item of `item_id` (Responses) in a turn `owner` kept.
-    pub(crate) async fn item(&self, owner: &str, item_id: &str) -> Result<Option<Value>, ApiError> {
+    /// The item of `item_id` (Responses) in a turn `owner` kept, with the backend that
+    /// keeps that turn too (see [`Turn::upstream`]).
+    pub(crate) async fn item(
+        &self,
+        owner: &str,
+        item_id: &str,
+    ) -> Result<Option<(Value, Option<String>)>, ApiError> {
         let now = now_secs();
         let text = match &self.backing {
             Backing::Local(local) => {
@@ -192,7 +197,8 @@ impl Conversations {
             Backing::Shared(pg) => pg.conversation_item(owner, item_id, now).await?,
         };
         let Some(text) = text else { return Ok(None) };
-        Ok(read_turn(&text)?.item(item_id).cloned())
+        let turn = read_turn(&text)?;
+        Ok(turn.item(item_id).cloned().map(|item| (item, turn.upstream)))
     }
 
     /// Keeps a turn until the ttl passes.

@@ -28,8 +28,9 @@ pub(crate) struct Asked {
     keep: bool,
     /// `previous_response_id`, and what the gateway holds under it.
     previous: Option<(String, Chain)>,
-    /// The items the request references that the gateway holds, by id.
-    refs: Arc<HashMap<String, Value>>,
+    /// The items the request references that the gateway holds, by id, with the backend
+    /// that keeps each too.
+    refs: Arc<HashMap<String, (Value, Option<String>)>>,
     /// Referenced items the gateway does not hold.
     unheld: Vec<String>,
 }
@@ -113,9 +114,16 @@ impl Asked {
                 return Err(item_not_found(id));
             }
         }
-        let body = match (expand, self.refs.is_empty()) {
+        // A reference to an item the backend passed through to made stays as it is.
+        let refs: HashMap<&str, &Value> = self
+            .refs
+            .iter()
+            .filter(|(_, (_, kept_by))| !(own_state && kept_by.as_deref() == Some(aim.backend)))
+            .map(|(id, (item, _))| (id.as_str(), item))
+            .collect();
+        let body = match (expand, refs.is_empty()) {
             (None, true) => None,
-            (turns, _) => Some(expanded(bytes, turns.unwrap_or_default(), &self.refs)?),
+            (turns, _) => Some(expanded(bytes, turns.unwrap_or_default(), &refs)?),
         };
         let keeping = self.keep.then(|| Keeping {
             kind: Kind::Response,
@@ -159,11 +167,7 @@ fn referenced(bytes: &[u8]) -> Result<Vec<String>, ApiError> {
 
 /// The request with the kept turns' items before its own input, and its held item
 /// references replaced by the items, `previous_response_id` left out when expanded.
-fn expanded(
-    bytes: &[u8],
-    turns: &[Turn],
-    refs: &HashMap<String, Value>,
-) -> Result<Bytes, ApiError> {
+fn expanded(bytes: &[u8], turns: &[Turn], refs: &HashMap<&str, &Value>) -> Result<Bytes, ApiError> {
     let Ok(Value::Object(mut request)) = serde_json::from_slice::<Value>(bytes) else {
         return Err(ApiError::new(
             Category::BadRequest,
@@ -184,7 +188,10 @@ fn expanded(
 
 /// The request's own input items: a text as a user message, each item as OpenAI stores
 /// it, a held item reference as the item.
-fn own_items(request: &Map<String, Value>, refs: &HashMap<String, Value>) -> Vec<Value> {
+fn own_items<R: std::borrow::Borrow<Value>>(
+    request: &Map<String, Value>,
+    refs: &HashMap<&str, R>,
+) -> Vec<Value> {
     match request.get("input") {
         Some(Value::String(text)) => vec![json!({
             "type": "message",
@@ -199,7 +206,7 @@ fn own_items(request: &Map<String, Value>, refs: &HashMap<String, Value>) -> Vec
                     .flatten()
                     .and_then(|id| refs.get(id));
                 match held {
-                    Some(item) => item.clone(),
+                    Some(item) => item.borrow().clone(),
                     None => kept::normalized(item),
                 }
             })
@@ -212,7 +219,7 @@ fn own_items(request: &Map<String, Value>, refs: &HashMap<String, Value>) -> Vec
 #[derive(Debug)]
 pub(crate) struct Own {
     request: Bytes,
-    refs: Arc<HashMap<String, Value>>,
+    refs: Arc<HashMap<String, (Value, Option<String>)>>,
 }
 
 impl Own {
@@ -221,7 +228,9 @@ impl Own {
         let Ok(Value::Object(request)) = serde_json::from_slice::<Value>(&self.request) else {
             return None;
         };
-        let mut input = own_items(&request, &self.refs);
+        let refs: HashMap<&str, &Value> =
+            self.refs.iter().map(|(id, (item, _))| (id.as_str(), item)).collect();
+        let mut input = own_items(&request, &refs);
         kept::assign_ids(&mut input, id);
         let output = reply
             .get("output")
@@ -288,7 +297,7 @@ mod tests {
             previous: previous.map(|(id, c)| (id.to_string(), c)),
             refs: Arc::new(
                 refs.iter()
-                    .map(|(k, v)| (k.to_string(), v.clone()))
+                    .map(|(k, v)| (k.to_string(), (v.clone(), None)))
                     .collect(),
             ),
             unheld: unheld.iter().map(|s| s.to_string()).collect(),

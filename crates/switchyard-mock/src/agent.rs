@@ -22,8 +22,13 @@ pub enum Step {
 
 /// The messages of the current turn (after its opening user text).
 fn current_turn(request: &Request) -> &[Message] {
+    &request.messages[current_turn_start(request)..]
+}
+
+/// Where the current turn starts: just after its opening user text (0 when there is none).
+pub(crate) fn current_turn_start(request: &Request) -> usize {
     let messages = &request.messages;
-    let start = (0..messages.len())
+    (0..messages.len())
         .rev()
         .find(|&i| {
             let m = &messages[i];
@@ -32,8 +37,7 @@ fn current_turn(request: &Request) -> &[Message] {
                 && !m.content.iter().any(|p| matches!(p, Part::ToolResult(_)));
             opens && (i == 0 || messages[i - 1].role != Role::Tool)
         })
-        .map_or(0, |i| i + 1);
-    &messages[start..]
+        .map_or(0, |i| i + 1)
 }
 
 /// The tool rounds already taken in the current turn.

@@ -1,9 +1,10 @@
 //! Building the canonical [`Reply`] a behaviour gives for a request: echo, fixed text,
-//! tool calls with arguments fitting the tool's schema, the agent loop, thinking signed
+//! tool calls with arguments fitting the tool's schema, the agent loops, thinking signed
 //! with verifiable opaque state, and deterministic usage.
 
 use crate::agent;
 use crate::behaviour::{Behaviour, Content};
+use crate::cli_agent;
 use crate::scenario::ScriptedReply;
 use crate::signing;
 use serde_json::{json, Map, Value};
@@ -150,11 +151,16 @@ pub fn build_reply(
     };
     let prompt = last_user_text(request);
 
-    let agent_step =
-        (script.is_none() && behaviour.agent).then(|| agent::step(request, ids.digest));
+    let agent_step = match script {
+        Some(_) => None,
+        None if behaviour.cli_agent => Some(cli_agent::step(request, ids.digest)),
+        None if behaviour.agent => Some(agent::step(request, ids.digest)),
+        None => None,
+    };
     let thinking_text = match script.and_then(|s| s.thinking.clone()) {
         Some(t) => Some(t),
         None if behaviour.think => Some(match &agent_step {
+            Some(step) if behaviour.cli_agent => cli_agent::thinking(step),
             Some(step) => agent::thinking(step),
             None => format!(
                 "The user wrote {} characters; I will answer plainly.",

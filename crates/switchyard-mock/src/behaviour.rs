@@ -11,6 +11,7 @@
 //! | `tools` | call the first tool offered (or `get_weather {"city":"Paris"}`); after a tool result, answer with text quoting it |
 //! | `think` | a thinking part first, signed with opaque state the mock can verify ([`crate::signing`]) |
 //! | `agent` | a deterministic tool loop: two calls, then one, then a final answer quoting the results |
+//! | `cli-agent` | a coding CLI's session: write a file with its own tool, `cat` it with its shell tool, answer quoting the output ([`crate::cli_agent`]) |
 //! | `lenient` | accept any history: the providers' multi-turn rules are not checked (docs/mock.md) |
 //! | `no-threads` | refuse Anthropic message threads as a server that keeps none does (400 `thread_unsupported_request`) |
 //! | `gemini-<…>` | a model label (`gemini-2.5-flash`, `gemini-3-pro`); one starting `gemini-3` turns on Gemini 3's thought-signature rule |
@@ -68,6 +69,9 @@ pub struct Behaviour {
     pub think: bool,
     /// Run a deterministic agent loop (two tool calls, one, then a final answer).
     pub agent: bool,
+    /// Play a coding agent against a CLI's own tools: write a file, `cat` it, answer
+    /// ([`crate::cli_agent`]).
+    pub cli_agent: bool,
     /// Do not check the history against the provider's multi-turn rules.
     pub lenient: bool,
     /// Refuse Anthropic message threads (`thread: create/continue`) with the 400 a
@@ -103,6 +107,7 @@ impl Default for Behaviour {
             tools: false,
             think: false,
             agent: false,
+            cli_agent: false,
             lenient: false,
             no_threads: false,
             gemini3: false,
@@ -217,7 +222,7 @@ impl fmt::Display for GrammarError {
         write!(
             f,
             "{}; the mock accepts components joined by `+`: echo, say:<text>, lorem-<N>, tools, \
-             think, agent, lenient, no-threads, gemini-<…>, cache[-<read>-<write>], length, chunk-<N>, delay-<dur>, slow, \
+             think, agent, cli-agent, lenient, no-threads, gemini-<…>, cache[-<read>-<write>], length, chunk-<N>, delay-<dur>, slow, \
              slow-first-byte[-<dur>], and one fault (fault-<status>, quota, context-overflow, \
              null-body, no-text, no-usage, not-json, cut-stream, error-mid-stream, hang, \
              echo-key[-<status>]) \
@@ -269,6 +274,7 @@ fn component_into(c: &str, b: &mut Behaviour) -> Result<(), GrammarError> {
         "tools" => b.tools = true,
         "think" => b.think = true,
         "agent" => b.agent = true,
+        "cli-agent" => b.cli_agent = true,
         "lenient" => b.lenient = true,
         "no-threads" => b.no_threads = true,
         // A provider's model name as a label, so `gemini-3-pro` works on the Gemini
@@ -460,6 +466,8 @@ mod tests {
     fn agent_lenient_and_gemini_labels() {
         let b = parse("mock/agent+think+lenient").unwrap();
         assert!(b.agent && b.think && b.lenient && !b.gemini3);
+        let b = parse("cli-agent+think").unwrap();
+        assert!(b.cli_agent && b.think && !b.agent);
         assert!(parse("gemini-3-pro").unwrap().gemini3);
         assert!(parse("gemini-3-flash-preview+agent").unwrap().gemini3);
         assert!(parse("think+tools+gemini-3").unwrap().gemini3);

@@ -32,6 +32,7 @@ pub mod answer;
 pub mod behaviour;
 mod body;
 mod call;
+pub mod cli_agent;
 pub mod embeddings;
 pub mod faults;
 pub mod recorder;

@@ -38,6 +38,7 @@ pub const BUILT_IN_MODELS: &[&str] = &[
     "agent",
     "agent+think",
     "gemini-3-pro+agent+think",
+    "cli-agent+think",
     "cache",
     "echo+think+cache",
     "slow",

@@ -1,13 +1,14 @@
 //! Real JavaScript clients through a gateway on 127.0.0.1:0 in front of the mock: the
-//! Vercel AI SDK's OpenAI (Responses, store on), Anthropic and Google providers, and the
-//! Anthropic TypeScript SDK's `toolRunner` with its defaults, each a script of
+//! Vercel AI SDK's OpenAI (Responses, store on and off), Anthropic and Google providers,
+//! and the Anthropic TypeScript SDK's `toolRunner` with its defaults, each a script of
 //! `tests/js/` (`node <script> <gateway URL> <model> …`, one JSON line out). They check
 //! what the client got and, turn by turn, what reached the upstream: the thinking state
-//! sent back on a tool conversation's second turn where the upstream's dialect carries it,
-//! and the whole history where the SDK began with a message thread the gateway refused.
-//! A thread reaches the upstream only passed through to the first-party Anthropic API
-//! (here the mock behind a URL naming `api.anthropic.com`), which keeps it or refuses it
-//! itself.
+//! sent back on a tool conversation's second turn where the upstream's dialect carries it
+//! (an `item_reference` expanded from the state the gateway keeps), and the whole history
+//! where the SDK threads (served by a gateway that keeps conversations) or began with a
+//! thread a gateway without a store refused. A thread reaches the upstream only passed
+//! through to the first-party Anthropic API (here the mock behind a URL naming
+//! `api.anthropic.com`), which keeps it or refuses it itself.
 //!
 //! Needs Node and `tests/js`'s pinned packages (`npm ci` there, which `scripts/test` runs,
 //! and this test runs when they are missing). Under CI (`CI` set) a missing one fails the
@@ -307,7 +308,8 @@ fn carries_the_tool_round(upstream: &str, b: &Value) -> bool {
 /// whole and streamed: the tool called with its arguments, the final answer, and at turn
 /// 2 what reached the upstream. `store` false: the OpenAI provider with `store: false`.
 async fn tool_conversations(provider: &str, store: bool) {
-    let h = Harness::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let h = keeping_harness(dir.path()).await;
     for upstream in ["chat", "responses", "messages", "gemini"] {
         for stream in [false, true] {
             h.mock.clear();
@@ -353,18 +355,21 @@ async fn tool_conversations(provider: &str, store: bool) {
                 carries_the_tool_round(upstream, second),
                 "{case}: turn 2 upstream: {second}"
             );
-            // With `store` on, the AI SDK sends its reasoning back as an `item_reference`
-            // to the Responses server; only a Responses backend holds it until the gateway
-            // keeps Responses state itself (issue 36), so translated, turn 2 has none.
-            let referenced = provider == "openai" && store && upstream != "responses";
-            if let Some(found) = carries_thinking(upstream, second).filter(|_| !referenced) {
+            // With `store` on, the AI SDK sends its reasoning back as an `item_reference`:
+            // the gateway keeps what it stands for and expands it for any backend.
+            if let Some(found) = carries_thinking(upstream, second) {
                 assert!(found, "{case}: turn 2 lost its thinking state: {second}");
             }
+            let refers = second.to_string().contains("\"item_reference\"");
             if provider == "openai" && upstream == "responses" {
-                // Passed through as the SDK sent it: a reference the mock holds with
-                // `store` on, the reasoning itself without.
-                let refers = second.to_string().contains("\"item_reference\"");
+                // Passed through as the SDK sent it: a reference to the item the mock made
+                // (and holds) with `store` on, the reasoning itself without.
                 assert_eq!(refers, store, "{case}: {second}");
+            } else {
+                assert!(
+                    !refers,
+                    "{case}: a reference went to a backend that never made it: {second}"
+                );
             }
         }
     }
@@ -400,7 +405,24 @@ async fn the_anthropic_tool_runner_falls_back_from_threads_and_completes() {
     if !ready("the_anthropic_tool_runner_falls_back_from_threads_and_completes") {
         return;
     }
-    let h = Harness::start().await;
+    // Without a store the gateway keeps no thread: the SDK falls back.
+    tool_runner(&Harness::start().await, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_anthropic_tool_runner_threads_through_a_gateway_that_keeps_them() {
+    if !ready("the_anthropic_tool_runner_threads_through_a_gateway_that_keeps_them") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    tool_runner(&keeping_harness(dir.path()).await, true).await;
+}
+
+/// The Anthropic SDK's `toolRunner` with its defaults, a two-turn tool conversation with
+/// thinking to each backend dialect, whole and streamed, through a gateway that keeps
+/// threads (`kept`: turn 2 sends only the tool's result, and the gateway the whole
+/// history) or keeps none (the SDK falls back to sending the whole history itself).
+async fn tool_runner(h: &Harness, kept: bool) {
     for upstream in ["chat", "messages", "responses", "gemini"] {
         for stream in [false, true] {
             h.mock.clear();
@@ -409,7 +431,7 @@ async fn the_anthropic_tool_runner_falls_back_from_threads_and_completes() {
             if stream {
                 args.push("--stream");
             }
-            let case = format!("toolRunner → {model} (stream {stream})");
+            let case = format!("toolRunner → {model} (stream {stream}, kept {kept})");
             let out = node("tool_runner.mjs", &h.url, &args).await;
             assert_eq!(out["text"], ANSWER, "{case}: {out}");
             assert_eq!(out["calls"], json!([{"city": "Paris"}]), "{case}: {out}");
@@ -431,31 +453,45 @@ async fn the_anthropic_tool_runner_falls_back_from_threads_and_completes() {
             );
             assert_eq!(turns[1]["blocks"], json!(["thinking", "text"]), "{case}");
 
-            // The SDK's defaults: a thread, asked for under its beta; the gateway's refusal
-            // with the signal; then the whole history, every turn, without `thread`.
             let exchanges = out["exchanges"].as_array().unwrap();
-            assert_eq!(exchanges.len(), 3, "{case}: {out}");
-            let refused = &exchanges[0];
-            assert_eq!(refused["thread"], json!({"type": "create"}), "{case}");
-            assert!(
-                refused["beta"]
-                    .as_str()
-                    .is_some_and(|b| b.contains("message-threads-")),
-                "{case}: {refused}"
-            );
-            assert_eq!(refused["status"], 400, "{case}: {refused}");
-            assert_eq!(
-                refused["error"]["error"]["details"]["error_code"], "thread_unsupported_request",
-                "{case}: {refused}"
-            );
-            for (exchange, messages) in exchanges[1..].iter().zip([1, 3]) {
-                assert_eq!(exchange["status"], 200, "{case}: {exchange}");
-                assert_eq!(exchange["thread"], Value::Null, "{case}: {exchange}");
-                assert_eq!(exchange["messages"], messages, "{case}: {exchange}");
+            if kept {
+                // The SDK's defaults, served: a thread made, then continued with only the
+                // tool's result.
+                assert_eq!(exchanges.len(), 2, "{case}: {out}");
+                assert_eq!(exchanges[0]["thread"], json!({"type": "create"}), "{case}");
+                assert_eq!(exchanges[1]["thread"]["type"], "continue", "{case}: {out}");
+                assert_eq!(exchanges[1]["messages"], 1, "{case}: {out}");
+                for exchange in exchanges {
+                    assert_eq!(exchange["status"], 200, "{case}: {exchange}");
+                }
+            }
+            // Without: a thread, asked for under its beta; the gateway's refusal with the
+            // signal; then the whole history, every turn, without `thread`.
+            if !kept {
+                assert_eq!(exchanges.len(), 3, "{case}: {out}");
+                let refused = &exchanges[0];
+                assert_eq!(refused["thread"], json!({"type": "create"}), "{case}");
+                assert!(
+                    refused["beta"]
+                        .as_str()
+                        .is_some_and(|b| b.contains("message-threads-")),
+                    "{case}: {refused}"
+                );
+                assert_eq!(refused["status"], 400, "{case}: {refused}");
+                assert_eq!(
+                    refused["error"]["error"]["details"]["error_code"],
+                    "thread_unsupported_request",
+                    "{case}: {refused}"
+                );
+                for (exchange, messages) in exchanges[1..].iter().zip([1, 3]) {
+                    assert_eq!(exchange["status"], 200, "{case}: {exchange}");
+                    assert_eq!(exchange["thread"], Value::Null, "{case}: {exchange}");
+                    assert_eq!(exchange["messages"], messages, "{case}: {exchange}");
+                }
             }
 
-            // Upstream: the refusal never left the gateway; turn 2 is the whole history.
-            let sent = model_calls(&h);
+            // Upstream: no thread; turn 2 is the whole history.
+            let sent = model_calls(h);
             assert_eq!(sent.len(), 2, "{case}");
             for r in &sent {
                 assert!(body(r).get("thread").is_none(), "{case}: {}", body(r));
@@ -542,6 +578,16 @@ async fn a_message_thread_is_refused_with_the_signal_the_sdk_falls_back_on() {
             assert_eq!(b["content"][0]["text"], "hi", "{b}");
         }
     }
+}
+
+/// A gateway recording into `dir`, which keeps conversations there.
+async fn keeping_harness(dir: &std::path::Path) -> Harness {
+    let config = switchyard_gateway::GatewayConfig {
+        retry: switchyard::RetryPolicy::never(),
+        store: Some(dir.to_path_buf()),
+        ..switchyard_gateway::GatewayConfig::default()
+    };
+    Harness::start_with(config, switchyard::env::MapEnv::default()).await
 }
 
 /// A gateway whose backend `claude` the gateway takes for the first-party Anthropic API

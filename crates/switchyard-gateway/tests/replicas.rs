@@ -579,15 +579,28 @@ async fn two_replicas_serve_one_chain_of_responses_in_turn() {
     let post = |gw: &RunningGateway, key: &'static str, body: Value| {
         let url = format!("{}/v1/responses", gw.url());
         async move {
-            let r = reqwest::Client::new().post(url).bearer_auth(key).json(&body).send().await.unwrap();
+            let r = reqwest::Client::new()
+                .post(url)
+                .bearer_auth(key)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
             (r.status().as_u16(), r.json::<Value>().await.unwrap())
         }
     };
-    let models = ["up-chat/echo", "up-messages/echo", "up-gemini/echo", "up-responses/echo", "up-chat/echo"];
+    let models = [
+        "up-chat/echo",
+        "up-messages/echo",
+        "up-gemini/echo",
+        "up-responses/echo",
+        "up-chat/echo",
+    ];
     let mut previous: Option<String> = None;
     for (turn, model) in models.iter().enumerate() {
         let gw = if turn % 2 == 0 { &a } else { &b };
-        let mut body = serde_json::json!({"model": model, "input": format!("turn {turn} says hello")});
+        let mut body =
+            serde_json::json!({"model": model, "input": format!("turn {turn} says hello")});
         if let Some(p) = &previous {
             body["previous_response_id"] = Value::from(p.as_str());
         }
@@ -595,19 +608,28 @@ async fn two_replicas_serve_one_chain_of_responses_in_turn() {
         assert_eq!(status, 200, "turn {turn} on {model}: {reply}");
         let up = String::from_utf8_lossy(&mock.requests().pop().unwrap().body).into_owned();
         for earlier in 0..=turn {
-            assert!(up.contains(&format!("turn {earlier} says hello")), "turn {turn} went up without turn {earlier}: {up}");
+            assert!(
+                up.contains(&format!("turn {earlier} says hello")),
+                "turn {turn} went up without turn {earlier}: {up}"
+            );
         }
         if let Some(p) = &previous {
             // Bob is refused Alice's response on either replica.
             for gw in [&a, &b] {
                 let (status, e) = post(gw, BOB, body.clone()).await;
                 assert_eq!(status, 404, "{e}");
-                assert_eq!(e["error"]["code"], "previous_response_not_found", "{p}: {e}");
+                assert_eq!(
+                    e["error"]["code"], "previous_response_not_found",
+                    "{p}: {e}"
+                );
             }
         }
         previous = reply["id"].as_str().map(str::to_string);
     }
-    assert_eq!(count(&c, "SELECT * FROM kept_conversations WHERE owner = 'alice'").await, 5);
+    assert_eq!(
+        count(&c, "SELECT * FROM kept_conversations WHERE owner = 'alice'").await,
+        5
+    );
     for gw in [a, b] {
         gw.shutdown().await.unwrap();
     }

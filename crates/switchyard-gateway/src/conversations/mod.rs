@@ -198,7 +198,10 @@ impl Conversations {
         };
         let Some(text) = text else { return Ok(None) };
         let turn = read_turn(&text)?;
-        Ok(turn.item(item_id).cloned().map(|item| (item, turn.upstream)))
+        Ok(turn
+            .item(item_id)
+            .cloned()
+            .map(|item| (item, turn.upstream)))
     }
 
     /// Keeps a turn until the ttl passes.

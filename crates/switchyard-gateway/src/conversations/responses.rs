@@ -228,8 +228,11 @@ impl Own {
         let Ok(Value::Object(request)) = serde_json::from_slice::<Value>(&self.request) else {
             return None;
         };
-        let refs: HashMap<&str, &Value> =
-            self.refs.iter().map(|(id, (item, _))| (id.as_str(), item)).collect();
+        let refs: HashMap<&str, &Value> = self
+            .refs
+            .iter()
+            .map(|(id, (item, _))| (id.as_str(), item))
+            .collect();
         let mut input = own_items(&request, &refs);
         kept::assign_ids(&mut input, id);
         let output = reply

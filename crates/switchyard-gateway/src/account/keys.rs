@@ -27,6 +27,12 @@ pub struct Key {
 }
 
 impl Key {
+    /// The name what a client keeps is kept under (`crate::conversations`): its key's, or
+    /// `""` when the gateway asks no key.
+    pub(crate) fn owner(key: Option<&Key>) -> &str {
+        key.map_or("", |k| k.name.as_str())
+    }
+
     /// True when the key may use `requested` (the name the client sent) resolving to
     /// `reference`.
     pub fn allows(&self, requested: &str, reference: &str) -> bool {

@@ -35,7 +35,7 @@ use crate::call::case::Case;
 use crate::call::embeddings::{Client, Embedding};
 use crate::call::failover::Members;
 use crate::call::model_call::ModelCall;
-use crate::conversations::{self, prior::Prior};
+use crate::conversations::prior::Prior;
 use crate::errors::{ApiError, Category};
 use crate::meter::Meter;
 use crate::raw::RawBody;
@@ -145,7 +145,7 @@ async fn read(
             let prior = match count_tokens {
                 true => Prior::None,
                 false => {
-                    let owner = conversations::owner(key.as_deref());
+                    let owner = Key::owner(key.as_deref());
                     let kept = shared.books.conversations.as_deref();
                     let max = shared.body.max_bytes;
                     Prior::load(kept, owner, *dialect, &raw, &bytes, max).await?

@@ -37,7 +37,7 @@ use std::time::Duration;
 use switchyard::backend::http::Timeouts;
 use switchyard::RetryPolicy;
 
-pub use crate::conversations::ConversationsConfig;
+pub use crate::conversations::config::ConversationsConfig;
 pub use crate::store::{StoreDurability, StoreOptions};
 pub use sections::GATEWAY_TIMEOUTS;
 

@@ -1,7 +1,8 @@
 //! A history as the chain of its kept turns: from the turn a request names back through
 //! each turn's `previous`, returned oldest first.
 
-use super::{Conversations, Kind, Turn};
+use super::turn::{Kind, Turn};
+use super::Conversations;
 use crate::errors::{ApiError, Category};
 
 /// The most turns one history may chain: far past any agent session's, and a bound on

@@ -153,7 +153,11 @@ impl Local {
                     .map_err(|e| fail("keeping a turn's items", e))?;
             }
         }
-        if self.kept.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY == 0 {
+        if self
+            .kept
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(SWEEP_EVERY)
+        {
             sweep(&tx, row.created).map_err(|e| fail("purging expired turns", e))?;
         }
         tx.commit().map_err(|e| fail("keeping a turn", e))

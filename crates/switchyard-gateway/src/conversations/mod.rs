@@ -24,91 +24,20 @@ pub(crate) mod capture;
 pub(crate) mod chain;
 pub(crate) mod config;
 pub(crate) mod local;
+pub(crate) mod own;
+pub(crate) mod plan;
 pub(crate) mod prior;
 pub(crate) mod responses;
 pub(crate) mod threads;
+pub(crate) mod turn;
 
-pub use config::ConversationsConfig;
+pub(crate) use turn::{Kept, Kind, Row, Turn};
 
 use crate::errors::{ApiError, Category};
 use crate::store::pg::SharedStore;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-/// What kind of state a turn is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    /// An OpenAI Responses response, under its `resp_…` id.
-    Response,
-    /// An Anthropic thread's reply, under its `msg_…` id.
-    Thread,
-}
-
-impl Kind {
-    /// The name stored and shown in `/metrics`.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Kind::Response => "response",
-            Kind::Thread => "thread",
-        }
-    }
-}
-
-/// One kept turn: what its request added to the conversation and its reply.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub(crate) struct Turn {
-    /// The turn before it (`previous_response_id`, `thread.previous_message_id`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub previous: Option<String>,
-    /// The backend that keeps this turn itself (the request passed through to it with
-    /// its state fields): a later turn passed through to the same backend sends the id
-    /// as it is.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub upstream: Option<String>,
-    /// The items (Responses, each with an `id`) or messages (threads) its request added.
-    pub input: Vec<Value>,
-    /// Its output items (Responses) or its assistant message (threads).
-    pub output: Vec<Value>,
-    /// The response object as a non-streamed call returns it (Responses).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response: Option<Value>,
-    /// The request's `system` (threads; a `continue` may leave it out).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub system: Option<Value>,
-    /// The request's `tools` (threads; a `continue` may leave them out).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tools: Option<Value>,
-}
-
-impl Turn {
-    /// The ids of its items (Responses), which `item_reference` may name.
-    pub(crate) fn item_ids(&self) -> impl Iterator<Item = &str> {
-        self.input
-            .iter()
-            .chain(&self.output)
-            .filter_map(|item| item.get("id").and_then(Value::as_str))
-    }
-
-    /// The item of this id among its items.
-    pub(crate) fn item(&self, id: &str) -> Option<&Value> {
-        self.input
-            .iter()
-            .chain(&self.output)
-            .find(|item| item.get("id").and_then(Value::as_str) == Some(id))
-    }
-}
-
-/// A turn to keep, under its id and its owner's name.
-#[derive(Debug, Clone)]
-pub(crate) struct Kept {
-    pub kind: Kind,
-    /// The client key's name (`""` without keys).
-    pub owner: String,
-    pub id: String,
-    pub turn: Turn,
-}
 
 /// Where turns are kept.
 enum Backing {
@@ -122,11 +51,6 @@ enum Backing {
 pub(crate) struct Conversations {
     backing: Backing,
     ttl: Duration,
-}
-
-/// The owner of what a client keeps: its key's name, or `""` when the gateway asks no key.
-pub(crate) fn owner(key: Option<&crate::account::keys::Key>) -> &str {
-    key.map_or("", |k| k.name.as_str())
 }
 
 fn now_secs() -> i64 {
@@ -208,7 +132,9 @@ impl Conversations {
     pub(crate) async fn put(&self, kept: Kept) -> Result<(), String> {
         let now = now_secs();
         let expires = now.saturating_add(self.ttl.as_secs().min(i64::MAX as u64) as i64);
-        let text = serde_json::to_string(&kept.turn).map_err(|e| e.to_string())?;
+        let mut text = serde_json::to_string(&kept.turn).map_err(|e| e.to_string())?;
+        // A key a client sent, or a provider echoed back, is kept no more than recorded.
+        switchyard::internal::redact::redact_string(&mut text);
         let items: Vec<String> = match kept.kind {
             Kind::Response => kept.turn.item_ids().map(str::to_string).collect(),
             Kind::Thread => Vec::new(),
@@ -244,25 +170,6 @@ impl Conversations {
             Backing::Shared(pg) => pg.conversation_delete(kind.as_str(), owner, id, now).await,
         }
     }
-}
-
-/// A turn as a backing stores it: its columns, and the ids of its items.
-#[derive(Debug, Clone)]
-pub(crate) struct Row {
-    /// `response` or `thread`.
-    pub kind: &'static str,
-    /// The client key's name.
-    pub owner: String,
-    /// The response's or the reply's id.
-    pub id: String,
-    /// When it was kept, in seconds since the epoch.
-    pub created: i64,
-    /// When it expires, in seconds since the epoch.
-    pub expires: i64,
-    /// The turn as JSON.
-    pub turn: String,
-    /// The ids of its items.
-    pub items: Vec<String>,
 }
 
 fn read_turn(text: &str) -> Result<Turn, ApiError> {

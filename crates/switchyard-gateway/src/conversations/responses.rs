@@ -8,17 +8,19 @@
 //! (not the gateway, and not a Responses backend the request passes through to, which
 //! answers for its own ids) is OpenAI's 404.
 
+use super::capture::Capture;
 use super::chain::{self, Chain};
-use super::prior::{Aim, Keeping, Made, Plan};
-use super::{capture::Capture, Conversations, Kind, Turn};
+use super::own::{self, own_items};
+use super::plan::{Aim, Keeping, Made, Plan};
+use super::turn::{Kind, Turn};
+use super::Conversations;
 use crate::errors::{ApiError, Category};
 use crate::raw::RawBody;
 use bytes::Bytes;
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 use switchyard::Dialect;
-use switchyard_wire::kept;
 
 /// What a Responses request asks of kept state.
 #[derive(Debug)]
@@ -131,7 +133,7 @@ impl Asked {
             previous: self.previous.as_ref().map(|(id, _)| id.clone()),
             upstream: own_state.then(|| aim.backend.to_string()),
             capture: Capture::new(Dialect::Responses),
-            made: Made::Responses(Own {
+            made: Made::Responses(own::Response {
                 request: bytes.clone(),
                 refs: self.refs.clone(),
             }),
@@ -186,69 +188,6 @@ fn expanded(bytes: &[u8], turns: &[Turn], refs: &HashMap<&str, &Value>) -> Resul
     Ok(Bytes::from(Value::Object(request).to_string()))
 }
 
-/// The request's own input items: a text as a user message, each item as OpenAI stores
-/// it, a held item reference as the item.
-fn own_items<R: std::borrow::Borrow<Value>>(
-    request: &Map<String, Value>,
-    refs: &HashMap<&str, R>,
-) -> Vec<Value> {
-    match request.get("input") {
-        Some(Value::String(text)) => vec![json!({
-            "type": "message",
-            "role": "user",
-            "content": [{"type": "input_text", "text": text}],
-        })],
-        Some(Value::Array(input)) => input
-            .iter()
-            .map(|item| {
-                let held = (item.get("type").and_then(Value::as_str) == Some("item_reference"))
-                    .then(|| item.get("id").and_then(Value::as_str))
-                    .flatten()
-                    .and_then(|id| refs.get(id));
-                match held {
-                    Some(item) => item.borrow().clone(),
-                    None => kept::normalized(item),
-                }
-            })
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// What a Responses request added, read when its turn is kept.
-#[derive(Debug)]
-pub(crate) struct Own {
-    request: Bytes,
-    refs: Arc<HashMap<String, (Value, Option<String>)>>,
-}
-
-impl Own {
-    /// The turn of response `id` (`reply`: the response object the client received).
-    pub(crate) fn turn(self, id: &str, reply: Value) -> Option<Turn> {
-        let Ok(Value::Object(request)) = serde_json::from_slice::<Value>(&self.request) else {
-            return None;
-        };
-        let refs: HashMap<&str, &Value> = self
-            .refs
-            .iter()
-            .map(|(id, (item, _))| (id.as_str(), item))
-            .collect();
-        let mut input = own_items(&request, &refs);
-        kept::assign_ids(&mut input, id);
-        let output = reply
-            .get("output")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        Some(Turn {
-            input,
-            output,
-            response: Some(reply),
-            ..Turn::default()
-        })
-    }
-}
-
 /// OpenAI's 404 for a `previous_response_id` not held.
 pub(crate) fn previous_not_found(id: &str) -> ApiError {
     ApiError::new(
@@ -283,6 +222,7 @@ pub(crate) fn response_not_found(id: &str) -> ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn turn(input: Value, output: Value, upstream: Option<&str>) -> Turn {
         Turn {

@@ -10,13 +10,16 @@
 //! `error.details.error_code: "thread_unsupported_request"`): the SDK resends the whole
 //! history. A `continue` of a reply nobody holds is Anthropic's 404 `thread_not_found`.
 
+use super::capture::Capture;
 use super::chain::{self, Chain};
-use super::prior::{Aim, Keeping, Made, Plan};
-use super::{capture::Capture, Conversations, Kind, Turn};
+use super::own;
+use super::plan::{Aim, Keeping, Made, Plan};
+use super::turn::{Kind, Turn};
+use super::Conversations;
 use crate::errors::{ApiError, Category};
 use crate::raw::RawBody;
 use bytes::Bytes;
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 use switchyard::Dialect;
 
 /// What a thread request asks.
@@ -91,7 +94,7 @@ impl Asked {
             previous: self.continues.as_ref().map(|(id, _)| id.clone()),
             upstream: as_it_came.then(|| aim.backend.to_string()),
             capture: Capture::new(Dialect::Messages),
-            made: Made::Thread(Own {
+            made: Made::Thread(own::Thread {
                 request,
                 system: inherited.0,
                 tools: inherited.1,
@@ -144,39 +147,6 @@ fn latest(turns: &[Turn], field: impl Fn(&Turn) -> Option<&Value>) -> Option<Val
     turns.iter().rev().find_map(|t| field(t).cloned())
 }
 
-/// What a thread's request added, read when its turn is kept.
-#[derive(Debug)]
-pub(crate) struct Own {
-    request: Bytes,
-    system: Option<Value>,
-    tools: Option<Value>,
-}
-
-impl Own {
-    /// The turn of the reply (`reply`: the message the client received).
-    pub(crate) fn turn(self, reply: Value) -> Option<Turn> {
-        let Ok(Value::Object(request)) = serde_json::from_slice::<Value>(&self.request) else {
-            return None;
-        };
-        let field = |key: &str, inherited: Option<Value>| request.get(key).cloned().or(inherited);
-        let input = match request.get("messages") {
-            Some(Value::Array(m)) => m.clone(),
-            _ => Vec::new(),
-        };
-        let content = reply.get("content").cloned().unwrap_or(json!([]));
-        Some(Turn {
-            input,
-            output: vec![Value::Object(Map::from_iter([
-                ("role".to_string(), json!("assistant")),
-                ("content".to_string(), content),
-            ]))],
-            system: field("system", self.system),
-            tools: field("tools", self.tools),
-            ..Turn::default()
-        })
-    }
-}
-
 fn invalid(message: &str) -> ApiError {
     ApiError::new(Category::BadRequest, message)
 }
@@ -204,6 +174,7 @@ fn unsupported(backend: &str) -> ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     const AWAY: Aim<'static> = Aim {
         backend: "chat",

@@ -5,8 +5,10 @@
 //! `DELETE /v1/responses/{id}`. Each answers only the client key that made the response;
 //! any other id, another key's included, is OpenAI's 404.
 
+use crate::account::keys::Key;
 use crate::conversations::chain::{self, Chain};
-use crate::conversations::{owner, responses::response_not_found, Conversations, Kind};
+use crate::conversations::responses::response_not_found;
+use crate::conversations::{Conversations, Kind};
 use crate::errors::{ApiError, Category};
 use crate::shared::Shared;
 use axum::extract::{Path, State};
@@ -112,7 +114,7 @@ fn open<'a>(
         )
         .with_error_code("response_not_found")
     })?;
-    Ok((kept, owner(key.as_deref()).to_string()))
+    Ok((kept, Key::owner(key.as_deref()).to_string()))
 }
 
 async fn answer(work: impl std::future::Future<Output = Result<Response, ApiError>>) -> Response {

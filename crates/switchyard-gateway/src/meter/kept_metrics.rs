@@ -2,7 +2,7 @@
 //! histories expanded from them, references not held, turns deleted, and writes that
 //! failed.
 
-use crate::conversations::Kind;
+use crate::conversations::turn::Kind;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 

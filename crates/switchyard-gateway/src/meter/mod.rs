@@ -22,6 +22,7 @@ use crate::account::budgets::CallBound;
 use crate::account::keys::Key;
 use crate::account::limits::InFlight;
 use crate::call::upstream::{EmbedTarget, Target};
+use crate::conversations::plan::Keeping;
 use crate::meter::metrics::CallSummary;
 use crate::store::{Draft, Finished};
 use bytes::Bytes;
@@ -59,6 +60,8 @@ pub(crate) struct Meter {
     seen: SeenSoFar,
     record: bool,
     draft: Draft,
+    /// The turn to keep for the stateful APIs once the reply is whole (`conversations/`).
+    keeping: Option<Box<Keeping>>,
     /// The client's trace context (`traceparent`), continued by the call's span.
     parent: Option<switchyard::trace::Parent>,
 }
@@ -108,6 +111,7 @@ impl Meter {
             seen: SeenSoFar::default(),
             record: true,
             draft,
+            keeping: None,
             parent: None,
         }
     }
@@ -330,20 +334,20 @@ impl Meter {
     }
 
     /// Keeps the call's turn for the stateful APIs once its reply is whole.
-    pub(crate) fn keep_turn(&mut self, keeping: crate::conversations::prior::Keeping) {
-        self.draft.keeping = Some(Box::new(keeping));
+    pub(crate) fn keep_turn(&mut self, keeping: Keeping) {
+        self.keeping = Some(Box::new(keeping));
     }
 
     /// A whole reply's body as the client receives it (read for the turn to keep).
     pub(crate) fn reply_body(&mut self, body: &[u8]) {
-        if let Some(k) = &mut self.draft.keeping {
+        if let Some(k) = &mut self.keeping {
             k.capture.whole(body);
         }
     }
 
     /// The next bytes of a streamed reply as the client receives them.
     pub(crate) fn reply_chunk(&mut self, bytes: &[u8]) {
-        if let Some(k) = &mut self.draft.keeping {
+        if let Some(k) = &mut self.keeping {
             k.capture.chunk(bytes);
         }
     }
@@ -388,6 +392,7 @@ impl Meter {
             seen: self.seen,
             record: self.record,
             draft: std::mem::take(&mut self.draft),
+            keeping: self.keeping.take(),
             parent: self.parent,
         }
     }
@@ -493,7 +498,7 @@ impl Meter {
     /// Keeps the call's turn for the stateful APIs when its reply went out whole; the
     /// write, which the reply's last byte must follow.
     fn keep(&mut self, books: &Arc<Books>) -> Option<tokio::task::JoinHandle<()>> {
-        let keeping = self.draft.keeping.take()?;
+        let keeping = self.keeping.take()?;
         let s = &self.summary;
         if !self.done || s.error.is_some() || s.status >= 400 || self.draft.cut {
             return None;

@@ -183,9 +183,6 @@ pub(crate) struct Draft {
     pub cache_hit_call: Option<String>,
     /// The call cost more than its budget reservation (`budget_stop.rs`).
     pub over_reservation: Option<switchyard::record::OverReservation>,
-    /// The turn to keep for the stateful APIs once the reply is whole (`conversations/`):
-    /// taken out by the meter as the call closes, never recorded.
-    pub keeping: Option<Box<crate::conversations::prior::Keeping>>,
 }
 
 /// What a draft kept of a reply's bytes, against its bound.

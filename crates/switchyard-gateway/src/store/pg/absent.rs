@@ -178,7 +178,7 @@ impl SharedStore {
     /// Keeps a turn.
     pub(crate) async fn conversation_put(
         &self,
-        _row: &crate::conversations::Row,
+        _row: &crate::conversations::turn::Row,
     ) -> Result<(), String> {
         match *self {}
     }

@@ -4,7 +4,7 @@
 
 use super::shared::SharedStore;
 use super::PgError;
-use crate::conversations::Row;
+use crate::conversations::turn::Row;
 use crate::errors::ApiError;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio_postgres::types::Type;
@@ -102,7 +102,10 @@ impl SharedStore {
             .await
             .map_err(|e| PgError::of(doing, e).0)?;
         }
-        if KEPT.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY == 0 {
+        if KEPT
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(SWEEP_EVERY)
+        {
             tx.batch_execute(&format!(
                 "DELETE FROM kept_conversation_items i USING kept_conversations k
                    WHERE k.kind = 'response' AND k.owner = i.owner AND k.id = i.id

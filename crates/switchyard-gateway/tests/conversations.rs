@@ -19,13 +19,22 @@ const TOOLS: &str = r#"[{"type": "function", "name": "lookup", "description": "L
     "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}]"#;
 
 async fn gateway(mock: &MockServer, dir: &Path, keys: Vec<KeySpec>) -> RunningGateway {
+    gateway_with(mock, dir, keys, &[]).await
+}
+
+async fn gateway_with(
+    mock: &MockServer,
+    dir: &Path,
+    keys: Vec<KeySpec>,
+    extra: &[String],
+) -> RunningGateway {
     let config = GatewayConfig {
         retry: switchyard::RetryPolicy::never(),
         keys,
         store: Some(dir.to_path_buf()),
         ..GatewayConfig::default()
     };
-    let g = gateway_for(&mock.base_url(), config, env(), &[]);
+    let g = gateway_for(&mock.base_url(), config, env(), extra);
     start(g, "127.0.0.1:0".parse().unwrap()).await.unwrap()
 }
 
@@ -546,5 +555,39 @@ async fn without_a_store_threads_are_refused_with_the_fallback_signal_and_refere
             .unwrap()
             .contains("keeps no responses"),
         "{e}"
+    );
+}
+
+#[tokio::test]
+async fn a_kept_history_counts_toward_the_context_window_of_the_backend_it_goes_to() {
+    let mock = MockServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    // Room for a few hundred bytes of prompt: the history below does not fit.
+    let extra = ["backends.up-chat.context_window=300".to_string()];
+    let gw = gateway_with(&mock, dir.path(), Vec::new(), &extra).await;
+    let long = "a long first question ".repeat(100);
+    let (s, r1) = post(
+        &gw,
+        "/v1/responses",
+        None,
+        &json!({"model": "up-messages/echo", "input": long}),
+    )
+    .await;
+    assert_eq!(s, 200, "{r1}");
+    let before = mock.requests().len();
+    let (s, e) = post(
+        &gw,
+        "/v1/responses",
+        None,
+        &json!({"model": "up-chat/echo", "input": "short",
+        "previous_response_id": r1["id"]}),
+    )
+    .await;
+    assert_eq!(s, 400, "{e}");
+    assert_eq!(e["error"]["code"], "context_length_exceeded", "{e}");
+    assert_eq!(
+        mock.requests().len(),
+        before,
+        "refused before any upstream call"
     );
 }

@@ -118,7 +118,7 @@ impl Case for ModelCall<'_> {
         target.price.as_ref().map(|price| {
             CallBound::new(
                 price,
-                self.bytes.len(),
+                self.bytes.len() + self.prior.history_bytes(),
                 budgets::stated_output_limit(self.dialect, self.raw),
                 target.output_limit,
             )
@@ -127,7 +127,8 @@ impl Case for ModelCall<'_> {
 
     fn too_large_for(&self, target: &Target) -> Option<(u64, u64)> {
         // The library's low estimate of a prompt's tokens: its JSON bytes ÷ 4.
-        let estimate = self.bytes.len() as u64 / 4;
+        let sent = self.bytes.len() + self.prior.history_bytes();
+        let estimate = sent as u64 / 4;
         let window = target.context_window.filter(|w| estimate > *w)?;
         Some((estimate, window))
     }

@@ -12,8 +12,8 @@ pub(crate) const MOST_TURNS: usize = 10_000;
 /// What was found under an id.
 #[derive(Debug)]
 pub(crate) enum Chain {
-    /// Its turns, oldest first (the one named last).
-    Held(Vec<Turn>),
+    /// Its turns, oldest first (the one named last), and the bytes of their kept JSON.
+    Held(Vec<Turn>, usize),
     /// Not held (never kept, expired, deleted, or another key's).
     NotHeld,
 }
@@ -68,5 +68,5 @@ pub(crate) async fn load(
         turns.push(turn);
     }
     turns.reverse();
-    Ok(Chain::Held(turns))
+    Ok(Chain::Held(turns, bytes))
 }

@@ -50,6 +50,16 @@ impl Prior {
         })
     }
 
+    /// The bytes of the history the gateway holds for the request: a request naming it
+    /// goes up that much larger (what its budget hold and the context check count).
+    pub(crate) fn history_bytes(&self) -> usize {
+        match self {
+            Prior::None => 0,
+            Prior::Responses(asked) => asked.history_bytes(),
+            Prior::Thread(asked) => asked.history_bytes(),
+        }
+    }
+
     /// The kind of state asked (a request with none counts as a response's).
     pub(crate) fn kind(&self) -> Kind {
         match self {

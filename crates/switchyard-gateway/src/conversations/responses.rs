@@ -35,6 +35,8 @@ pub(crate) struct Asked {
     refs: Arc<HashMap<String, (Value, Option<String>)>>,
     /// Referenced items the gateway does not hold.
     unheld: Vec<String>,
+    /// The bytes of what the gateway holds for it: the request grows by about as much.
+    history_bytes: usize,
 }
 
 impl Asked {
@@ -87,13 +89,24 @@ impl Asked {
                 }
             }
         }
+        let chain_bytes = match &previous {
+            Some((_, Chain::Held(_, bytes))) => *bytes,
+            _ => 0,
+        };
+        let refs_bytes: usize = refs.values().map(|(item, _)| item.to_string().len()).sum();
         Ok(Some(Asked {
             owner: owner.to_string(),
             keep,
             previous,
             refs: Arc::new(refs),
             unheld,
+            history_bytes: chain_bytes + refs_bytes,
         }))
+    }
+
+    /// The bytes of what the gateway holds for the request (its history, its items).
+    pub(crate) fn history_bytes(&self) -> usize {
+        self.history_bytes
     }
 
     /// The body for the member `aim` names and the turn to keep.
@@ -101,7 +114,7 @@ impl Asked {
         let own_state = aim.passes && aim.keeps_state;
         let expand: Option<&[Turn]> = match &self.previous {
             None => None,
-            Some((_, Chain::Held(turns))) => {
+            Some((_, Chain::Held(turns, _))) => {
                 let theirs = turns
                     .last()
                     .is_some_and(|t| t.upstream.as_deref() == Some(aim.backend));
@@ -244,6 +257,7 @@ mod tests {
                     .collect(),
             ),
             unheld: unheld.iter().map(|s| s.to_string()).collect(),
+            history_bytes: 0,
         }
     }
 
@@ -265,7 +279,7 @@ mod tests {
             json!([{"id": "c", "n": 3}]),
             None,
         );
-        let a = asked(Some(("resp_2", Chain::Held(vec![t1, t2]))), &[], &[]);
+        let a = asked(Some(("resp_2", Chain::Held(vec![t1, t2], 0))), &[], &[]);
         let body = Bytes::from(
             json!({"model": "m", "previous_response_id": "resp_2", "input": "next"}).to_string(),
         );
@@ -305,7 +319,7 @@ mod tests {
         let body =
             Bytes::from_static(br#"{"model":"m","previous_response_id":"resp_1","input":"x"}"#);
         let a = asked(
-            Some(("resp_1", Chain::Held(vec![theirs.clone()]))),
+            Some(("resp_1", Chain::Held(vec![theirs.clone()], 0))),
             &[],
             &[],
         );

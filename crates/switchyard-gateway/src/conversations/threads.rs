@@ -33,6 +33,16 @@ pub(crate) struct Asked {
 }
 
 impl Asked {
+    /// The bytes of the history the gateway holds for the request.
+    pub(crate) fn history_bytes(&self) -> usize {
+        match &self.continues {
+            Some((_, Chain::Held(_, bytes))) => *bytes,
+            _ => 0,
+        }
+    }
+}
+
+impl Asked {
     /// Reads `thread`; `None` without one (or `thread: null`).
     pub(crate) async fn load(
         conversations: Option<&Conversations>,
@@ -78,7 +88,7 @@ impl Asked {
             && match &self.continues {
                 None => true,
                 Some((_, Chain::NotHeld)) => true,
-                Some((_, Chain::Held(turns))) => turns
+                Some((_, Chain::Held(turns, _))) => turns
                     .last()
                     .is_some_and(|t| t.upstream.as_deref() == Some(aim.backend)),
             };
@@ -108,7 +118,7 @@ impl Asked {
         }
         let turns: &[Turn] = match &self.continues {
             None => &[],
-            Some((_, Chain::Held(turns))) => turns,
+            Some((_, Chain::Held(turns, _))) => turns,
             Some((id, Chain::NotHeld)) => return Err(not_found(id)),
         };
         let Ok(Value::Object(mut request)) = serde_json::from_slice::<Value>(bytes) else {
@@ -196,7 +206,7 @@ mod tests {
         let a = Asked {
             owner: String::new(),
             kept: true,
-            continues: Some(("msg_1".into(), Chain::Held(vec![t1]))),
+            continues: Some(("msg_1".into(), Chain::Held(vec![t1], 0))),
         };
         let body = Bytes::from(json!({"model": "m", "thread": {"type": "continue", "previous_message_id": "msg_1"}, "messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "ok"}]}]}).to_string());
         let plan = a.plan(&body, AWAY).unwrap();

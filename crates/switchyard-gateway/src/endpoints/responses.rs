@@ -66,7 +66,8 @@ pub(crate) async fn input_items(
     answer(async {
         let (kept, owner) = open(&shared, &headers, &uri)?;
         let max = shared.body.max_bytes;
-        let Chain::Held(turns) = chain::load(kept, Kind::Response, &owner, &id, max).await? else {
+        let Chain::Held(turns, _) = chain::load(kept, Kind::Response, &owner, &id, max).await?
+        else {
             return Err(response_not_found(&id));
         };
         // Every item used to generate it: the earlier turns' input and output, then its

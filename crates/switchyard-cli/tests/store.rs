@@ -62,14 +62,20 @@ fn migrate_creates_the_schema_then_has_nothing_to_do() {
     let first = migrate();
     assert!(first.ok, "{}", first.err);
     assert!(
-        first.out.contains("schema upgraded from version 0 to 2"),
+        first.out.contains(&format!(
+            "schema upgraded from version 0 to {}",
+            switchyard_gateway::pg::schema::SCHEMA_VERSION
+        )),
         "{}",
         first.out
     );
     let again = migrate();
     assert!(again.ok, "{}", again.err);
     assert!(
-        again.out.contains("schema at version 2, nothing to do"),
+        again.out.contains(&format!(
+            "schema at version {}, nothing to do",
+            switchyard_gateway::pg::schema::SCHEMA_VERSION
+        )),
         "{}",
         again.out
     );

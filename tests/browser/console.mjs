@@ -2,7 +2,8 @@
 //
 // Opens URL (…/console), gives the admin key when the page asks, checks the calls table,
 // filters it to the failed calls, opens a call (its reply, attempts, the replay command),
-// the spend plot and the budgets, and saves a screenshot of each in OUTDIR. Prints one
+// the spend plot, the budgets and the kept conversations (one turn opened), and saves a
+// screenshot of each in OUTDIR. Prints one
 // JSON line of what it saw; exits 1 on the first thing that is not as expected, and on
 // any error the page logs (a Content-Security-Policy violation included).
 //
@@ -105,6 +106,15 @@ try {
   await page.waitForSelector('h1:has-text("Budgets")');
   seen.budgets = await page.textContent('main');
   await shot(page, 'console-budgets.png');
+
+  // The kept conversations, then one turn's JSON.
+  await page.click('nav a[data-tab=conversations]');
+  await page.waitForSelector('#conversations tbody tr');
+  seen.conversations = await page.locator('#conversations tbody tr').count();
+  await shot(page, 'console-conversations.png');
+  await page.click('#conversations tbody tr:first-child td:nth-child(2) a');
+  await page.waitForSelector('#turn');
+  seen.turn = await page.textContent('#turn');
 
   expect(problems.length === 0, `the page logged errors: ${problems.join('; ')}`);
   console.log(JSON.stringify(seen));

@@ -1,8 +1,9 @@
 //! The web console in a real browser: `switchyard serve` with an admin key records calls
 //! through its built-in mock (whole, thinking, tools, a failure, priced and unpriced),
 //! then `tests/browser/console.mjs` drives headless Chromium over `/console` (the key
-//! asked for and given, the table filtered and sorted, a call opened, the spend plot and
-//! the budgets) and saves a screenshot of each, which this test checks.
+//! asked for and given, the table filtered and sorted, a call opened, the spend plot,
+//! the budgets, the kept conversations and one turn) and saves a screenshot of each,
+//! which this test checks.
 //!
 //! Needs Chromium (Debian's `chromium`, or `$CHROMIUM`) and Node with `tests/browser`'s
 //! pinned `playwright-core` (`npm ci` there; run here when missing). Under CI (`CI`
@@ -115,6 +116,15 @@ fn the_console_opens_filters_and_shows_a_call_in_headless_chromium() {
             "/v1/messages",
             r#"{"model":"mock/mock-small","max_tokens":100,"messages":[{"role":"user","content":"Review the plan."}]}"#.to_string(),
         ),
+        // Kept by the gateway: a stored response and a thread's first reply.
+        (
+            "/v1/responses",
+            r#"{"model":"mock/mock-small","input":"Summarize the plan."}"#.to_string(),
+        ),
+        (
+            "/v1/messages",
+            r#"{"model":"mock/mock-small","max_tokens":100,"thread":{"type":"create"},"messages":[{"role":"user","content":"Start a thread."}]}"#.to_string(),
+        ),
     ];
     for (path, body) in &calls {
         let (status, reply) = http(&addr, "POST", path, APP, body);
@@ -166,12 +176,18 @@ fn the_console_opens_filters_and_shows_a_call_in_headless_chromium() {
     );
     assert!(seen["bars"].as_u64().unwrap() >= 1, "{seen}");
     assert!(seen["budgets"].as_str().unwrap().contains("app"), "{seen}");
+    assert_eq!(seen["conversations"], 2, "{seen}");
+    assert!(
+        seen["turn"].as_str().unwrap().contains("\"output\""),
+        "{seen}"
+    );
     assert!(!stdout.contains(APP) && !stdout.contains(ADMIN));
     for name in [
         "console-calls.png",
         "console-call.png",
         "console-spend.png",
         "console-budgets.png",
+        "console-conversations.png",
     ] {
         let path = out.join(name);
         let bytes = std::fs::read(&path).unwrap();

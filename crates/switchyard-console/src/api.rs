@@ -302,6 +302,96 @@ pub(crate) async fn budgets(
     json_answer(StatusCode::OK, &json!({"keys": keys, "run": run}))
 }
 
+/// `GET /console/api/conversations`: a page of the conversation turns the gateway keeps,
+/// the newest first; `kept: false` (and why) from a source that keeps none.
+pub(crate) async fn conversations(
+    State(console): State<Arc<Console>>,
+    headers: HeaderMap,
+    pairs: Pairs,
+) -> Response {
+    let (source, pairs) = match enter(&console, &headers, pairs) {
+        Ok(x) => x,
+        Err(r) => return *r,
+    };
+    let query = match params::kept_query(&pairs) {
+        Ok(q) => q,
+        Err(e) => return bad_param(e),
+    };
+    let (limit, offset) = (query.limit, query.offset);
+    match source.kept(query).await {
+        Ok(Some(page)) => json_answer(
+            StatusCode::OK,
+            &json!({"kept": true, "turns": page.turns, "total": page.total, "limit": limit, "offset": offset}),
+        ),
+        Ok(None) => json_answer(
+            StatusCode::OK,
+            &json!({
+                "kept": false, "turns": [], "total": 0, "limit": limit, "offset": offset,
+                "message": format!("{} keeps no conversations: a gateway keeps them (Responses with `store`, Anthropic threads) in its data directory's conversations.sqlite or its PostgreSQL store", source.describe()),
+            }),
+        ),
+        Err(e) => source_failed(e),
+    }
+}
+
+/// `GET /console/api/conversations/{kind}/{id}?key=NAME`: one kept turn, its JSON as
+/// kept (redacted when it was kept).
+pub(crate) async fn conversation(
+    State(console): State<Arc<Console>>,
+    Path((kind, id)): Path<(String, String)>,
+    headers: HeaderMap,
+    pairs: Pairs,
+) -> Response {
+    let (source, pairs) = match enter(&console, &headers, pairs) {
+        Ok(x) => x,
+        Err(r) => return *r,
+    };
+    let kind = match params::kept_kind("kind", &kind) {
+        Ok(k) => k,
+        Err(e) => return bad_param(e),
+    };
+    let key = match params::kept_key(&pairs) {
+        Ok(k) => k,
+        Err(e) => return bad_param(e),
+    };
+    let found = match source.kept_turn(kind, key.clone(), id.clone()).await {
+        Ok(found) => found,
+        Err(e) => return source_failed(e),
+    };
+    let Some(kept) = found else {
+        let whose = if key.is_empty() {
+            "kept without keys".to_string()
+        } else {
+            format!("of key `{key}`")
+        };
+        return error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            &format!(
+                "no {} `{id}` {whose} is kept in {}: it expired, was deleted, or was never kept (a turn is named by its kind, its key's name and its id, as the conversations list shows them)",
+                kind.as_str(),
+                source.describe()
+            ),
+        );
+    };
+    let turn: Value = match serde_json::from_str(&kept.turn) {
+        Ok(v) => v,
+        Err(e) => {
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "store_error",
+                &format!(
+                    "the kept {} `{id}` does not read as JSON: {e}",
+                    kind.as_str()
+                ),
+            )
+        }
+    };
+    let mut body = json!(kept.row);
+    body["turn"] = turn;
+    json_answer(StatusCode::OK, &body)
+}
+
 /// Any other path under `/console/api/`.
 pub(crate) async fn unknown(State(console): State<Arc<Console>>, headers: HeaderMap) -> Response {
     if let Err(r) = console.access.api(&headers) {
@@ -310,6 +400,6 @@ pub(crate) async fn unknown(State(console): State<Arc<Console>>, headers: Header
     error(
         StatusCode::NOT_FOUND,
         "not_found",
-        "no such console endpoint; there are /console/api/calls, /console/api/calls/{id}, /console/api/calls/{id}/raw, /console/api/spend, /console/api/budgets and /console/api/summary",
+        "no such console endpoint; there are /console/api/calls, /console/api/calls/{id}, /console/api/calls/{id}/raw, /console/api/spend, /console/api/budgets, /console/api/summary, /console/api/conversations and /console/api/conversations/{kind}/{id}?key=NAME",
     )
 }

@@ -53,6 +53,11 @@ const ASSETS: &[Asset] = &[
         body: include_str!("../assets/call.js"),
     },
     Asset {
+        name: "conversations.js",
+        kind: "text/javascript; charset=utf-8",
+        body: include_str!("../assets/conversations.js"),
+    },
+    Asset {
         name: "spend.js",
         kind: "text/javascript; charset=utf-8",
         body: include_str!("../assets/spend.js"),

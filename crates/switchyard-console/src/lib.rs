@@ -1,7 +1,8 @@
 //! The web console (`docs/console.md`): the calls a store recorded, filtered, sorted and
 //! paged on the server; one call in full; spend over time; budgets and their use; the
-//! replay diff of a `ReplayExhausted` failure. A read-only view over a [`CallSource`],
-//! served by `switchyard serve` at `/console` and by `switchyard log view`.
+//! replay diff of a `ReplayExhausted` failure; the conversation turns a gateway keeps. A
+//! read-only view over a [`CallSource`], served by `switchyard serve` at `/console` and by
+//! `switchyard log view`.
 //!
 //! The page is plain HTML, CSS and JavaScript modules embedded in the binary
 //! (`assets/`): no build step, no framework, no network at run time.
@@ -13,12 +14,14 @@ mod detail;
 mod params;
 mod source;
 mod sqlite;
+mod sqlite_kept;
 
 pub use access::{Access, KeyCheck, KeyJudge};
 pub use params::{BadParam, DEFAULT_LIMIT, MAX_LIMIT};
 pub use source::{
-    Bucket, CallRow, CallSource, CallsQuery, Filter, Page, RunBudget, Sort, SourceError,
-    SourceResult, SpendBy, SpendPoint, SpendQuery, Status, Summary,
+    Bucket, CallRow, CallSource, CallsQuery, Filter, KeptKind, KeptPage, KeptQuery, KeptRow,
+    KeptTurn, Page, RunBudget, Sort, SourceError, SourceResult, SpendBy, SpendPoint, SpendQuery,
+    Status, Summary,
 };
 pub use sqlite::SqliteSource;
 
@@ -76,6 +79,11 @@ pub fn router(
         .route("/console/api/spend", get(api::spend))
         .route("/console/api/budgets", get(api::budgets))
         .route("/console/api/summary", get(api::summary))
+        .route("/console/api/conversations", get(api::conversations))
+        .route(
+            "/console/api/conversations/{kind}/{id}",
+            get(api::conversation),
+        )
         .route("/console/api/{*rest}", get(api::unknown))
         .layer(axum::middleware::map_response(secure))
         .with_state(console)

@@ -2,7 +2,9 @@
 //! it was given and what is accepted; an unknown parameter is refused too (a misspelt
 //! filter that filtered nothing would show the wrong calls without saying so).
 
-use crate::source::{Bucket, CallsQuery, Filter, Sort, SpendBy, SpendQuery, Status};
+use crate::source::{
+    Bucket, CallsQuery, Filter, KeptKind, KeptQuery, Sort, SpendBy, SpendQuery, Status,
+};
 
 /// The most calls a page holds.
 pub const MAX_LIMIT: u32 = 500;
@@ -49,29 +51,8 @@ pub(crate) fn calls_query(pairs: &[(String, String)]) -> Result<CallsQuery, BadP
     let mut rest = Vec::new();
     for (k, v) in once_each(pairs)? {
         match k {
-            "limit" => {
-                q.limit = match v.parse::<u32>() {
-                    Ok(n) if (1..=MAX_LIMIT).contains(&n) => n,
-                    _ => {
-                        return Err(bad(
-                            k,
-                            format!(
-                        "`{v}` is not a page size: expected a whole number from 1 to {MAX_LIMIT}"
-                    ),
-                        ))
-                    }
-                }
-            }
-            "offset" => {
-                q.offset = v.parse::<u64>().map_err(|_| {
-                    bad(
-                        k,
-                        format!(
-                            "`{v}` is not an offset: expected a whole number ≥ 0 (calls skipped)"
-                        ),
-                    )
-                })?
-            }
+            "limit" => q.limit = limit(k, v)?,
+            "offset" => q.offset = offset(k, v, "calls")?,
             "sort" => {
                 q.sort = Sort::parse(v).ok_or_else(|| {
                     bad(
@@ -132,6 +113,91 @@ pub(crate) fn spend_query(pairs: &[(String, String)]) -> Result<SpendQuery, BadP
         by,
         bucket,
         filter: filter(&rest, "by, bucket, ")?,
+    })
+}
+
+fn limit(k: &str, v: &str) -> Result<u32, BadParam> {
+    match v.parse::<u32>() {
+        Ok(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
+        _ => Err(bad(
+            k,
+            format!("`{v}` is not a page size: expected a whole number from 1 to {MAX_LIMIT}"),
+        )),
+    }
+}
+
+fn offset(k: &str, v: &str, what: &str) -> Result<u64, BadParam> {
+    v.parse::<u64>().map_err(|_| {
+        bad(
+            k,
+            format!("`{v}` is not an offset: expected a whole number ≥ 0 ({what} skipped)"),
+        )
+    })
+}
+
+/// A key's name as the conversations endpoints take it: `(none)` names the turns kept
+/// without keys (their owner is empty), as the calls' `role` does.
+fn owner(v: &str) -> String {
+    if v == "(none)" {
+        String::new()
+    } else {
+        v.to_string()
+    }
+}
+
+/// `limit`, `offset`, `key` and `kind` of the kept conversations.
+pub(crate) fn kept_query(pairs: &[(String, String)]) -> Result<KeptQuery, BadParam> {
+    let mut q = KeptQuery {
+        limit: DEFAULT_LIMIT,
+        offset: 0,
+        key: None,
+        kind: None,
+    };
+    for (k, v) in once_each(pairs)? {
+        match k {
+            "limit" => q.limit = limit(k, v)?,
+            "offset" => q.offset = offset(k, v, "turns")?,
+            "key" => q.key = Some(owner(v)),
+            "kind" => q.kind = Some(kept_kind(k, v)?),
+            _ => {
+                return Err(bad(
+                    k,
+                    format!("unknown parameter `{k}`; accepted: limit, offset, key, kind"),
+                ))
+            }
+        }
+    }
+    Ok(q)
+}
+
+/// A kept turn's kind, from the path or a parameter.
+pub(crate) fn kept_kind(k: &str, v: &str) -> Result<KeptKind, BadParam> {
+    KeptKind::parse(v).ok_or_else(|| {
+        bad(
+            k,
+            format!(
+                "`{v}` is not a kind of kept turn: expected one of {}",
+                KeptKind::NAMES
+            ),
+        )
+    })
+}
+
+/// The `key` one kept turn is read under (a turn is named by its kind, its key's name and
+/// its id: two keys may keep the same id).
+pub(crate) fn kept_key(pairs: &[(String, String)]) -> Result<String, BadParam> {
+    let mut key = None;
+    for (k, v) in once_each(pairs)? {
+        match k {
+            "key" => key = Some(owner(v)),
+            _ => return Err(bad(k, format!("unknown parameter `{k}`; accepted: key"))),
+        }
+    }
+    key.ok_or_else(|| {
+        bad(
+            "key",
+            "missing: give the name of the key that kept the turn, as the conversations list shows it (`(none)` for a turn kept without keys)".to_string(),
+        )
     })
 }
 
@@ -318,5 +384,39 @@ mod tests {
         let e = calls_query(&pairs(&[("limit", "1"), ("limit", "2")])).unwrap_err();
         assert!(e.message.contains("twice"), "{}", e.message);
         assert!(none(&pairs(&[("x", "1")])).is_err());
+    }
+
+    #[test]
+    fn kept_conversations_take_paging_a_key_and_a_kind() {
+        let q = kept_query(&[]).unwrap();
+        assert_eq!((q.limit, q.offset, &q.key, q.kind), (50, 0, &None, None));
+        let q = kept_query(&pairs(&[
+            ("limit", "5"),
+            ("offset", "10"),
+            ("key", "(none)"),
+            ("kind", "thread"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            (q.limit, q.offset, q.key.as_deref(), q.kind),
+            (5, 10, Some(""), Some(KeptKind::Thread))
+        );
+        for (q, says) in [
+            (("limit", "501"), "from 1 to 500"),
+            (("offset", "x"), "turns skipped"),
+            (("kind", "chat"), "response, thread"),
+            (("status", "ok"), "accepted: limit, offset, key, kind"),
+        ] {
+            let e = kept_query(&pairs(&[q])).unwrap_err();
+            assert_eq!(e.parameter, q.0);
+            assert!(e.message.contains(says), "{}", e.message);
+        }
+        assert_eq!(kept_key(&pairs(&[("key", "alice")])).unwrap(), "alice");
+        assert_eq!(kept_key(&pairs(&[("key", "(none)")])).unwrap(), "");
+        let e = kept_key(&[]).unwrap_err();
+        assert!(
+            e.parameter == "key" && e.message.contains("(none)"),
+            "{e:?}"
+        );
     }
 }

@@ -278,6 +278,95 @@ pub struct RunBudget {
     pub tokens: u64,
 }
 
+/// What kind of state a kept conversation turn is (the gateway's `conversations:`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeptKind {
+    /// An OpenAI Responses response, under its `resp_…` id.
+    Response,
+    /// An Anthropic thread's reply, under its `msg_…` id.
+    Thread,
+}
+
+impl KeptKind {
+    /// The accepted names.
+    pub const NAMES: &'static str = "response, thread";
+
+    /// Parses a name of [`KeptKind::NAMES`].
+    pub fn parse(s: &str) -> Option<KeptKind> {
+        Some(match s {
+            "response" => KeptKind::Response,
+            "thread" => KeptKind::Thread,
+            _ => return None,
+        })
+    }
+
+    /// The name the gateway stores it under.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeptKind::Response => "response",
+            KeptKind::Thread => "thread",
+        }
+    }
+}
+
+/// Which kept turns, which slice: the newest first, expired ones never.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeptQuery {
+    /// Turns per page.
+    pub limit: u32,
+    /// Turns skipped before the page.
+    pub offset: u64,
+    /// The client key's name that kept them exactly (`""`: kept without keys).
+    pub key: Option<String>,
+    /// Responses or threads only.
+    pub kind: Option<KeptKind>,
+}
+
+/// One kept turn as a row of the conversations table: what it is, whose, and its size;
+/// never its content (that is [`KeptTurn`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KeptRow {
+    /// `response` or `thread`.
+    pub kind: String,
+    /// The name of the client key that kept it (`""` without keys), never the key.
+    pub key: String,
+    /// The response's or the reply's id.
+    pub id: String,
+    /// The turn before it in its chain or thread.
+    pub previous: Option<String>,
+    /// When it was kept, in seconds since the epoch.
+    pub created: i64,
+    /// When it expires, in seconds since the epoch.
+    pub expires: i64,
+    /// The items (Responses) or messages (threads) its request added.
+    pub input_items: u64,
+    /// Its output items (Responses) or its assistant message (threads).
+    pub output_items: u64,
+    /// The backend that keeps this turn too (it was passed through with its state).
+    pub upstream: Option<String>,
+    /// The model of a response, from its response object.
+    pub model: Option<String>,
+}
+
+/// A page of kept turns.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KeptPage {
+    /// The turns of the page, the newest first.
+    pub turns: Vec<KeptRow>,
+    /// How many unexpired turns match the filter.
+    pub total: u64,
+}
+
+/// One kept turn in full: its row and its JSON as kept (redacted when it was kept).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeptTurn {
+    /// What the table shows of it.
+    pub row: KeptRow,
+    /// `{previous, upstream, input, output, response, system, tools}` as the gateway
+    /// wrote it.
+    pub turn: String,
+}
+
 /// A source of recorded calls.
 pub trait CallSource: Send + Sync + 'static {
     /// Where the calls are read from, for people (a path, a URL without its password).
@@ -312,4 +401,23 @@ pub trait CallSource: Send + Sync + 'static {
 
     /// The run's own budget and its use, when the source is a run with one.
     fn run_budget(&self) -> BoxFuture<'_, SourceResult<Option<RunBudget>>>;
+
+    /// A page of the conversation turns the gateway keeps (`None`: this source keeps
+    /// none, such as a run directory). Unexpired turns only, the newest first.
+    fn kept(&self, query: KeptQuery) -> BoxFuture<'_, SourceResult<Option<KeptPage>>> {
+        let _ = query;
+        Box::pin(async { Ok(None) })
+    }
+
+    /// One kept turn by its kind, its key's name and its id (`None`: no such unexpired
+    /// turn, or this source keeps none).
+    fn kept_turn(
+        &self,
+        kind: KeptKind,
+        key: String,
+        id: String,
+    ) -> BoxFuture<'_, SourceResult<Option<KeptTurn>>> {
+        let _ = (kind, key, id);
+        Box::pin(async { Ok(None) })
+    }
 }

@@ -1,6 +1,7 @@
 //! [`CallSource`] over a run directory or a gateway's data directory: the rows from
 //! `calls.sqlite`, a call in full from its line in `llm_log/` (through the library's
-//! reader, at the place the row names).
+//! reader, at the place the row names); a gateway's kept conversations from its
+//! `conversations.sqlite` (`sqlite_kept`).
 //!
 //! The index is opened read-only: the console never writes to a store it views, and
 //! the recorder may be adding rows at the same moment (WAL lets both go on; a busy
@@ -8,9 +9,10 @@
 //! request, since opening one costs more than most of the console's queries.
 
 use crate::source::{
-    CallRow, CallSource, CallsQuery, Filter, Page, RunBudget, Sort, SourceError, SourceResult,
-    SpendBy, SpendPoint, SpendQuery, Status, Summary,
+    CallRow, CallSource, CallsQuery, Filter, KeptKind, KeptPage, KeptQuery, KeptTurn, Page,
+    RunBudget, Sort, SourceError, SourceResult, SpendBy, SpendPoint, SpendQuery, Status, Summary,
 };
+use crate::sqlite_kept;
 use futures::future::BoxFuture;
 use rusqlite::types::Value as Sql;
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
@@ -507,5 +509,20 @@ impl CallSource for SqliteSource {
 
     fn run_budget(&self) -> BoxFuture<'_, SourceResult<Option<RunBudget>>> {
         self.blocking(run_budget)
+    }
+
+    fn kept(&self, query: KeptQuery) -> BoxFuture<'_, SourceResult<Option<KeptPage>>> {
+        self.blocking(move |inner| sqlite_kept::page(&inner.dir, &query, sqlite_kept::now_secs()))
+    }
+
+    fn kept_turn(
+        &self,
+        kind: KeptKind,
+        key: String,
+        id: String,
+    ) -> BoxFuture<'_, SourceResult<Option<KeptTurn>>> {
+        self.blocking(move |inner| {
+            sqlite_kept::turn(&inner.dir, kind, &key, &id, sqlite_kept::now_secs())
+        })
     }
 }

@@ -2,13 +2,14 @@
 //! admin key opens its API when keys are configured (any other key is refused by name),
 //! the calls made through the gateway are there with their keys, costs and budgets, and
 //! without keys it opens on loopback only (the guard keeping foreign `Host`s out) and
-//! never on a public listener.
+//! never on a public listener; the conversations it keeps (a Responses chain, a thread)
+//! are listed there with their keys' names, to the admin key only.
 
 mod common;
 
 use common::recording::{call, gateway, key, records, ALICE, BOB};
 use common::{gateway_for, Harness};
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use switchyard_gateway::{keys::digest, start, BudgetPeriod, GatewayConfig, KeySecret, KeySpec};
 use switchyard_mock::MockServer;
@@ -136,6 +137,154 @@ async fn only_an_admin_key_opens_the_console_and_it_shows_the_calls_keys_and_bud
         .map(|p| p["cost_usd"].as_f64().unwrap())
         .sum();
     assert!((alice - alice_spent).abs() < 1e-12);
+    gw.shutdown().await.unwrap();
+}
+
+/// POSTs a JSON body to the gateway with `key`: the status and the JSON answer.
+async fn post(base: &str, path: &str, key: &str, body: &Value) -> (u16, Value) {
+    let r = reqwest::Client::new()
+        .post(format!("{base}{path}"))
+        .header("anthropic-version", "2023-06-01")
+        .bearer_auth(key)
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kept_conversations_are_listed_for_the_admin_key_by_key_name() {
+    let mock = MockServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let keys = vec![
+        key("alice", "ALICE_KEY", None),
+        key("bob", "BOB_KEY", None),
+        admin(),
+    ];
+    let gw = gateway(&mock, dir.path(), keys).await;
+    let base = gw.url();
+    // Alice: a chain of two responses, the first passed through to a Responses backend
+    // (which keeps it too), the second to a chat backend.
+    let (s, r1) = post(
+        &base,
+        "/v1/responses",
+        ALICE,
+        &json!({"model": "up-responses/echo", "input": "hello there"}),
+    )
+    .await;
+    assert_eq!(s, 200, "{r1}");
+    let (s, r2) = post(
+        &base,
+        "/v1/responses",
+        ALICE,
+        &json!({"model": "up-chat/echo", "input": "and again", "previous_response_id": r1["id"]}),
+    )
+    .await;
+    assert_eq!(s, 200, "{r2}");
+    // Bob: a thread of two replies.
+    let (s, m1) = post(
+        &base,
+        "/v1/messages",
+        BOB,
+        &json!({"model": "up-chat/echo", "max_tokens": 64, "system": "be brief",
+            "thread": {"type": "create"}, "messages": [{"role": "user", "content": "one"}]}),
+    )
+    .await;
+    assert_eq!(s, 200, "{m1}");
+    let (s, m2) = post(
+        &base,
+        "/v1/messages",
+        BOB,
+        &json!({"model": "up-chat/echo", "max_tokens": 64,
+            "thread": {"type": "continue", "previous_message_id": m1["id"]},
+            "messages": [{"role": "user", "content": "two"}]}),
+    )
+    .await;
+    assert_eq!(s, 200, "{m2}");
+
+    // Who may read them: the admin key only.
+    let (s, _) = api(&base, "/console/api/conversations", None).await;
+    assert_eq!(s, 401);
+    let (s, body) = api(&base, "/console/api/conversations", Some(ALICE)).await;
+    assert_eq!(s, 403, "{body}");
+    let path = format!(
+        "/console/api/conversations/response/{}?key=alice",
+        r2["id"].as_str().unwrap()
+    );
+    let (s, _) = api(&base, &path, Some(BOB)).await;
+    assert_eq!(s, 403);
+
+    let (s, all) = api(&base, "/console/api/conversations", Some(ADMIN)).await;
+    assert_eq!(s, 200, "{all}");
+    assert_eq!(
+        (all["kept"].as_bool(), all["total"].as_u64()),
+        (Some(true), Some(4)),
+        "{all}"
+    );
+    assert!(!all.to_string().contains(ALICE) && !all.to_string().contains(BOB));
+    let (_, responses) = api(
+        &base,
+        "/console/api/conversations?key=alice&kind=response",
+        Some(ADMIN),
+    )
+    .await;
+    let turns = responses["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 2, "{responses}");
+    let (first, second) = if turns[0]["id"] == r2["id"] {
+        (&turns[1], &turns[0])
+    } else {
+        (&turns[0], &turns[1])
+    };
+    assert_eq!(first["id"], r1["id"]);
+    assert_eq!(first["upstream"], "up-responses", "{first}");
+    assert_eq!(first["previous"], Value::Null);
+    assert_eq!(second["previous"], r1["id"]);
+    assert_eq!(second["upstream"], Value::Null);
+    assert_eq!(second["model"], r2["model"], "{second}");
+    assert!(
+        second["input_items"].as_u64().unwrap() >= 1
+            && second["output_items"].as_u64().unwrap() >= 1,
+        "{second}"
+    );
+    let (_, threads) = api(&base, "/console/api/conversations?kind=thread", Some(ADMIN)).await;
+    assert_eq!(threads["total"], 2, "{threads}");
+    assert!(threads["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|t| t["key"] == "bob"));
+    let reply = threads["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == m2["id"])
+        .unwrap();
+    assert_eq!(reply["previous"], m1["id"]);
+    assert_eq!(reply["model"], Value::Null);
+    let (_, none) = api(
+        &base,
+        "/console/api/conversations?key=bob&kind=response",
+        Some(ADMIN),
+    )
+    .await;
+    assert_eq!(none["total"], 0);
+
+    // One turn in full, under the key that kept it only.
+    let (s, turn) = api(&base, &path, Some(ADMIN)).await;
+    assert_eq!(s, 200, "{turn}");
+    assert_eq!(turn["turn"]["previous"], r1["id"]);
+    assert_eq!(turn["turn"]["response"]["id"], r2["id"]);
+    assert!(!turn.to_string().contains(ALICE));
+    let (s, _) = api(&base, &path.replace("key=alice", "key=bob"), Some(ADMIN)).await;
+    assert_eq!(s, 404);
+    let thread = format!(
+        "/console/api/conversations/thread/{}?key=bob",
+        m1["id"].as_str().unwrap()
+    );
+    let (s, turn) = api(&base, &thread, Some(ADMIN)).await;
+    assert_eq!(s, 200, "{turn}");
+    assert_eq!(turn["turn"]["system"], "be brief");
     gw.shutdown().await.unwrap();
 }
 

@@ -1,6 +1,7 @@
 //! The PostgreSQL store against a real server: the schema created and upgraded, call
 //! records written once however often a batch is retried, one budget and one rpm limit
-//! held across two replicas' connections.
+//! held across two replicas' connections; the console of one replica showing every
+//! replica's calls and kept conversations.
 //!
 //! The server comes from `scripts/pg start` (which `scripts/test` runs), named by
 //! `SWITCHYARD_TEST_PG_URL`. Without it these tests fail under CI and are skipped, saying
@@ -358,6 +359,141 @@ async fn the_console_of_one_replica_shows_every_replicas_calls() {
     assert_eq!(calls, 3, "{spend}");
     let (_, sorted) = get("/console/api/calls?sort=cost&order=asc&key=alice", ADMIN).await;
     assert_eq!(sorted["total"], 3);
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_of_one_replica_shows_the_conversations_every_replica_keeps() {
+    use common::pg::replica;
+    use serde_json::{json, Value};
+    use switchyard_gateway::{keys::digest, KeySecret, KeySpec, StoreOptions};
+    let Some((mut c, url)) = fresh_db("console_kept").await else {
+        return;
+    };
+    schema::migrate(&mut c).await.unwrap();
+    const ADMIN: &str = "sk-console-admin-pg-4567";
+    let keys = || {
+        vec![
+            key("alice", "ALICE_KEY", None),
+            KeySpec {
+                admin: true,
+                ..KeySpec::new("ops", KeySecret::Sha256(digest(ADMIN.as_bytes())))
+            },
+        ]
+    };
+    let mock = MockServer::start().await;
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let down = pg::OnStoreDown::Refuse;
+    let opts = StoreOptions::default;
+    let a = replica(&mock, &url, da.path(), keys(), opts(), down).await;
+    let b = replica(&mock, &url, db.path(), keys(), opts(), down).await;
+    let post = |base: String, path: &'static str, body: Value| async move {
+        let r = reqwest::Client::new()
+            .post(format!("{base}{path}"))
+            .header("anthropic-version", "2023-06-01")
+            .bearer_auth(ALICE)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        r.json::<Value>().await.unwrap()
+    };
+    let get = |path: String, key: &'static str| {
+        let url = format!("{}{path}", a.url());
+        async move {
+            let r = reqwest::Client::new()
+                .get(url)
+                .bearer_auth(key)
+                .send()
+                .await
+                .unwrap();
+            let status = r.status().as_u16();
+            (status, r.json::<Value>().await.unwrap_or_default())
+        }
+    };
+    // A chain served in turn by both replicas, and a thread on the second.
+    let r1 = post(
+        a.url(),
+        "/v1/responses",
+        json!({"model": "up-chat/echo", "input": "one"}),
+    )
+    .await;
+    let r2 = post(
+        b.url(),
+        "/v1/responses",
+        json!({"model": "up-chat/echo", "input": "two", "previous_response_id": r1["id"]}),
+    )
+    .await;
+    let m1 = post(
+        b.url(),
+        "/v1/messages",
+        json!({"model": "up-chat/echo", "max_tokens": 64, "thread": {"type": "create"},
+            "messages": [{"role": "user", "content": "three"}]}),
+    )
+    .await;
+    // An expired turn, as a sweep has not yet removed it: never shown.
+    c.execute(
+        "INSERT INTO kept_conversations (kind, owner, id, created, expires, turn)
+         VALUES ('response', 'alice', 'resp_gone', 1, 2, '{\"input\":[],\"output\":[]}')",
+        &[],
+    )
+    .await
+    .unwrap();
+
+    let (s, _) = get("/console/api/conversations".into(), ALICE).await;
+    assert_eq!(s, 403);
+    let (s, all) = get("/console/api/conversations".into(), ADMIN).await;
+    assert_eq!(s, 200, "{all}");
+    assert_eq!(
+        (all["kept"].as_bool(), all["total"].as_u64()),
+        (Some(true), Some(3)),
+        "{all}"
+    );
+    assert!(all["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|t| t["key"] == "alice"));
+    let (_, responses) = get(
+        "/console/api/conversations?kind=response&key=alice".into(),
+        ADMIN,
+    )
+    .await;
+    let turns = responses["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 2, "{responses}");
+    let second = turns.iter().find(|t| t["id"] == r2["id"]).unwrap();
+    assert_eq!(second["previous"], r1["id"]);
+    assert_eq!(second["model"], r2["model"]);
+    assert!(
+        second["input_items"].as_u64().unwrap() >= 1
+            && second["output_items"].as_u64().unwrap() >= 1
+    );
+    let (_, page) = get("/console/api/conversations?limit=1&offset=2".into(), ADMIN).await;
+    assert_eq!(
+        (
+            page["total"].as_u64(),
+            page["turns"].as_array().unwrap().len()
+        ),
+        (Some(3), 1)
+    );
+    let (s, thread) = get(
+        format!(
+            "/console/api/conversations/thread/{}?key=alice",
+            m1["id"].as_str().unwrap()
+        ),
+        ADMIN,
+    )
+    .await;
+    assert_eq!(s, 200, "{thread}");
+    assert_eq!(thread["turn"]["input"][0]["content"], "three");
+    let (s, _) = get(
+        "/console/api/conversations/response/resp_gone?key=alice".into(),
+        ADMIN,
+    )
+    .await;
+    assert_eq!(s, 404);
     a.shutdown().await.unwrap();
     b.shutdown().await.unwrap();
 }

@@ -1,6 +1,7 @@
 //! The web console's [`CallSource`] over the PostgreSQL store: every replica's calls in
 //! `llm_calls`, a call named by its id (`<replica>-<number>`), its record the stored line.
-//! Read only: the console never writes to the database. `switchyard log view --store
+//! Read only: the console never writes to the database. The kept conversations are read
+//! in `kept_source.rs`. `switchyard log view --store
 //! postgres` and a gateway sharing a store (`/console`) read it through this.
 
 use super::connect::Pool;
@@ -9,8 +10,8 @@ use futures::future::BoxFuture;
 use std::collections::BTreeMap;
 use switchyard::record::CallRecord;
 use switchyard_console::{
-    CallRow, CallSource, CallsQuery, Filter, Page, RunBudget, Sort, SourceError, SourceResult,
-    SpendBy, SpendPoint, SpendQuery, Status, Summary,
+    CallRow, CallSource, CallsQuery, Filter, KeptKind, KeptPage, KeptQuery, KeptTurn, Page,
+    RunBudget, Sort, SourceError, SourceResult, SpendBy, SpendPoint, SpendQuery, Status, Summary,
 };
 use tokio_postgres::types::ToSql;
 
@@ -37,7 +38,7 @@ impl PgCallSource {
             .map_err(|e| failed(&format!("reading llm_calls in {}", self.shown), e).0)
     }
 
-    async fn client(&self) -> SourceResult<deadpool_postgres::Object> {
+    pub(super) async fn client(&self) -> SourceResult<deadpool_postgres::Object> {
         self.pool.get().await.map_err(|e| {
             SourceError(format!(
                 "PostgreSQL store {}: no connection: {e}",
@@ -47,7 +48,7 @@ impl PgCallSource {
     }
 }
 
-fn failed(doing: &str, e: tokio_postgres::Error) -> SourceError {
+pub(super) fn failed(doing: &str, e: tokio_postgres::Error) -> SourceError {
     SourceError(PgError::of(doing, e).0)
 }
 
@@ -298,5 +299,18 @@ impl CallSource for PgCallSource {
 
     fn run_budget(&self) -> BoxFuture<'_, SourceResult<Option<RunBudget>>> {
         Box::pin(async { Ok(None) })
+    }
+
+    fn kept(&self, query: KeptQuery) -> BoxFuture<'_, SourceResult<Option<KeptPage>>> {
+        Box::pin(self.kept_page(query))
+    }
+
+    fn kept_turn(
+        &self,
+        kind: KeptKind,
+        key: String,
+        id: String,
+    ) -> BoxFuture<'_, SourceResult<Option<KeptTurn>>> {
+        Box::pin(async move { self.kept_one(kind, &key, &id).await })
     }
 }

@@ -27,6 +27,7 @@ pub mod config;
 pub mod connect;
 mod conversations;
 pub mod gate;
+mod kept_source;
 pub mod ledger;
 pub mod records;
 pub mod schema;

@@ -13,6 +13,7 @@
 
 mod edits;
 mod relay;
+mod scan;
 mod watch;
 
 use crate::call::client_model::{self, InStream};
@@ -80,7 +81,9 @@ pub(crate) async fn forward(
     // The status of the last attempt's refusal, when the provider refused with one: only
     // such an answer goes back as the provider wrote it.
     let refusal = AtomicU16::new(0);
-    let record_bound = meter.draft().kept.limit;
+    // A stream's events go to the record only when there is one to build; else plain
+    // deltas are scanned, not decoded.
+    let record_bound = meter.records().then(|| meter.draft().kept.limit);
     let outcome = target
         .llm
         .retrying(|| attempt(target, &request, dialect, &refusal, record_bound))
@@ -179,7 +182,7 @@ async fn attempt(
     request: &RawRequest,
     dialect: Dialect,
     refusal: &AtomicU16,
-    record_bound: usize,
+    record_bound: Option<usize>,
 ) -> switchyard::Result<Answer> {
     let sent = target.http.send_raw(request).await;
     let status = match &sent {
@@ -231,7 +234,10 @@ async fn attempt(
             relayed,
         });
     }
-    let mut watch = Watch::keeping_at_most(dialect, record_bound);
+    let mut watch = match record_bound {
+        Some(bound) => Watch::keeping_at_most(dialect, bound),
+        None => Watch::scanning(dialect),
+    };
     let mut opening = Vec::new();
     let pairs = || switchyard::backend::http::header_pairs(&headers);
     let received = |opening: &[Bytes]| Bytes::from(opening.concat());

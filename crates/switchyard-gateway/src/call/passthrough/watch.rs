@@ -2,14 +2,27 @@
 //! relayed, keeping only what the call needs — whether output began (before it a failure
 //! may be asked again), how much was relayed (billed if the client leaves), the latest
 //! usage, the finish, the response id, the provider's error event and the end marker.
+//!
+//! When the call's record does not take the stream's events ([`Watch::scanning`]), a
+//! plain delta of text or thinking — most of a stream's events — is judged by a look at
+//! its bytes ([`super::scan`]) instead of being decoded: only the events that carry
+//! something else (the start, tool calls, usage, the finish, errors) are parsed.
 
+use super::scan;
 use crate::meter::SeenSoFar;
 use switchyard::{Dialect, FinishReason, Usage};
-use switchyard_wire::{codec, ByteStreamDecoder, DecodeError, Event, StreamError};
+use switchyard_wire::sse::{SseEvent, SseParser};
+use switchyard_wire::{codec, DecodeError, Event, StreamDecoder, StreamError};
 
 /// What a stream has shown so far.
 pub(super) struct Watch {
-    decoder: ByteStreamDecoder,
+    dialect: Dialect,
+    sse: SseParser,
+    decoder: Box<dyn StreamDecoder>,
+    /// Plain deltas are scanned, not decoded (the record keeps no events).
+    scanning: bool,
+    /// Events read so far (the first is always decoded: it starts the stream).
+    events: usize,
     /// Output began (any text, thinking or tool call event): from here a failure is never
     /// asked again, as for a call through the library.
     pub began: bool,
@@ -48,10 +61,24 @@ impl Watch {
         }
     }
 
+    /// Watches a stream of `dialect` for a call whose record takes no events: plain
+    /// deltas are scanned, not decoded.
+    pub(super) fn scanning(dialect: Dialect) -> Self {
+        Watch {
+            scanning: true,
+            kept: None,
+            ..Watch::new(dialect)
+        }
+    }
+
     /// Watches a stream of `dialect`.
     pub(super) fn new(dialect: Dialect) -> Self {
         Watch {
-            decoder: ByteStreamDecoder::new(codec(dialect)),
+            dialect,
+            sse: SseParser::new(),
+            decoder: codec(dialect).stream_decoder(),
+            scanning: false,
+            events: 0,
             began: false,
             answered: false,
             output_bytes: 0,
@@ -73,7 +100,30 @@ impl Watch {
         if self.read > self.keep_limit {
             self.kept = None;
         }
-        let events = self.decoder.push(bytes).inspect_err(|_| self.kept = None)?;
+        for event in self.sse.push(bytes) {
+            self.event(&event).inspect_err(|_| self.kept = None)?;
+        }
+        Ok(())
+    }
+
+    fn event(&mut self, event: &SseEvent) -> Result<(), DecodeError> {
+        self.events += 1;
+        if self.scanning && self.events > 1 {
+            if let Some(plain) = scan::plain(self.dialect, event) {
+                // As the decoder's thinking and text deltas would be noted.
+                if let Some(bytes) = plain.thinking {
+                    self.began = true;
+                    self.output_bytes += bytes;
+                }
+                if plain.text > 0 {
+                    self.began = true;
+                    self.answered = true;
+                    self.output_bytes += plain.text;
+                }
+                return Ok(());
+            }
+        }
+        let events = self.decoder.event(event)?;
         self.note(events);
         Ok(())
     }
@@ -81,6 +131,9 @@ impl Watch {
     /// The bytes ended: an error when the stream stopped before its end marker.
     pub(super) fn finish(&mut self) -> Result<(), DecodeError> {
         self.finished = true;
+        if let Some(last) = self.sse.finish() {
+            self.event(&last)?;
+        }
         let events = self.decoder.finish()?;
         self.note(events);
         Ok(())
@@ -93,6 +146,11 @@ impl Watch {
         let mut events = self.kept.take()?;
         if !self.finished {
             self.finished = true;
+            if let Some(last) = self.sse.finish() {
+                if let Ok(more) = self.decoder.event(&last) {
+                    events.extend(more);
+                }
+            }
             if let Ok(rest) = self.decoder.finish() {
                 events.extend(rest);
             }
@@ -215,6 +273,81 @@ mod tests {
         }
         assert!(
             seen >= 10,
+            "only {seen} stream fixtures found under {fixtures}"
+        );
+    }
+
+    /// What the call reads of a watch.
+    fn facts(w: &Watch) -> String {
+        format!(
+            "began {} answered {} bytes {} usage {:?} finish {:?} id {:?} error {:?} ended {} problem {:?}",
+            w.began, w.answered, w.output_bytes, w.usage, w.finish, w.response_id, w.error,
+            w.ended(), w.problem()
+        )
+    }
+
+    /// A scanning watch tells the call what a decoding one tells it, at every chunk,
+    /// for every stream fixture of every dialect, however the bytes were cut.
+    #[test]
+    fn a_scanning_watch_sees_what_a_decoding_one_sees() {
+        let fixtures = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../switchyard-wire/tests/fixtures"
+        );
+        let mut seen = 0;
+        for (folder, dialect) in [
+            ("chat", Dialect::Chat),
+            ("messages", Dialect::Messages),
+            ("responses", Dialect::Responses),
+            ("gemini", Dialect::Gemini),
+        ] {
+            let Ok(dir) = std::fs::read_dir(format!("{fixtures}/{folder}")) else {
+                continue;
+            };
+            for entry in dir {
+                let path = entry.unwrap().path();
+                if path.extension().is_none_or(|e| e != "sse") {
+                    continue;
+                }
+                let raw = std::fs::read(&path).unwrap();
+                for size in [1, 7, 64, raw.len()] {
+                    let (mut decoding, mut scanning) =
+                        (Watch::new(dialect), Watch::scanning(dialect));
+                    for chunk in raw.chunks(size) {
+                        if decoding.ended() {
+                            break;
+                        }
+                        let (d, s) = (decoding.push(chunk), scanning.push(chunk));
+                        assert_eq!(
+                            d.is_err(),
+                            s.is_err(),
+                            "{} in chunks of {size}",
+                            path.display()
+                        );
+                        assert_eq!(
+                            facts(&decoding),
+                            facts(&scanning),
+                            "{} in chunks of {size}",
+                            path.display()
+                        );
+                        if d.is_err() {
+                            break;
+                        }
+                    }
+                    let (d, s) = (decoding.finish().is_err(), scanning.finish().is_err());
+                    assert_eq!(d, s, "{}", path.display());
+                    assert_eq!(
+                        facts(&decoding),
+                        facts(&scanning),
+                        "{} at its end",
+                        path.display()
+                    );
+                }
+                seen += 1;
+            }
+        }
+        assert!(
+            seen >= 15,
             "only {seen} stream fixtures found under {fixtures}"
         );
     }

@@ -61,10 +61,7 @@ fn chat(data: &[u8]) -> Option<Plain> {
         Some(v) if v.first() == Some(&b'0') && !v.get(1).is_some_and(u8::is_ascii_digit) => {}
         Some(_) => return None,
     }
-    let text = match string_or_null(data, "content")? {
-        Some(len) => len,
-        None => 0,
-    };
+    let text = string_or_null(data, "content")?.unwrap_or_default();
     let reasoning = string_or_null(data, "reasoning_content")?;
     let other = string_or_null(data, "reasoning")?;
     let thinking = match (reasoning, other) {

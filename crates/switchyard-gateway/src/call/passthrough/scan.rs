@@ -39,106 +39,140 @@ fn chat(data: &[u8]) -> Option<Plain> {
     if data.first() != Some(&b'{') {
         return None;
     }
-    for key in [
-        "tool_calls",
-        "function_call",
-        "finish_reason",
-        "usage",
-        "error",
-        "refusal",
-        "audio",
-    ] {
-        if !null_or_absent(data, key)? {
-            return None;
+    let (mut deltas, mut choices) = (0, 0);
+    let (mut content, mut reasoning) = (None, None);
+    // Each text key at most once (a second would be one the decoder judges).
+    let mut seen = [false; 3];
+    let mut texts = 0;
+    each_key(data, |key, value| match key {
+        b"tool_calls" | b"function_call" | b"finish_reason" | b"usage" | b"error"
+        | b"refusal" | b"audio" => value.starts_with(b"null"),
+        b"delta" => {
+            deltas += 1;
+            true
         }
-    }
-    // One choice, the first: others are not this call's output.
-    if count(data, b"\"delta\":") != 1 || count(data, b"\"choices\":") != 1 {
+        b"choices" => {
+            choices += 1;
+            true
+        }
+        // One choice, the first: others are not this call's output.
+        b"index" => value.first() == Some(&b'0') && !value.get(1).is_some_and(u8::is_ascii_digit),
+        b"content" | b"reasoning_content" | b"reasoning" => {
+            let slot = match key {
+                b"content" => 0,
+                b"reasoning_content" => 1,
+                _ => 2,
+            };
+            if std::mem::replace(&mut seen[slot], true) {
+                return false;
+            }
+            texts += 1;
+            let len = match value.starts_with(b"null") {
+                true => None,
+                false => match unescaped_len(value) {
+                    Some(len) => Some(len),
+                    None => return false,
+                },
+            };
+            match key {
+                b"content" => content = len,
+                _ if reasoning.is_some() && len.is_some() => return false,
+                _ => reasoning = reasoning.or(len),
+            }
+            true
+        }
+        _ => true,
+    })?;
+    if deltas != 1 || choices != 1 || texts > 2 {
         return None;
     }
-    match value_at(data, "index") {
-        None => {}
-        Some(v) if v.first() == Some(&b'0') && !v.get(1).is_some_and(u8::is_ascii_digit) => {}
-        Some(_) => return None,
-    }
-    let text = string_or_null(data, "content")?.unwrap_or_default();
-    let reasoning = string_or_null(data, "reasoning_content")?;
-    let other = string_or_null(data, "reasoning")?;
-    let thinking = match (reasoning, other) {
-        (Some(_), Some(_)) => return None,
-        (r, o) => r.or(o),
-    };
-    Some(Plain { thinking, text })
+    Some(Plain {
+        thinking: reasoning,
+        text: content.unwrap_or_default(),
+    })
 }
 
 /// A Messages `content_block_delta` of text or thinking.
 fn messages(data: &[u8]) -> Option<Plain> {
-    if !null_or_absent(data, "error")? || count(data, b"\"type\":") != 2 {
+    let (mut types, mut kind) = (0, None);
+    let (mut text, mut thinking) = (None, None);
+    each_key(data, |key, value| match key {
+        b"type" => {
+            types += 1;
+            if value.starts_with(b"\"text_delta\"") {
+                kind = Some(false);
+            } else if value.starts_with(b"\"thinking_delta\"") {
+                kind = Some(true);
+            }
+            true
+        }
+        b"text" if text.is_none() => {
+            text = unescaped_len(value);
+            text.is_some()
+        }
+        b"thinking" if thinking.is_none() => {
+            thinking = unescaped_len(value);
+            thinking.is_some()
+        }
+        b"index" | b"delta" => true,
+        _ => false,
+    })?;
+    if types != 2 {
         return None;
     }
-    if find(data, b"\"type\":\"text_delta\"").is_some() {
-        let text = string_or_null(data, "text")??;
-        return Some(Plain {
+    match kind? {
+        false if thinking.is_none() => Some(Plain {
             thinking: None,
-            text,
-        });
-    }
-    if find(data, b"\"type\":\"thinking_delta\"").is_some() {
-        let thinking = string_or_null(data, "thinking")??;
-        return Some(Plain {
-            thinking: Some(thinking),
+            text: text?,
+        }),
+        true if text.is_none() => Some(Plain {
+            thinking: Some(thinking?),
             text: 0,
-        });
-    }
-    None
-}
-
-fn find(data: &[u8], needle: &[u8]) -> Option<usize> {
-    memchr::memmem::find(data, needle)
-}
-
-fn count(data: &[u8], needle: &[u8]) -> usize {
-    memchr::memmem::find_iter(data, needle).count()
-}
-
-/// The bytes after `"key":` (and any spaces), at its only occurrence; `None` when absent.
-/// A key named twice is taken as its first (the unsure callers check `null` only).
-fn value_at<'a>(data: &'a [u8], key: &str) -> Option<&'a [u8]> {
-    let mut pattern = Vec::with_capacity(key.len() + 3);
-    pattern.push(b'"');
-    pattern.extend_from_slice(key.as_bytes());
-    pattern.extend_from_slice(b"\":");
-    let at = find(data, &pattern)? + pattern.len();
-    let rest = &data[at..];
-    let start = rest.iter().position(|b| !b.is_ascii_whitespace())?;
-    Some(&rest[start..])
-}
-
-/// Whether `key` is absent or `null` (`None`: named more than once, which the scan does
-/// not judge).
-fn null_or_absent(data: &[u8], key: &str) -> Option<bool> {
-    let pattern = format!("\"{key}\":");
-    match count(data, pattern.as_bytes()) {
-        0 => Some(true),
-        1 => Some(value_at(data, key).is_some_and(|v| v.starts_with(b"null"))),
+        }),
         _ => None,
     }
 }
 
-/// `key`'s string value's length once unescaped (`Some(None)`: absent or `null`; `None`:
-/// anything else, or named more than once).
-fn string_or_null(data: &[u8], key: &str) -> Option<Option<usize>> {
-    let pattern = format!("\"{key}\":");
-    match count(data, pattern.as_bytes()) {
-        0 => return Some(None),
-        1 => {}
-        _ => return None,
+/// Calls `f` with every key of the JSON text `data`, at any depth, and the bytes of its
+/// value (spaces skipped); `None` as soon as `f` refuses one, or when a string does not
+/// close. One pass: strings are skipped with `memchr`, nothing is parsed.
+fn each_key(data: &[u8], mut f: impl FnMut(&[u8], &[u8]) -> bool) -> Option<()> {
+    let mut i = 0;
+    while let Some(open) = memchr::memchr(b'"', &data[i..]) {
+        let start = i + open + 1;
+        let end = string_end(data, start)?;
+        let mut after = end + 1;
+        while data.get(after).is_some_and(u8::is_ascii_whitespace) {
+            after += 1;
+        }
+        if data.get(after) == Some(&b':') {
+            let mut value = after + 1;
+            while data.get(value).is_some_and(u8::is_ascii_whitespace) {
+                value += 1;
+            }
+            if !f(&data[start..end], &data[value..]) {
+                return None;
+            }
+            i = value;
+        } else {
+            i = after;
+        }
     }
-    let v = value_at(data, key)?;
-    if v.starts_with(b"null") {
-        return Some(None);
+    Some(())
+}
+
+/// Where the string whose content starts at `start` closes (its quote).
+fn string_end(data: &[u8], mut start: usize) -> Option<usize> {
+    loop {
+        let at = start + memchr::memchr2(b'"', b'\\', &data[start..])?;
+        if data[at] == b'"' {
+            return Some(at);
+        }
+        start = at + 2;
+        if start > data.len() {
+            return None;
+        }
     }
-    unescaped_len(v).map(Some)
 }
 
 /// The UTF-8 length of the JSON string literal `s` starts with, once unescaped; `None`

@@ -10,6 +10,10 @@
 # nothing else busy: the budgets assume wrk, nginx and the proxy share the cores alone.
 #   cargo build --release -p switchyard-cli && bench/cpu.sh
 #   ROUNDS=5 DUR=4s CONNS=32 bench/cpu.sh
+# The summary gives each case as times the floor — nginx itself proxying the same load in
+# the same run — beside issue 37's target, and the store's own threads per call. The
+# spread-apart case streams from an upstream that writes each event on its own
+# (bench/spread_upstream.py), as a model does, through nginx and through the gateway.
 # Needs nginx, wrk and GNU time (installed with apt-get when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +29,8 @@ CONNS=${CONNS:-32}
 NGINX_PORT=${NGINX_PORT:-4430}
 GW_PORT=${GW_PORT:-4431}
 PROXY_PORT=${PROXY_PORT:-4432}
+SPREAD_PORT=${SPREAD_PORT:-4433}
+SPREAD_PROXY_PORT=${SPREAD_PROXY_PORT:-4434}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/switchyard-cpu.XXXXXX")
 ulimit -n 65536 2>/dev/null || true
 
@@ -34,10 +40,15 @@ nginx_start "$WORK/nginx" "$(nginx_static "$NGINX_PORT")"
 NGINX_PID=$NGINX_STARTED
 nginx_proxy "$WORK/proxy" "$PROXY_PORT" "$NGINX_PORT"
 PROXY_PID=$NGINX_STARTED
+SSE="$SSE" python3 bench/spread_upstream.py "$SPREAD_PORT" &
+SPREAD_PID=$!
+nginx_proxy "$WORK/spread-proxy" "$SPREAD_PROXY_PORT" "$SPREAD_PORT"
+SPREAD_PROXY_PID=$NGINX_STARTED
 gateway_backends "$NGINX_PORT" >"$WORK/gateway.yaml"
+echo "  ngxspread: {base_url: \"http://127.0.0.1:$SPREAD_PORT/v1\", apis: [chat], key_required: false, prices: {fixed: {input: 1, output: 2}}}" >>"$WORK/gateway.yaml"
 GW_PID=
 stop_gateway() { [ -n "$GW_PID" ] && kill "$GW_PID" 2>/dev/null && wait "$GW_PID" 2>/dev/null; GW_PID=; true; }
-trap 'stop_gateway; kill $NGINX_PID $PROXY_PID 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
+trap 'stop_gateway; kill $NGINX_PID $PROXY_PID $SPREAD_PID $SPREAD_PROXY_PID 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
 start_gateway() { # extra serve arguments
   RUST_LOG=warn "$BIN" serve --listen "127.0.0.1:$GW_PORT" --no-mock --config "$WORK/gateway.yaml" "$@" >/dev/null &
   GW_PID=$!
@@ -50,6 +61,7 @@ sleep 0.3
 worker() { pgrep -P "$1" nginx | head -1; }
 STATIC=$(worker "$NGINX_PID")
 PROXY=$(worker "$PROXY_PID")
+SPREAD_PROXY=$(worker "$SPREAD_PROXY_PID")
 
 # "pid:tid:name utime stime" (clock ticks) of every thread of each pid given (the kernel
 # keeps a thread's first 15 bytes of name: switchyard-lane, switchyard-reco, ...).
@@ -118,7 +130,9 @@ for round in $(seq "$ROUNDS"); do
   measure gateway "$GW_PID" "$G" "{\"model\":\"ngx/fixed\",$ASK"
   measure translated "$GW_PID" "$G" "{\"model\":\"ngxm/fixed\",$ASK"
   measure gateway-sse "$GW_PID" "$G" "{\"model\":\"ngxs/fixed\",\"stream\":true,$ASK"
+  measure gateway-spread "$GW_PID" "$G" "{\"model\":\"ngxspread/fixed\",\"stream\":true,$ASK"
   stop_gateway
+  measure nginx-proxy-spread "$SPREAD_PROXY" "http://127.0.0.1:$SPREAD_PROXY_PORT/v1/chat/completions" "{\"model\":\"fixed\",\"stream\":true,$ASK"
   rm -rf "$WORK/data-$round"
 done | tee "$WORK/rounds.txt"
 
@@ -161,4 +175,33 @@ for name, direct, target in (
 off, on = cpu("gateway-nostore", "all"), cpu("gateway", "all")
 print(f"{'store on / off':18} for 0.9 the store may add {off / 0.9 - off:5.1f} µs per call; it adds {on - off:5.1f}"
       f" (so at most {off / on:.3f})")
+# The store's own threads (the gateway's store, the recorder's writer, the index; kernel
+# names cut to 15 bytes): at most 5 µs per call.
+store = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"round \d+ gateway\s+threads (.*)", line)
+    if m:
+        parts = re.findall(r"(\S+) ([\d.]+)\+([\d.]+)", m[1])
+        store.setdefault("all", []).append(sum(
+            float(u) + float(s) for t, u, s in parts
+            if t.startswith(("switchyard-gate", "switchyard-reco", "switchyard-inde"))))
+if store:
+    threads = med(store["all"])
+    print(f"{'store threads':18} {threads:5.1f} µs per call (target <= 5){'  met' if threads <= 5 else '  not met'}")
+# Issue 37: the proxy's CPU per call as times the floor, nginx proxying the same load.
+print()
+print("CPU per call of the proxy, times the floor (nginx as a proxy, same run), medians:")
+for name, floor, target in (
+    ("gateway", "nginx-proxy", 2.5),
+    ("gateway-nostore", "nginx-proxy", None),
+    ("translated", "nginx-proxy", 4.0),
+    ("gateway-sse", "nginx-proxy-sse", 2.5),
+    ("gateway-spread", "nginx-proxy-spread", 2.5),
+):
+    if name not in rows or floor not in rows:
+        continue
+    ratio = cpu(name, "proxy") / cpu(floor, "proxy")
+    goal = f"target <= {target}x" if target else "(no target)"
+    print(f"  {name:18} {cpu(name, 'proxy'):6.1f} µs / {cpu(floor, 'proxy'):5.1f} = {ratio:4.2f}x   {goal}"
+          f"{'' if not target else ('  met' if ratio <= target else '  not met')}")
 EOF

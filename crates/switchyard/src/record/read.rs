@@ -152,15 +152,23 @@ pub(crate) fn last_record(log: &Path) -> Result<(Option<NumberedAt>, Vec<SetAsid
 /// else, then the record and its format. The error says why it does not read (not where:
 /// see `parse_record`). For lines that come from elsewhere than a log folder (the
 /// PostgreSQL store keeps them too).
+///
+/// A line of format 3 ([`super::DERIVED_FORMAT`]) has the canonical forms it leaves out
+/// derived from the bytes it keeps (`derive.rs`); a line of format 2 is read as written.
 pub fn parse_record_line(line: &[u8]) -> std::result::Result<CallRecord, String> {
-    let record: CallRecord = from_slice_bounded(line, MAX_RECORD_DEPTH)
+    // Said as before format 3 came (the quarantine's listing keeps its reasons' words).
+    let mut record: CallRecord = from_slice_bounded(line, MAX_RECORD_DEPTH)
         .map_err(|e| format!("not a call record of format {}: {e}", super::FORMAT))?;
-    if record.format != super::FORMAT {
-        return Err(format!(
-            "record format {} is not one this version reads (it reads {})",
-            record.format,
-            super::FORMAT
-        ));
+    match record.format {
+        super::FORMAT => {}
+        super::DERIVED_FORMAT => super::derive::fill(&mut record),
+        other => {
+            return Err(format!(
+                "record format {other} is not one this version reads (it reads {} and {})",
+                super::FORMAT,
+                super::DERIVED_FORMAT
+            ))
+        }
     }
     Ok(record)
 }

@@ -156,12 +156,23 @@ pub(crate) fn last_record(log: &Path) -> Result<(Option<NumberedAt>, Vec<SetAsid
 /// A line of format 3 ([`super::DERIVED_FORMAT`]) has the canonical forms it leaves out
 /// derived from the bytes it keeps (`derive.rs`); a line of format 2 is read as written.
 pub fn parse_record_line(line: &[u8]) -> std::result::Result<CallRecord, String> {
+    let mut record = parse_record_fields(line)?;
+    if record.format == super::DERIVED_FORMAT {
+        super::derive::fill(&mut record);
+    }
+    Ok(record)
+}
+
+/// Parses a record line as [`parse_record_line`] does, without deriving what a line of
+/// format 3 leaves out (those fields are then empty): for a reader that needs only the
+/// fields every line holds — the numbers, usage, cost, timings — such as the shipping of
+/// records to a shared store, which copies the line itself.
+pub fn parse_record_fields(line: &[u8]) -> std::result::Result<CallRecord, String> {
     // Said as before format 3 came (the quarantine's listing keeps its reasons' words).
-    let mut record: CallRecord = from_slice_bounded(line, MAX_RECORD_DEPTH)
+    let record: CallRecord = from_slice_bounded(line, MAX_RECORD_DEPTH)
         .map_err(|e| format!("not a call record of format {}: {e}", super::FORMAT))?;
     match record.format {
-        super::FORMAT => {}
-        super::DERIVED_FORMAT => super::derive::fill(&mut record),
+        super::FORMAT | super::DERIVED_FORMAT => {}
         other => {
             return Err(format!(
                 "record format {other} is not one this version reads (it reads {} and {})",

@@ -6,7 +6,7 @@
 # A binary of record format 3 and one of format 2 as writers show what deriving the
 # canonical forms on read costs, the same reader reading both:
 #   WRITERS="OLD/switchyard NEW/switchyard" READER=NEW/switchyard DUR=20s bench/log_read.sh
-# Needs nginx, wrk and python3.
+# STORES=DIR keeps the stores there (DIR/data-1, DIR/data-2…). Needs nginx, wrk and python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 READER=${READER:-${CARGO_TARGET_DIR:-target}/release/switchyard}
@@ -43,7 +43,7 @@ PY
 i=0
 for bin in $WRITERS; do
   i=$((i + 1))
-  data="$WORK/data-$i"
+  data="${STORES:-$WORK}/data-$i"
   "$bin" serve --listen "127.0.0.1:$GW_PORT" --no-mock --config "$WORK/gateway.yaml" \
     --data-dir "$data" >/dev/null 2>"$WORK/gateway.log" &
   pid=$!

@@ -47,6 +47,9 @@ fn leaving_out() -> bool {
     LEAVING_OUT.with(Cell::get)
 }
 
+// What serde's `skip_serializing_if` asks of each derivable field: left out of the line
+// while the writer leaves out and the field is empty.
+
 pub(super) fn skip_request(r: &Request) -> bool {
     leaving_out() && is_empty(r)
 }
@@ -126,8 +129,8 @@ pub(super) fn fill(record: &mut CallRecord) {
         if let Some(body) = record.body.as_ref().filter(|_| is_empty(&record.request)) {
             record.request = decode_request(dialect, body.get().as_bytes());
         }
-        // A reply kept in part is written whole by the writer (it is not what the bytes
-        // kept carry): only a whole one is derived.
+        // A line whose `raw` was kept in part holds its reply as the writer had it (not
+        // what the bytes kept carry): a reply is derived from whole bytes only.
         if record.reply.is_none() && record.raw_truncated.is_none() {
             record.reply = reply_of(dialect, &raw, record.stream, record.failed());
         }

@@ -137,3 +137,23 @@ fn a_log_of_format_3_replays_with_and_without_its_index() {
     std::fs::remove_file(dir.path().join(super::super::INDEX_FILE)).unwrap();
     assert_eq!(ask(), "the Nile");
 }
+
+#[test]
+fn a_format_3_record_past_the_depth_bound_is_written_in_format_2_with_its_forms() {
+    // A body field nesting 159 levels: the line would open level 161.
+    let deep = format!("{}7{}", "[".repeat(159), "]".repeat(159));
+    let body = BODY.replacen('{', &format!("{{\"x\":{deep},"), 1);
+    let mut r = exchanged();
+    r.body = Some(serde_json::value::RawValue::from_string(body).unwrap());
+    let dir = recorded(vec![r]);
+    let text = std::fs::read_to_string(dir.path().join("llm_log/segment-000001.jsonl")).unwrap();
+    assert!(text.starts_with("{\"format\":2,"), "{text}");
+    assert!(text.contains("\"depth_capped\":true"));
+    let back = read_record(dir.path(), 1).unwrap();
+    assert_eq!(back.format, super::super::FORMAT);
+    assert!(back.depth_capped);
+    // Derived before the line was capped, from the bytes as they came.
+    assert_eq!(back.reply.unwrap().text(), "the Nile");
+    assert!(!back.prompt_digest.is_empty());
+    assert_eq!(back.usage_reported.unwrap()["total_tokens"], 5);
+}

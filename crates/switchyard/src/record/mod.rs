@@ -43,8 +43,9 @@ pub use quarantine::{QUARANTINE_DIR, QUARANTINE_FILE};
 pub use raw::RawBytes;
 pub use read::{
     for_each_record_line, log_dir, parse_record_fields, parse_record_line, position_after,
-    read_lines_from, read_log, read_record, read_record_at, read_records, record_location,
-    record_locations, record_numbers, LogPosition, LogRead, NumberedLines, SetAside,
+    read_lines_from, read_log, read_log_fields, read_record, read_record_at, read_records,
+    record_location, record_locations, record_numbers, LogPosition, LogRead, NumberedLines,
+    SetAside,
 };
 pub use run_dir::{read_run_file, run_dir_of, RunInfo, LOG_DIR, RUN_FILE};
 pub use segment::{segment_ids, segment_name, segment_path, Location, SEGMENT_BYTES};

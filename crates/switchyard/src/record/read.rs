@@ -256,13 +256,27 @@ pub fn read_records(run_dir: &Path) -> Result<Vec<CallRecord>> {
 /// does not read never keeps the others from being read. Fails only when the log folder
 /// cannot be read at all.
 pub fn read_log(run_dir: &Path) -> Result<LogRead> {
+    read_log_with(run_dir, parse_record_line)
+}
+
+/// [`read_log`] without deriving what lines of format 3 leave out
+/// ([`parse_record_fields`]): for a reader of the fields every line holds (`log stats`:
+/// calls, errors, usage, cost), which then pays no decoding.
+pub fn read_log_fields(run_dir: &Path) -> Result<LogRead> {
+    read_log_with(run_dir, parse_record_fields)
+}
+
+fn read_log_with(
+    run_dir: &Path,
+    parse: fn(&[u8]) -> std::result::Result<CallRecord, String>,
+) -> Result<LogRead> {
     let log = log_dir(run_dir);
     check_format(&log)?;
     let mut read = LogRead::default();
     segment::for_each_line(&log, None, |at, line| {
-        match parse_or_set_aside(line, &log, at) {
+        match parse(line) {
             Ok(record) => read.records.push(record),
-            Err(aside) => read.set_aside.push(aside),
+            Err(reason) => read.set_aside.push(SetAside::new(&log, at, line, reason)),
         }
         Ok(())
     })?;

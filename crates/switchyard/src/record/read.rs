@@ -195,7 +195,9 @@ pub(crate) fn parse_record(line: &[u8], log: &Path, at: Location) -> Result<Call
     })
 }
 
-/// Parses a record line of a log folder, or says why it is set aside.
+/// Parses a record line of a log folder, or says why it is set aside (the index's
+/// catch-up).
+#[cfg(feature = "sqlite")]
 pub(crate) fn parse_or_set_aside(
     line: &[u8],
     log: &Path,

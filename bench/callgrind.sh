@@ -73,6 +73,7 @@ for bin in $BINS; do
       translated) model=ngxm/fixed; stream=0; store=none ;;
       whole+store) model=ngx/fixed; stream=0; store=store ;;
       stream+store) model=ngxs/fixed; stream=1; store=store ;;
+      translated+store) model=ngxm/fixed; stream=0; store=store ;;
     esac
     idle=$(count "$bin" 0 "$model" "$stream" "$store")
     busy=$(count "$bin" "$N" "$model" "$stream" "$store")

@@ -35,9 +35,12 @@ fn postgres(store: &str) -> Result<String, String> {
     }
 }
 
-/// Every call of the source, oldest first (none is an error saying where it looked).
+/// Every call of the source, oldest first (none is an error saying where it looked), with
+/// the fields every record line holds: a run directory's records of format 3 have their
+/// canonical forms (request, reply, prompt digest) left underived, as `log stats` needs
+/// none of them.
 pub(crate) fn records(source: &Source) -> Result<Vec<CallRecord>, String> {
-    Ok(records_with_ids(source)?
+    Ok(records_read(source, false)?
         .into_iter()
         .map(|(_, r)| r)
         .collect())
@@ -49,9 +52,17 @@ pub(crate) fn records(source: &Source) -> Result<Vec<CallRecord>, String> {
 pub(crate) fn records_with_ids(
     source: &Source,
 ) -> Result<Vec<(Option<String>, CallRecord)>, String> {
+    records_read(source, true)
+}
+
+/// [`records_with_ids`], the canonical forms of a run directory's records derived or not.
+fn records_read(
+    source: &Source,
+    derive: bool,
+) -> Result<Vec<(Option<String>, CallRecord)>, String> {
     let (records, place) = match source {
         Source::Dir(dir) => (
-            read_dir(dir)?
+            read_dir(dir, derive)?
                 .into_iter()
                 .map(|r| (None, r))
                 .collect::<Vec<_>>(),
@@ -81,8 +92,12 @@ pub(crate) fn records_with_ids(
 
 /// The records of a run directory; the lines set aside are said on stderr, with the
 /// count.
-fn read_dir(dir: &std::path::Path) -> Result<Vec<CallRecord>, String> {
-    let read = record::read_log(dir).map_err(|e| format!("error: {e}"))?;
+fn read_dir(dir: &std::path::Path, derive: bool) -> Result<Vec<CallRecord>, String> {
+    let read = match derive {
+        true => record::read_log(dir),
+        false => record::read_log_fields(dir),
+    }
+    .map_err(|e| format!("error: {e}"))?;
     for aside in &read.set_aside {
         eprintln!("warning: {aside}; set aside, the other calls are read");
     }

@@ -1,14 +1,19 @@
 //! A finished call's [`CallRecord`], built on the store's thread from the bytes its meter
-//! kept: the canonical request decoded from the body as sent, the reply decoded from the
-//! bytes as received (a stream cut short gives what it carried), the usage, the cost and
-//! the error.
+//! kept. In record format 3 (the usual case) the record holds what was exchanged — the
+//! body as sent, the bytes as received — with what the meter knows (usage, cost,
+//! timings, the error), and its readers derive the canonical request and reply; in format
+//! 2 (a call whose forms would not derive the same) they are decoded here: the request
+//! from the body as sent, the reply from the bytes as received (a stream cut short gives
+//! what it carried).
 
 use super::Finished;
 use bytes::{Bytes, BytesMut};
 use std::time::Duration;
+#[cfg(test)]
+pub(crate) use switchyard::record::assemble;
 use switchyard::record::{self, AttemptRecord, CallRecord, ErrorRecord, RawBytes, Timings};
 use switchyard::Dialect;
-use switchyard_wire::{codec, ByteStreamDecoder, Event, Reply, Request};
+use switchyard_wire::{Reply, Request};
 
 fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
@@ -28,36 +33,28 @@ pub(crate) fn concat(chunks: &[Bytes]) -> Bytes {
     }
 }
 
-/// The canonical reply in `raw` (a whole body or a stream, possibly cut short): what
-/// the stream carried up to where it stopped.
+/// The canonical reply in `raw` (the library's rule, which readers of record format 3
+/// derive it by).
 pub(crate) fn decode_reply(dialect: Dialect, raw: &[u8], stream: bool) -> Option<Reply> {
-    if raw.is_empty() {
-        return None;
-    }
-    if !stream {
-        return codec(dialect).decode_reply(raw).ok();
-    }
-    let mut decoder = ByteStreamDecoder::new(codec(dialect));
-    let mut events = decoder.push(raw).ok()?;
-    if let Ok(rest) = decoder.finish() {
-        events.extend(rest);
-    }
-    Some(assemble(&events))
-}
-
-/// The reply a stream's events build, up to the first that does not fit.
-pub(crate) fn assemble(events: &[Event]) -> Reply {
-    let mut assembler = switchyard_wire::Assembler::new();
-    for e in events {
-        if assembler.push(e).is_err() {
-            break;
-        }
-    }
-    assembler.into_reply()
+    record::decode_reply(dialect, raw, stream)
 }
 
 /// The record of a finished call; runs on the store's thread.
+///
+/// Written in record format 3 ([`record::DERIVED_FORMAT`]) when every canonical form left
+/// out is what a reader derives from the line: the canonical request from the body as
+/// sent, the reply from the raw bytes, the prompt digest and the provider's usage object
+/// from those. Nothing is decoded here then. A call whose forms would derive otherwise (a
+/// request decoded from the client's body because none was sent, a reply kept in part,
+/// a usage the meter did not find, a failure the meter and the record tell apart) is
+/// built in format 2, decoded here as before.
 pub(super) fn build_record(call: Finished) -> CallRecord {
+    build(call, true)
+}
+
+/// [`build_record`], in format 2 whatever the call (`derive` false: as before format 3,
+/// which the tests compare with).
+fn build(call: Finished, derive: bool) -> CallRecord {
     let Finished {
         summary: s,
         reference,
@@ -69,26 +66,9 @@ pub(super) fn build_record(call: Finished) -> CallRecord {
     let mut draft = draft;
     let embedding = draft.embedding.take();
     let is_embedding = embedding.is_some();
-    let upstream = s.upstream_dialect.unwrap_or(s.client_dialect);
-    let body = draft.sent_body.clone().or(client_body);
-    let request: Request = body
-        .as_ref()
-        .filter(|_| !is_embedding)
-        .and_then(|b| codec(upstream).decode_request(b).ok())
-        .map(|d| d.request)
-        .unwrap_or_default();
     let raw = concat(&draft.raw);
     let succeeded = s.error.is_none() && s.status < 400;
-    let mut reply = draft
-        .reply
-        .map(|r| r.without_raw())
-        .or_else(|| draft.events.take().map(|e| assemble(&e)))
-        .or_else(|| decode_reply(upstream, &raw, s.stream).map(|r| r.without_raw()));
-    if !succeeded && reply.as_ref().is_some_and(|r| r.content.is_empty()) {
-        reply = None;
-    }
-    let usage = s.usage.or_else(|| reply.as_ref().and_then(|r| r.usage));
-    let error = draft.error.or_else(|| {
+    let error = draft.error.take().or_else(|| {
         s.error.as_ref().map(|kind| ErrorRecord {
             kind: kind.clone(),
             message: match kind.as_str() {
@@ -100,11 +80,56 @@ pub(super) fn build_record(call: Finished) -> CallRecord {
             fields: serde_json::Map::new(),
         })
     });
-    let ended_at = started_at + s.latency;
     let raw_truncated = draft.kept.truncated().filter(|_| !raw.is_empty());
+    let body = draft.sent_body.as_ref().and_then(|b| {
+        String::from_utf8(b.to_vec())
+            .ok()
+            .and_then(|t| serde_json::value::RawValue::from_string(t).ok())
+    });
+    // A reply the call already has (a translated call's), as the record keeps it.
+    let had_reply = draft.reply.is_some();
+    let in_hand = draft
+        .reply
+        .take()
+        .map(|r| r.without_raw())
+        .filter(|r| succeeded || !r.content.is_empty());
+    let derivable = derive
+        && (is_embedding
+            || (s.upstream_dialect.is_some()
+                && body.is_some()
+                && raw_truncated.is_none()
+                && succeeded == error.is_none()
+                && (s.usage.is_some() || in_hand.as_ref().is_some_and(|r| r.usage.is_some()))
+                && (in_hand.is_some() || !had_reply)));
+    let (format, request, reply, usage_reported) = if derivable {
+        (record::DERIVED_FORMAT, Request::default(), in_hand, None)
+    } else {
+        let upstream = s.upstream_dialect.unwrap_or(s.client_dialect);
+        let request = draft
+            .sent_body
+            .as_ref()
+            .or(client_body.as_ref())
+            .filter(|_| !is_embedding)
+            .map(|b| record::decode_request(upstream, b))
+            .unwrap_or_default();
+        let mut reply = in_hand
+            .or_else(|| draft.events.take().map(|e| record::assemble(&e)))
+            .or_else(|| decode_reply(upstream, &raw, s.stream).map(|r| r.without_raw()));
+        if !succeeded && reply.as_ref().is_some_and(|r| r.content.is_empty()) {
+            reply = None;
+        }
+        let usage_reported = if (reply.is_some() || is_embedding) && !raw.is_empty() {
+            record::reported_usage(&raw, s.stream, s.upstream_dialect)
+        } else {
+            None
+        };
+        (record::FORMAT, request, reply, usage_reported)
+    };
+    let usage = s.usage.or_else(|| reply.as_ref().and_then(|r| r.usage));
+    let ended_at = started_at + s.latency;
 
     CallRecord {
-        format: record::FORMAT,
+        format,
         number: 0,
         role: None,
         reference,
@@ -112,23 +137,16 @@ pub(super) fn build_record(call: Finished) -> CallRecord {
         model: s.model,
         dialect: s.upstream_dialect,
         stream: s.stream,
-        // Filled by the recorder's writer (an embeddings call's: from its inputs).
-        prompt_digest: embedding
-            .as_ref()
-            .map(|e| record::embed_digest(&e.request))
-            .unwrap_or_default(),
+        // Filled by the recorder's writer in format 2 (an embeddings call's: from its
+        // inputs), derived on read in format 3.
+        prompt_digest: match (&embedding, format) {
+            (Some(e), record::FORMAT) => record::embed_digest(&e.request),
+            _ => String::new(),
+        },
         parameters: serde_json::Map::new(),
         request,
-        body: draft.sent_body.and_then(|b| {
-            String::from_utf8(b.to_vec())
-                .ok()
-                .and_then(|t| serde_json::value::RawValue::from_string(t).ok())
-        }),
-        usage_reported: if (reply.is_some() || is_embedding) && !raw.is_empty() {
-            record::reported_usage(&raw, s.stream, s.upstream_dialect)
-        } else {
-            None
-        },
+        body,
+        usage_reported,
         reply,
         raw: (!raw.is_empty()).then(|| RawBytes::new(&raw)),
         usage,
@@ -175,3 +193,7 @@ pub(crate) fn attempt_records(attempts: &[switchyard::Attempt]) -> Vec<AttemptRe
         .map(|a| AttemptRecord::of(a, true))
         .collect()
 }
+
+#[cfg(test)]
+#[path = "build_tests.rs"]
+mod tests;

@@ -4,9 +4,10 @@
 //!
 //! When a call ends (its last byte is going out, or the client left), its meter puts a
 //! [`Finished`] — the bytes it kept as they passed (see [`compact`]) — in the store's
-//! intake. The store's thread takes the intake in batches: it decodes each call's
-//! canonical request and reply from those bytes ([`build`]), builds the records and
-//! hands the batch to the [`Recorder`] at once. [`Store::close`] (on shutdown, after the
+//! intake. The store's thread takes the intake in batches: it builds each call's record
+//! from those bytes and what the meter knows ([`build`]; record format 3, whose readers
+//! derive the canonical request and reply, so nothing is decoded here) and hands the
+//! batch to the [`Recorder`] at once. [`Store::close`] (on shutdown, after the
 //! drain) waits for every one of them.
 //!
 //! **Durability** ([`StoreDurability`]). In the `fast` mode nothing here runs on a

@@ -418,7 +418,18 @@ fn rows_from_index(dir: &Path) -> Option<Vec<Row>> {
     let whole = rows.len() as u64 == last.number
         && last.location.segment == last_segment
         && last.location.end() == log_len;
-    whole.then_some(rows)
+    if !whole {
+        return None;
+    }
+    let mut rows = rows;
+    for row in rows.iter_mut().filter(|r| r.digest.is_empty()) {
+        // A record of format 3 (the gateway's) has its digest derived when read: its row
+        // holds none (docs/recording.md, *The calls index*).
+        row.digest = record::read_record_at(dir, row.location)
+            .ok()?
+            .prompt_digest;
+    }
+    Some(rows)
 }
 
 #[derive(serde::Deserialize)]
@@ -429,6 +440,8 @@ struct RowFields {
     backend: String,
     model: String,
     dialect: Option<String>,
+    /// Left out of a line of format 3: derived from the whole record.
+    #[serde(default)]
     prompt_digest: String,
 }
 
@@ -447,6 +460,12 @@ fn rows_from_records(dir: &Path) -> Result<Vec<Row>> {
                 return Ok(());
             }
         };
+        let digest = match f.prompt_digest.is_empty() {
+            true => record::parse_record_line(line)
+                .map(|r| r.prompt_digest)
+                .unwrap_or_default(),
+            false => f.prompt_digest,
+        };
         rows.push(Row {
             number: f.number,
             role: f.role.unwrap_or_default(),
@@ -454,7 +473,7 @@ fn rows_from_records(dir: &Path) -> Result<Vec<Row>> {
             backend: f.backend,
             model: f.model,
             dialect: f.dialect,
-            digest: f.prompt_digest,
+            digest,
             location: at,
         });
         Ok(())

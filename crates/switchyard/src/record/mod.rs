@@ -3,6 +3,7 @@
 //! replay. The format is described in `docs/recording.md`.
 
 mod depth;
+mod derive;
 mod digest;
 mod error_record;
 mod escape;
@@ -26,6 +27,7 @@ pub use depth::{
     cap_depth, first_too_deep, from_slice_bounded, MAX_BODY_DEPTH, MAX_RECORD_DEPTH,
     RECORD_WRAPPING,
 };
+pub use derive::{assemble, decode_reply, decode_request, reply_of, DERIVED_FORMAT};
 pub(crate) use digest::lower_hex;
 pub use digest::{
     embed_digest, likeness as digest_likeness, prompt_digest, prompt_lines, short_diff,
@@ -40,9 +42,10 @@ pub(crate) use observe::{Handle, Observed, Outcome};
 pub use quarantine::{QUARANTINE_DIR, QUARANTINE_FILE};
 pub use raw::RawBytes;
 pub use read::{
-    for_each_record_line, log_dir, parse_record_line, position_after, read_lines_from, read_log,
-    read_record, read_record_at, read_records, record_location, record_locations, record_numbers,
-    LogPosition, LogRead, NumberedLines, SetAside,
+    for_each_record_line, log_dir, parse_record_fields, parse_record_line, position_after,
+    read_lines_from, read_log, read_log_fields, read_record, read_record_at, read_records,
+    record_location, record_locations, record_numbers, LogPosition, LogRead, NumberedLines,
+    SetAside,
 };
 pub use run_dir::{read_run_file, run_dir_of, RunInfo, LOG_DIR, RUN_FILE};
 pub use segment::{segment_ids, segment_name, segment_path, Location, SEGMENT_BYTES};
@@ -53,7 +56,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use switchyard_wire::{Dialect, Reply, Request, Usage};
 
-/// The version of the record format written by this library.
+/// The record format this library's calls are written in: every field in the line. The
+/// gateway's store writes [`DERIVED_FORMAT`] (the canonical forms left out and derived
+/// on read); this version reads both.
 pub const FORMAT: u32 = 2;
 
 /// One call, in full: what was asked, what was sent, what came back, what it cost.
@@ -76,15 +81,20 @@ pub struct CallRecord {
     /// Whether the reply was streamed.
     pub stream: bool,
     /// The digest replay matches on: role aside, the prompt (system, messages, tools).
+    /// Derived on read when a line of [`DERIVED_FORMAT`] leaves it out (as the next four).
+    #[serde(default, skip_serializing_if = "derive::skip_string")]
     pub prompt_digest: String,
     /// The canonical request.
+    #[serde(default, skip_serializing_if = "derive::skip_request")]
     pub request: Request,
     /// The parameters of the request (everything but messages and tools).
+    #[serde(default, skip_serializing_if = "derive::skip_map")]
     pub parameters: Map<String, Value>,
     /// The request body exactly as sent, byte for byte (`null` for backends that send
     /// none).
     pub body: Option<Box<serde_json::value::RawValue>>,
     /// The reply in canonical form (`null` when the call failed before one).
+    #[serde(default, skip_serializing_if = "derive::skip_none")]
     pub reply: Option<Reply>,
     /// The reply's bytes exactly as received (the whole stream for a streamed call; the
     /// error body for a provider error); absent when the call got none. The recorder
@@ -94,6 +104,7 @@ pub struct CallRecord {
     /// The usage in canonical form.
     pub usage: Option<Usage>,
     /// The usage object as the provider wrote it (`usage`, `usageMetadata`), when found.
+    #[serde(default, skip_serializing_if = "derive::skip_none")]
     pub usage_reported: Option<Value>,
     /// Every attempt, in order.
     pub attempts: Vec<AttemptRecord>,

@@ -152,15 +152,34 @@ pub(crate) fn last_record(log: &Path) -> Result<(Option<NumberedAt>, Vec<SetAsid
 /// else, then the record and its format. The error says why it does not read (not where:
 /// see `parse_record`). For lines that come from elsewhere than a log folder (the
 /// PostgreSQL store keeps them too).
+///
+/// A line of format 3 ([`super::DERIVED_FORMAT`]) has the canonical forms it leaves out
+/// derived from the bytes it keeps (`derive.rs`); a line of format 2 is read as written.
 pub fn parse_record_line(line: &[u8]) -> std::result::Result<CallRecord, String> {
+    let mut record = parse_record_fields(line)?;
+    if record.format == super::DERIVED_FORMAT {
+        super::derive::fill(&mut record);
+    }
+    Ok(record)
+}
+
+/// Parses a record line as [`parse_record_line`] does, without deriving what a line of
+/// format 3 leaves out (those fields are then empty): for a reader that needs only the
+/// fields every line holds — the numbers, usage, cost, timings — such as the shipping of
+/// records to a shared store, which copies the line itself.
+pub fn parse_record_fields(line: &[u8]) -> std::result::Result<CallRecord, String> {
+    // Said as before format 3 came (the quarantine's listing keeps its reasons' words).
     let record: CallRecord = from_slice_bounded(line, MAX_RECORD_DEPTH)
         .map_err(|e| format!("not a call record of format {}: {e}", super::FORMAT))?;
-    if record.format != super::FORMAT {
-        return Err(format!(
-            "record format {} is not one this version reads (it reads {})",
-            record.format,
-            super::FORMAT
-        ));
+    match record.format {
+        super::FORMAT | super::DERIVED_FORMAT => {}
+        other => {
+            return Err(format!(
+                "record format {other} is not one this version reads (it reads {} and {})",
+                super::FORMAT,
+                super::DERIVED_FORMAT
+            ))
+        }
     }
     Ok(record)
 }
@@ -176,7 +195,9 @@ pub(crate) fn parse_record(line: &[u8], log: &Path, at: Location) -> Result<Call
     })
 }
 
-/// Parses a record line of a log folder, or says why it is set aside.
+/// Parses a record line of a log folder, or says why it is set aside (the index's
+/// catch-up).
+#[cfg(feature = "sqlite")]
 pub(crate) fn parse_or_set_aside(
     line: &[u8],
     log: &Path,
@@ -237,13 +258,27 @@ pub fn read_records(run_dir: &Path) -> Result<Vec<CallRecord>> {
 /// does not read never keeps the others from being read. Fails only when the log folder
 /// cannot be read at all.
 pub fn read_log(run_dir: &Path) -> Result<LogRead> {
+    read_log_with(run_dir, parse_record_line)
+}
+
+/// [`read_log`] without deriving what lines of format 3 leave out
+/// ([`parse_record_fields`]): for a reader of the fields every line holds (`log stats`:
+/// calls, errors, usage, cost), which then pays no decoding.
+pub fn read_log_fields(run_dir: &Path) -> Result<LogRead> {
+    read_log_with(run_dir, parse_record_fields)
+}
+
+fn read_log_with(
+    run_dir: &Path,
+    parse: fn(&[u8]) -> std::result::Result<CallRecord, String>,
+) -> Result<LogRead> {
     let log = log_dir(run_dir);
     check_format(&log)?;
     let mut read = LogRead::default();
     segment::for_each_line(&log, None, |at, line| {
-        match parse_or_set_aside(line, &log, at) {
+        match parse(line) {
             Ok(record) => read.records.push(record),
-            Err(aside) => read.set_aside.push(aside),
+            Err(reason) => read.set_aside.push(SetAside::new(&log, at, line, reason)),
         }
         Ok(())
     })?;

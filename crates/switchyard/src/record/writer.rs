@@ -71,7 +71,14 @@ struct Entry {
 
 /// Fills the fields derived from the call: the prompt digest, the parameters, the raw
 /// bytes and the usage as the provider reported it.
+/// A record of format 3 ([`super::DERIVED_FORMAT`]) leaves the derived ones out.
 fn finish_record(record: &mut CallRecord, raw: Option<bytes::Bytes>) {
+    if record.format == super::DERIVED_FORMAT {
+        if let Some(raw) = raw {
+            record.raw = Some(super::RawBytes::new(&raw));
+        }
+        return;
+    }
     if record.prompt_digest.is_empty() {
         record.prompt_digest = super::prompt_digest(&record.request);
     }
@@ -471,12 +478,21 @@ fn write_line(buf: &mut Vec<u8>, record: &mut CallRecord) -> std::result::Result
 /// does not read is not written (an error, as a record that does not serialise).
 fn write_fields(buf: &mut Vec<u8>, record: &mut CallRecord) -> std::result::Result<(), String> {
     let start = buf.len();
-    let raw = record.raw.take();
-    let mut written = serde_json::to_writer(&mut *buf, &*record).map_err(|e| e.to_string());
+    let mut raw = record.raw.take();
+    let mut written = super::derive::to_line(buf, record).map_err(|e| e.to_string());
     if written.is_ok() && first_too_deep(&buf[start..], MAX_RECORD_DEPTH).is_some() {
         buf.truncate(start);
+        if record.format == super::DERIVED_FORMAT {
+            // Its canonical forms are derived here, from the body and bytes as they came,
+            // and written in format 2: derived on read from a body kept in part as text,
+            // they would not be those a capped line of format 2 keeps.
+            record.raw = raw;
+            super::derive::fill(record);
+            raw = record.raw.take();
+            record.format = super::FORMAT;
+        }
         record.depth_capped = true;
-        written = serde_json::to_writer(&mut *buf, &*record)
+        written = super::derive::to_line(buf, record)
             .map_err(|e| e.to_string())
             .and_then(|()| {
                 let capped = cap_depth(&buf[start..], MAX_RECORD_DEPTH);

@@ -87,7 +87,8 @@ pub async fn insert_lines(
 ) -> Result<u64, PgError> {
     let mut c = Columns::default();
     for (number, line) in lines {
-        match switchyard::record::parse_record_line(&line) {
+        // The columns are fields every line holds: a line of format 3 is not derived.
+        match switchyard::record::parse_record_fields(&line) {
             Ok(r) => c.push(replica, &r, line),
             Err(e) => tracing::error!(
                 number,

@@ -1,0 +1,159 @@
+//! Reading record format 3 (its canonical forms derived) beside format 2 (read as
+//! written), and replaying a log of format 3.
+
+use super::*;
+use crate::record::{
+    parse_record_line, read_log, read_record, writer::tests::sample, Recorder, RecorderOptions,
+    RunInfo,
+};
+
+const BODY: &str =
+    r#"{"model":"echo","max_tokens":16,"messages":[{"role":"user","content":"name a river"}]}"#;
+const REPLY: &str = r#"{"id":"c1","object":"chat.completion","created":1,"model":"echo","choices":[{"index":0,"message":{"role":"assistant","content":"the Nile"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}"#;
+
+/// A gateway's record of a chat call in format 3: what was exchanged, nothing derived.
+fn exchanged() -> CallRecord {
+    let mut r = sample();
+    r.format = DERIVED_FORMAT;
+    r.role = None;
+    r.dialect = Some(Dialect::Chat);
+    r.stream = false;
+    r.body = Some(serde_json::value::RawValue::from_string(BODY.to_string()).unwrap());
+    r.raw = Some(super::super::RawBytes::new(REPLY.as_bytes()));
+    r.request = Request::default();
+    r.parameters = serde_json::Map::new();
+    r.prompt_digest = String::new();
+    r.reply = None;
+    r.usage_reported = None;
+    r
+}
+
+fn recorded(records: Vec<CallRecord>) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let recorder =
+        Recorder::create(dir.path(), &RunInfo::new(), RecorderOptions::default()).unwrap();
+    assert!(futures::executor::block_on(recorder.submit_many(records)).is_some());
+    recorder.close().unwrap();
+    dir
+}
+
+#[test]
+fn a_format_2_line_reads_as_written() {
+    let segment =
+        include_str!("../../../../examples/runs/mock_campaign/llm_log/segment-000001.jsonl");
+    for line in segment.lines() {
+        let read = parse_record_line(line.as_bytes()).unwrap();
+        let as_written: CallRecord = serde_json::from_str(line).unwrap();
+        assert_eq!(read.format, 2);
+        assert_eq!(
+            serde_json::to_value(&read).unwrap(),
+            serde_json::to_value(&as_written).unwrap(),
+            "nothing derived over a format 2 line"
+        );
+    }
+}
+
+#[test]
+fn a_format_3_line_leaves_the_canonical_forms_out_and_reads_them_derived() {
+    let dir = recorded(vec![sample(), exchanged()]);
+    let text = std::fs::read_to_string(dir.path().join("llm_log/segment-000001.jsonl")).unwrap();
+    let line = text.lines().nth(1).unwrap();
+    assert!(line.starts_with("{\"format\":3,\"number\":2,"), "{line}");
+    for field in [
+        "\"request\"",
+        "\"parameters\"",
+        "\"prompt_digest\"",
+        "\"reply\"",
+        "\"usage_reported\"",
+    ] {
+        assert!(!line.contains(field), "{field} left out: {line}");
+    }
+    // Both formats in one log read.
+    let log = read_log(dir.path()).unwrap();
+    assert!(log.set_aside.is_empty());
+    assert_eq!(log.records.len(), 2);
+    let r = read_record(dir.path(), 2).unwrap();
+    assert_eq!(r.format, DERIVED_FORMAT);
+    assert_eq!(r.request.max_tokens, Some(16));
+    assert_eq!(r.request.messages[0].joined_text(), "name a river");
+    assert_eq!(r.parameters["max_tokens"], 16);
+    assert_eq!(r.prompt_digest, super::super::prompt_digest(&r.request));
+    assert_eq!(r.reply.as_ref().unwrap().text(), "the Nile");
+    assert!(r.reply.as_ref().unwrap().raw.is_empty());
+    assert_eq!(r.usage_reported.as_ref().unwrap()["total_tokens"], 5);
+    // A field the line holds is kept as it is (a record exported whole reads the same).
+    let exported = serde_json::to_vec(&r).unwrap();
+    let again = parse_record_line(&exported).unwrap();
+    assert_eq!(
+        serde_json::to_value(&again).unwrap(),
+        serde_json::to_value(&r).unwrap()
+    );
+}
+
+#[test]
+fn a_format_3_failure_keeps_no_reply_and_an_unknown_format_is_refused() {
+    let mut failed = exchanged();
+    failed.raw = Some(super::super::RawBytes::new(
+        br#"{"error":{"message":"slow down"}}"#,
+    ));
+    failed.error = Some(crate::record::ErrorRecord {
+        kind: "RateLimited".into(),
+        message: "slow down".into(),
+        provider: None,
+        fields: serde_json::Map::new(),
+    });
+    let dir = recorded(vec![failed]);
+    let r = read_record(dir.path(), 1).unwrap();
+    assert!(r.reply.is_none() && r.usage_reported.is_none());
+    assert_eq!(r.request.max_tokens, Some(16));
+
+    let mut newer = sample();
+    newer.format = 4;
+    let e = parse_record_line(&serde_json::to_vec(&newer).unwrap()).unwrap_err();
+    assert!(
+        e.contains("record format 4 is not one this version reads (it reads 2 and 3)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_log_of_format_3_replays_with_and_without_its_index() {
+    let dir = recorded(vec![exchanged()]);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let ask = || {
+        rt.block_on(async {
+            let llm = crate::Llm::replaying(dir.path(), None).unwrap();
+            llm.complete(Request::user("name a river").with_max_tokens(16))
+                .await
+                .unwrap()
+                .text()
+        })
+    };
+    // The index's row holds no digest: it is derived from the record when replay opens.
+    assert_eq!(ask(), "the Nile");
+    std::fs::remove_file(dir.path().join(super::super::INDEX_FILE)).unwrap();
+    assert_eq!(ask(), "the Nile");
+}
+
+#[test]
+fn a_format_3_record_past_the_depth_bound_is_written_in_format_2_with_its_forms() {
+    // A body field nesting 159 levels: the line would open level 161.
+    let deep = format!("{}7{}", "[".repeat(159), "]".repeat(159));
+    let body = BODY.replacen('{', &format!("{{\"x\":{deep},"), 1);
+    let mut r = exchanged();
+    r.body = Some(serde_json::value::RawValue::from_string(body).unwrap());
+    let dir = recorded(vec![r]);
+    let text = std::fs::read_to_string(dir.path().join("llm_log/segment-000001.jsonl")).unwrap();
+    assert!(text.starts_with("{\"format\":2,"), "{text}");
+    assert!(text.contains("\"depth_capped\":true"));
+    let back = read_record(dir.path(), 1).unwrap();
+    assert_eq!(back.format, super::super::FORMAT);
+    assert!(back.depth_capped);
+    // Derived before the line was capped, from the bytes as they came.
+    assert_eq!(back.reply.unwrap().text(), "the Nile");
+    assert!(!back.prompt_digest.is_empty());
+    assert_eq!(back.usage_reported.unwrap()["total_tokens"], 5);
+}

@@ -328,11 +328,6 @@ impl Meter {
         }
     }
 
-    /// Whether the call will be recorded in full (a store, and a call it keeps).
-    pub(crate) fn records(&self) -> bool {
-        self.record && self.books.as_ref().is_some_and(|b| b.store.is_some())
-    }
-
     /// What the call is metered into, while it is open.
     pub(crate) fn books(&self) -> Option<&Arc<Books>> {
         self.books.as_ref()

@@ -9,8 +9,6 @@
 use super::Finished;
 use bytes::{Bytes, BytesMut};
 use std::time::Duration;
-#[cfg(test)]
-pub(crate) use switchyard::record::assemble;
 use switchyard::record::{self, AttemptRecord, CallRecord, ErrorRecord, RawBytes, Timings};
 use switchyard::Dialect;
 use switchyard_wire::{Reply, Request};
@@ -112,9 +110,8 @@ fn build(call: Finished, derive: bool) -> CallRecord {
             .filter(|_| !is_embedding)
             .map(|b| record::decode_request(upstream, b))
             .unwrap_or_default();
-        let mut reply = in_hand
-            .or_else(|| draft.events.take().map(|e| record::assemble(&e)))
-            .or_else(|| decode_reply(upstream, &raw, s.stream).map(|r| r.without_raw()));
+        let mut reply =
+            in_hand.or_else(|| decode_reply(upstream, &raw, s.stream).map(|r| r.without_raw()));
         if !succeeded && reply.as_ref().is_some_and(|r| r.content.is_empty()) {
             reply = None;
         }

@@ -161,9 +161,6 @@ pub(crate) struct Draft {
     /// The canonical reply when the call already has it (translated streams assemble
     /// it as they go); otherwise it is decoded from `raw` off the reply path.
     pub reply: Option<Reply>,
-    /// A passed-through stream's events as its watch decoded them: the reply is
-    /// assembled from them off the reply path (else decoded from `raw`).
-    pub events: Option<Vec<switchyard_wire::Event>>,
     /// Every attempt upstream.
     pub attempts: Vec<AttemptRecord>,
     /// The error, when the call failed with one the gateway knows in full.

@@ -81,12 +81,9 @@ pub(crate) async fn forward(
     // The status of the last attempt's refusal, when the provider refused with one: only
     // such an answer goes back as the provider wrote it.
     let refusal = AtomicU16::new(0);
-    // A stream's events go to the record only when there is one to build; else plain
-    // deltas are scanned, not decoded.
-    let record_bound = meter.records().then(|| meter.draft().kept.limit);
     let outcome = target
         .llm
-        .retrying(|| attempt(target, &request, dialect, &refusal, record_bound))
+        .retrying(|| attempt(target, &request, dialect, &refusal))
         .await;
     meter.attempts(&outcome.attempts);
     match outcome.result {
@@ -182,7 +179,6 @@ async fn attempt(
     request: &RawRequest,
     dialect: Dialect,
     refusal: &AtomicU16,
-    record_bound: Option<usize>,
 ) -> switchyard::Result<Answer> {
     let sent = target.http.send_raw(request).await;
     let status = match &sent {
@@ -234,10 +230,7 @@ async fn attempt(
             relayed,
         });
     }
-    let mut watch = match record_bound {
-        Some(bound) => Watch::keeping_at_most(dialect, bound),
-        None => Watch::scanning(dialect),
-    };
+    let mut watch = Watch::new(dialect);
     let mut opening = Vec::new();
     let pairs = || switchyard::backend::http::header_pairs(&headers);
     let received = |opening: &[Bytes]| Bytes::from(opening.concat());

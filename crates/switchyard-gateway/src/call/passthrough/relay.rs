@@ -259,7 +259,6 @@ impl Relay {
     /// The stream's last bytes: out once the call is recorded, when the store must have
     /// the record first.
     async fn release(&mut self, last: Bytes) {
-        self.keep_events();
         self.meter.first_byte();
         // Queued before the call closes, so the turn kept of it has its end; nothing
         // queued goes out before this returns.
@@ -323,12 +322,6 @@ impl Relay {
     }
 
     /// Hands the watch's events to the call's record (before the meter closes).
-    fn keep_events(&mut self) {
-        if let Some(events) = self.watch.take_events() {
-            self.meter.draft().events = Some(events);
-        }
-    }
-
     /// Every byte received so far, for an error's details.
     fn received(&mut self) -> Bytes {
         let raw = &self.meter.draft().raw;
@@ -340,7 +333,6 @@ impl Drop for Relay {
     fn drop(&mut self) {
         // A client that leaves is billed for what it was sent.
         self.meter.seen_so_far(self.watch.seen());
-        self.keep_events();
     }
 }
 

@@ -45,8 +45,8 @@ fn chat(data: &[u8]) -> Option<Plain> {
     let mut seen = [false; 3];
     let mut texts = 0;
     each_key(data, |key, value| match key {
-        b"tool_calls" | b"function_call" | b"finish_reason" | b"usage" | b"error"
-        | b"refusal" | b"audio" => value.starts_with(b"null"),
+        b"tool_calls" | b"function_call" | b"finish_reason" | b"usage" | b"error" | b"refusal"
+        | b"audio" => value.starts_with(b"null"),
         b"delta" => {
             deltas += 1;
             true

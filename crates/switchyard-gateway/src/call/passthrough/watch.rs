@@ -3,10 +3,10 @@
 //! may be asked again), how much was relayed (billed if the client leaves), the latest
 //! usage, the finish, the response id, the provider's error event and the end marker.
 //!
-//! When the call's record does not take the stream's events ([`Watch::scanning`]), a
-//! plain delta of text or thinking — most of a stream's events — is judged by a look at
-//! its bytes ([`super::scan`]) instead of being decoded: only the events that carry
-//! something else (the start, tool calls, usage, the finish, errors) are parsed.
+//! A plain delta of text or thinking — most of a stream's events — is judged by a look
+//! at its bytes ([`super::scan`]) instead of being decoded: only the events that carry
+//! something else (the start, tool calls, usage, the finish, errors) are parsed. The
+//! record derives the reply from the bytes it kept when it is read (record format 3).
 
 use super::scan;
 use crate::meter::SeenSoFar;
@@ -19,7 +19,8 @@ pub(super) struct Watch {
     dialect: Dialect,
     sse: SseParser,
     decoder: Box<dyn StreamDecoder>,
-    /// Plain deltas are scanned, not decoded (the record keeps no events).
+    /// Plain deltas are scanned, not decoded (off only to test the scan against the
+    /// decoder).
     scanning: bool,
     /// Events read so far (the first is always decoded: it starts the stream).
     events: usize,
@@ -39,45 +40,17 @@ pub(super) struct Watch {
     pub response_id: Option<String>,
     /// The error the provider reported inside the stream.
     pub error: Option<StreamError>,
-    /// Every event decoded, for the call's record: its reply is assembled from them on
-    /// the store's thread instead of decoding the bytes a second time. `None` once a
-    /// chunk did not decode, where the record keeps no reply (as a decoding of the
-    /// bytes would give none).
-    kept: Option<Vec<Event>>,
-    /// Bytes read, and the most whose events are kept (the record's bound on its bytes,
-    /// past which the record's reply is decoded from the bytes it kept instead).
-    read: usize,
-    keep_limit: usize,
     finished: bool,
 }
 
 impl Watch {
-    /// Watches a stream of `dialect`, keeping its events for the record while the stream
-    /// is at most `keep_limit` bytes.
-    pub(super) fn keeping_at_most(dialect: Dialect, keep_limit: usize) -> Self {
-        Watch {
-            keep_limit,
-            ..Watch::new(dialect)
-        }
-    }
-
-    /// Watches a stream of `dialect` for a call whose record takes no events: plain
-    /// deltas are scanned, not decoded.
-    pub(super) fn scanning(dialect: Dialect) -> Self {
-        Watch {
-            scanning: true,
-            kept: None,
-            ..Watch::new(dialect)
-        }
-    }
-
     /// Watches a stream of `dialect`.
     pub(super) fn new(dialect: Dialect) -> Self {
         Watch {
             dialect,
             sse: SseParser::new(),
             decoder: codec(dialect).stream_decoder(),
-            scanning: false,
+            scanning: true,
             events: 0,
             began: false,
             answered: false,
@@ -86,9 +59,6 @@ impl Watch {
             finish: None,
             response_id: None,
             error: None,
-            kept: Some(Vec::new()),
-            read: 0,
-            keep_limit: usize::MAX,
             finished: false,
         }
     }
@@ -96,12 +66,8 @@ impl Watch {
     /// Reads the next chunk; an error is a stream the dialect does not allow (or, from
     /// some decoders, the provider's error object).
     pub(super) fn push(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
-        self.read = self.read.saturating_add(bytes.len());
-        if self.read > self.keep_limit {
-            self.kept = None;
-        }
         for event in self.sse.push(bytes) {
-            self.event(&event).inspect_err(|_| self.kept = None)?;
+            self.event(&event)?;
         }
         Ok(())
     }
@@ -137,25 +103,6 @@ impl Watch {
         let events = self.decoder.finish()?;
         self.note(events);
         Ok(())
-    }
-
-    /// The events of the stream for its record, closed as a decoding of the bytes
-    /// received would close them (the decoder's closing events when the stream stopped
-    /// before its end, its refusal ignored). Taken once.
-    pub(super) fn take_events(&mut self) -> Option<Vec<Event>> {
-        let mut events = self.kept.take()?;
-        if !self.finished {
-            self.finished = true;
-            if let Some(last) = self.sse.finish() {
-                if let Ok(more) = self.decoder.event(&last) {
-                    events.extend(more);
-                }
-            }
-            if let Ok(rest) = self.decoder.finish() {
-                events.extend(rest);
-            }
-        }
-        Some(events)
     }
 
     /// The end marker (or an error event) was seen: nothing after it belongs to the reply.
@@ -222,9 +169,6 @@ impl Watch {
                 | Event::ThinkingState { .. }
                 | Event::ToolCallEnd { .. } => {}
             }
-            if let Some(kept) = &mut self.kept {
-                kept.push(event);
-            }
         }
     }
 }
@@ -232,49 +176,15 @@ impl Watch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::build::assemble;
-    use crate::store::decode_reply;
 
-    /// The reply a record assembles from the watch's events is the one a decoding of
-    /// the bytes received gives, for whole, cut and failed streams of every dialect
-    /// that streams SSE, however the bytes were cut into chunks.
-    #[test]
-    fn the_kept_events_give_the_reply_the_bytes_give() {
-        let fixtures = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../switchyard-wire/tests/fixtures"
-        );
-        let mut seen = 0;
-        for (folder, dialect) in [
-            ("chat", Dialect::Chat),
-            ("messages", Dialect::Messages),
-            ("gemini", Dialect::Gemini),
-        ] {
-            for entry in std::fs::read_dir(format!("{fixtures}/{folder}")).unwrap() {
-                let path = entry.unwrap().path();
-                if path.extension().is_none_or(|e| e != "sse") {
-                    continue;
-                }
-                let raw = std::fs::read(&path).unwrap();
-                for size in [1, 7, 64, raw.len()] {
-                    let mut watch = Watch::new(dialect);
-                    for chunk in raw.chunks(size) {
-                        // As the relay does: nothing is read after the end, or an error.
-                        if watch.ended() || watch.push(chunk).is_err() {
-                            break;
-                        }
-                    }
-                    let kept = watch.take_events().map(|e| assemble(&e));
-                    let decoded = decode_reply(dialect, &raw, true).map(|r| r.without_raw());
-                    assert_eq!(kept, decoded, "{} in chunks of {size}", path.display());
-                }
-                seen += 1;
+    impl Watch {
+        /// A watch that decodes every event, as the scan must match.
+        fn decoding(dialect: Dialect) -> Self {
+            Watch {
+                scanning: false,
+                ..Watch::new(dialect)
             }
         }
-        assert!(
-            seen >= 10,
-            "only {seen} stream fixtures found under {fixtures}"
-        );
     }
 
     /// What the call reads of a watch.
@@ -312,7 +222,7 @@ mod tests {
                 let raw = std::fs::read(&path).unwrap();
                 for size in [1, 7, 64, raw.len()] {
                     let (mut decoding, mut scanning) =
-                        (Watch::new(dialect), Watch::scanning(dialect));
+                        (Watch::decoding(dialect), Watch::new(dialect));
                     for chunk in raw.chunks(size) {
                         if decoding.ended() {
                             break;

@@ -1,17 +1,19 @@
 //! Memory given back to the system after connections close or park. glibc's allocator
 //! keeps what is freed in its arenas (one per thread that allocates, so each lane has its
 //! own) for reuse, and returns only the free memory at the top of each: after a burst of
-//! connections closes, what they held stays resident (10,000 idle connections closed
-//! left 212 MB of a 21 MB gateway resident, docs/performance.md, *Idle connections*).
+//! connections closes, what they held stays resident (9,936 idle connections closed left
+//! 274 MB resident in a gateway idle at 40 MB, docs/performance.md, *Idle connections*).
 //! `malloc_trim(0)` returns every free page of every arena. It walks the arenas, each
-//! under its lock (about a millisecond for a heap of 200 MB), so it runs off the event
-//! loops, and only after connections were let go (closed, or parked): at most once every
+//! under its lock, so it runs off the event loops, and mostly after connections were let
+//! go (closed, or parked): at most once every
 //! [`CHECK_EVERY`], once [`AFTER_RELEASED`] of them were, or once none more was since the
-//! last look (the burst is over). A gateway whose connections stay open never trims.
+//! last look (the burst is over); and once every [`AT_LEAST_EVERY`] whatever happened, for
+//! what is freed apart from connections (the upstream connections a burst of calls left
+//! in the pool, closed after their idle timeout; the buffers of finished streams).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 /// How often the count of connections let go is looked at.
@@ -20,6 +22,9 @@ const CHECK_EVERY: Duration = Duration::from_secs(1);
 /// Connections let go since the last trim that make the next one worth it before the
 /// burst is over: at 5–20 KB each, a few MB.
 const AFTER_RELEASED: usize = 256;
+
+/// The longest time between two trims.
+const AT_LEAST_EVERY: Duration = Duration::from_secs(60);
 
 /// Connections let go since the last trim.
 #[derive(Default)]
@@ -33,12 +38,13 @@ impl Trim {
         self.released.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Trims when connections were let go (see the module's doc), until `stop` turns
-    /// true.
+    /// Trims when connections were let go, and at least once a minute (see the module's
+    /// doc), until `stop` turns true.
     pub(crate) async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
         let mut every = tokio::time::interval(CHECK_EVERY);
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut pending = 0;
+        let mut last = Instant::now();
         loop {
             tokio::select! {
                 _ = stop.wait_for(|s| *s) => return,
@@ -46,8 +52,9 @@ impl Trim {
             }
             let new = self.released.swap(0, Ordering::Relaxed);
             pending += new;
-            if due(pending, new) {
+            if due(pending, new) || last.elapsed() >= AT_LEAST_EVERY {
                 pending = 0;
+                last = Instant::now();
                 let _ = tokio::task::spawn_blocking(give_back).await;
             }
         }

@@ -2,7 +2,8 @@
 //! keeps what is freed in its arenas (one per thread that allocates, so each lane has its
 //! own) for reuse, and returns only the free memory at the top of each: after a burst of
 //! connections closes, what they held stays resident (9,936 idle connections closed left
-//! 274 MB resident in a gateway idle at 40 MB, docs/performance.md, *Idle connections and memory given back*).
+//! 274 MB resident in a gateway idle at 40 MB: docs/performance.md, *Idle connections and
+//! memory given back*).
 //! `malloc_trim(0)` returns every free page of every arena. It walks the arenas, each
 //! under its lock, so it runs off the event loops, and mostly after connections were let
 //! go (closed, or parked): at most once every

@@ -3,7 +3,10 @@
 //! against the calls in flight ([`CallSlots`]), through the [`Guard`] and then the router,
 //! and the connection's header and idle deadlines ([`crate::transport::deadlines`]) kept by its own
 //! task, which also starts the graceful close when the gateway stops or the listener
-//! takes this idle connection's place for a new one.
+//! takes this idle connection's place for a new one, and parks a kept-alive HTTP/1
+//! connection idle for [`PARK_AFTER`]: hyper's connection dropped, the socket alone kept
+//! until its next request, which a new hyper connection serves (`park.rs`; 20 KB of
+//! memory per idle connection before, docs/performance.md).
 
 use crate::errors::ApiError;
 use crate::shared::Shared;
@@ -11,9 +14,11 @@ use crate::transport::call_slots::{CallSlot, CallSlots};
 use crate::transport::deadlines::{Activity, Due, InFlight, Tracked, Watched};
 use crate::transport::guard::{allow_origin, Guard, Verdict};
 use crate::transport::head_guard::{judge_h2, HeadGuard, HeadLimits, Refusal};
+use crate::transport::park;
 use crate::transport::path_dialect::dialect_of;
 use crate::transport::refusals::{self as refusals, Reason};
 use crate::transport::tasks::TaskExecutor;
+use crate::transport::trim::Trim;
 use axum::http::{HeaderValue, Request, Response, StatusCode, Version};
 use axum::response::IntoResponse;
 use axum::routing::future::RouteFuture;
@@ -50,6 +55,10 @@ pub(crate) struct Common {
     pub head: HeadLimits,
     /// HTTP/1.1 and h2c, as `axum::serve` sets them up, hyper's own head timeout off.
     pub builder: auto::Builder<TaskExecutor>,
+    /// The same, HTTP/1.1 only: for a parked connection's next request.
+    pub resumed: auto::Builder<TaskExecutor>,
+    /// Counts connections let go, for the memory given back after them.
+    pub trim: Arc<Trim>,
 }
 
 /// What a connection is for.
@@ -61,6 +70,15 @@ pub(crate) enum Mode {
     Refuse,
 }
 
+/// How long a kept-alive HTTP/1 connection idles before it is parked: its hyper
+/// connection (8–16 KiB of read buffer, 8 KiB of write buffer, its state) dropped and its
+/// socket kept alone until its next request (`park.rs`). Calls back to back on a
+/// connection never park it; a connection a client's pool keeps for later does.
+const PARK_AFTER: Duration = Duration::from_secs(1);
+
+/// hyper's connection, boxed: a parked connection's task keeps none of its room.
+type Conn<'a> = Pin<Box<auto::Connection<'a, TokioIo<Watched>, Service, TaskExecutor>>>;
+
 /// Serves `tcp` until it closes, misses a deadline, or the gateway stops (`stop`: finish
 /// the request in flight, then close).
 pub(crate) async fn serve(
@@ -70,35 +88,55 @@ pub(crate) async fn serve(
     mode: Mode,
     mut stop: watch::Receiver<bool>,
 ) {
-    let guard = HeadGuard::new(shared.head);
-    let io = TokioIo::new(Watched::new(tcp, activity.clone(), guard));
-    let service = Service {
-        shared: shared.clone(),
-        activity: activity.clone(),
-        mode,
-    };
     let header = shared.header_timeout;
     // A refused connection gets one request's worth of time, no keep-alive.
     let idle = match mode {
         Mode::Serve => shared.idle_timeout,
         Mode::Refuse => header,
     };
-    let mut conn = pin!(shared.builder.serve_connection(io, service));
-    let mut check = pin!(tokio::time::sleep(header));
+    let service = || Service {
+        shared: shared.clone(),
+        activity: activity.clone(),
+        mode,
+    };
+    // The socket of the connection hyper serves, and the socket alone while parked: one
+    // of the two at a time.
+    let mut socket = park::socket_of(&tcp);
+    let guard = HeadGuard::new(shared.head);
+    let io = TokioIo::new(Watched::new(tcp, activity.clone(), guard));
+    let mut conn: Option<Conn<'_>> = Some(Box::pin(shared.builder.serve_connection(io, service())));
+    let mut parked: Option<TcpStream> = None;
+    // Looked at within the park delay while hyper serves it, to park it once idle.
+    let mut check = pin!(tokio::time::sleep(header.min(PARK_AFTER)));
     let mut stopping = false;
     loop {
         tokio::select! {
             biased;
-            _ = conn.as_mut() => return,
+            _ = served(&mut conn) => break,
+            readable = next_request(&parked) => {
+                let Some(tcp) = parked.take().filter(|_| readable) else { break };
+                // Its next request: served by a new hyper connection, HTTP/1 only (a
+                // parked connection is one).
+                socket = park::socket_of(&tcp);
+                let guard = HeadGuard::resumed(shared.head, activity.requests());
+                let io = TokioIo::new(Watched::new(tcp, activity.clone(), guard));
+                conn = Some(Box::pin(shared.resumed.serve_connection(io, service())));
+            }
             _ = stop.wait_for(|s| *s), if !stopping => {
                 stopping = true;
-                conn.as_mut().graceful_shutdown();
+                match conn.as_mut() {
+                    Some(conn) => conn.as_mut().graceful_shutdown(),
+                    None => break,
+                }
             }
             // Idle, and its place given to a new connection (counted by the listener):
             // closed now if still idle, else after the request that just began.
             _ = activity.evicted(), if !stopping => {
                 stopping = true;
-                conn.as_mut().graceful_shutdown();
+                match conn.as_mut() {
+                    Some(conn) => conn.as_mut().graceful_shutdown(),
+                    None => break,
+                }
             }
             _ = check.as_mut() => {
                 let now = Instant::now();
@@ -114,7 +152,7 @@ pub(crate) async fn serve(
                         if let Some(reason) = reason {
                             shared.state.books.metrics.refusals().count(reason);
                         }
-                        return;
+                        break;
                     }
                     Some((at, Due::Header | Due::Linger)) => at,
                     // A head may begin any moment: look again within a header deadline.
@@ -122,9 +160,47 @@ pub(crate) async fn serve(
                     // A request in flight may end any moment, starting the idle clock.
                     None => now + header,
                 };
+                let next = match &conn {
+                    Some(hyper) if mode == Mode::Serve && !stopping => {
+                        match activity.quiet_since() {
+                            Some(since) if since + PARK_AFTER <= now => {
+                                if let Ok(tcp) = park::take_back(hyper, socket) {
+                                    conn = None;
+                                    parked = Some(tcp);
+                                    shared.trim.released();
+                                }
+                                next
+                            }
+                            // Once it idles, within the park delay or sooner.
+                            Some(since) => next.min(since + PARK_AFTER),
+                            None => next.min(now + PARK_AFTER),
+                        }
+                    }
+                    _ => next,
+                };
                 check.as_mut().reset(next.into());
             }
         }
+    }
+    shared.trim.released();
+}
+
+/// Resolves when hyper's connection ends; never while there is none (parked).
+async fn served(conn: &mut Option<Conn<'_>>) {
+    match conn {
+        Some(conn) => {
+            let _ = conn.as_mut().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+/// Resolves when a parked connection's socket has something to read (its next request,
+/// or its end): true, or false on an error; never while it is not parked.
+async fn next_request(parked: &Option<TcpStream>) -> bool {
+    match parked {
+        Some(tcp) => tcp.readable().await.is_ok(),
+        None => std::future::pending().await,
     }
 }
 

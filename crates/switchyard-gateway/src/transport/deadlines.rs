@@ -51,6 +51,12 @@ pub(crate) struct Activity {
     refused_at: AtomicU64,
     /// Set when the listener takes this idle connection's place for a new one.
     evicted: Notify,
+    /// The socket has nothing for hyper, which waits for the next head with none of it
+    /// read: hyper's connection may be dropped and the socket parked (`connection.rs`).
+    awaiting_head: AtomicBool,
+    /// The last write to the socket did not go through: hyper may still hold part of a
+    /// response, and its connection must not be dropped.
+    write_blocked: AtomicBool,
 }
 
 /// Which deadline is next.
@@ -78,6 +84,8 @@ impl Activity {
             refusal: Mutex::new(None),
             refused_at: AtomicU64::new(NONE),
             evicted: Notify::new(),
+            awaiting_head: AtomicBool::new(false),
+            write_blocked: AtomicBool::new(false),
         })
     }
 
@@ -97,6 +105,7 @@ impl Activity {
         {
             self.head_started.store(self.now(), Ordering::Relaxed);
         }
+        self.awaiting_head.store(false, Ordering::Relaxed);
     }
 
     /// A request's head was read (the service was called); the returned guard ends it
@@ -152,6 +161,25 @@ impl Activity {
             && (self.multiplexed.load(Ordering::Relaxed)
                 || self.head_started.load(Ordering::Relaxed) == NONE);
         idle.then(|| self.at(self.last_done.load(Ordering::Relaxed)))
+    }
+
+    /// Requests started so far (heads given to hyper, the stand-in of a refused one
+    /// included).
+    pub(crate) fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    /// Since when an HTTP/1 connection has been idle with nothing of it held by hyper or
+    /// the head guard (no response part unwritten, no byte of a next head read), if it
+    /// has: its hyper connection may be dropped and its socket kept alone.
+    pub(crate) fn quiet_since(&self) -> Option<Instant> {
+        if self.multiplexed.load(Ordering::Relaxed)
+            || !self.awaiting_head.load(Ordering::Relaxed)
+            || self.write_blocked.load(Ordering::Relaxed)
+        {
+            return None;
+        }
+        self.idle_since()
     }
 
     /// Asks the connection's task to close it (it was idle, and its place is taken).
@@ -280,7 +308,15 @@ impl AsyncRead for Watched {
                 Some(ReadTo::Guard) => {
                     let mut chunk = [MaybeUninit::<u8>::uninit(); GUARD_READ];
                     let mut read = ReadBuf::uninit(&mut chunk);
-                    ready!(Pin::new(&mut this.tcp).poll_read(cx, &mut read))?;
+                    if Pin::new(&mut this.tcp)
+                        .poll_read(cx, &mut read)?
+                        .is_pending()
+                    {
+                        if this.guard.awaits_head() {
+                            this.activity.awaiting_head.store(true, Ordering::Relaxed);
+                        }
+                        return Poll::Pending;
+                    }
                     if read.filled().is_empty() {
                         // The client closed: hyper sees the end (a head cut short is its
                         // to drop, unanswered).
@@ -306,7 +342,11 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         data: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.tcp).poll_write(cx, data)
+        let written = Pin::new(&mut self.tcp).poll_write(cx, data);
+        self.activity
+            .write_blocked
+            .store(written.is_pending(), Ordering::Relaxed);
+        written
     }
 
     fn poll_write_vectored(
@@ -314,7 +354,11 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.tcp).poll_write_vectored(cx, bufs)
+        let written = Pin::new(&mut self.tcp).poll_write_vectored(cx, bufs);
+        self.activity
+            .write_blocked
+            .store(written.is_pending(), Ordering::Relaxed);
+        written
     }
 
     fn is_write_vectored(&self) -> bool {

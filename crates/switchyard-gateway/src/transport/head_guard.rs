@@ -118,6 +118,21 @@ impl HeadGuard {
         }
     }
 
+    /// The guard of a kept-alive HTTP/1 connection whose hyper connection was dropped
+    /// while it idled (`connection.rs`), `heads` heads given to hyper before.
+    pub(crate) fn resumed(limits: HeadLimits, heads: u64) -> HeadGuard {
+        HeadGuard {
+            phase: Phase::Head,
+            heads,
+            ..HeadGuard::new(limits)
+        }
+    }
+
+    /// True while the next head is due and none of it was read: nothing is held.
+    pub(crate) fn awaits_head(&self) -> bool {
+        self.phase == Phase::Head && self.held.is_empty() && self.given == self.ready.len()
+    }
+
     /// Bytes to read before giving more to hyper: `Some(n)` caps a read given straight to
     /// hyper (a body), `None` means the read is the guard's (a head is due).
     pub(crate) fn next_read(&self) -> Option<ReadTo> {

@@ -28,6 +28,7 @@ use crate::transport::open_connections::OpenConnections;
 use crate::transport::open_files::ConnectionCap;
 use crate::transport::refusals::Reason;
 use crate::transport::tasks::{TaskExecutor, Tasks};
+use crate::transport::trim::Trim;
 use axum::Router;
 use hyper_util::server::conn::auto;
 use std::future::Future;
@@ -127,6 +128,8 @@ pub(crate) async fn serve(
         .max_header_list_size(
             u32::try_from(options.head.max_header_bytes + BACKSTOP_MARGIN).unwrap_or(u32::MAX),
         );
+    let resumed = builder.clone().http1_only();
+    let trim = Arc::<Trim>::default();
     let shared = Arc::new(Common {
         router,
         state: state.clone(),
@@ -142,6 +145,8 @@ pub(crate) async fn serve(
         calls: CallSlots::new(options.max_calls),
         head: options.head,
         builder,
+        resumed,
+        trim: trim.clone(),
     });
     let served = Arc::new(Semaphore::new(options.cap.effective));
     let open = Arc::new(OpenConnections::default());
@@ -153,6 +158,7 @@ pub(crate) async fn serve(
         })?),
     };
     let (stop, stopped) = watch::channel(false);
+    tokio::spawn(trim.run(stopped.clone()));
     let mut shutdown = pin!(shutdown);
     loop {
         let accepted = tokio::select! {

@@ -12,6 +12,8 @@ pub(crate) mod lanes;
 pub(crate) mod listener;
 pub(crate) mod open_connections;
 pub(crate) mod open_files;
+pub(crate) mod park;
 pub(crate) mod path_dialect;
 pub(crate) mod refusals;
 pub(crate) mod tasks;
+pub(crate) mod trim;

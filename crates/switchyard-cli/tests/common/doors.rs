@@ -55,6 +55,11 @@ pub(crate) fn comparable(dir: &Path) -> serde_json::Value {
     assert_eq!(records.len(), 1, "one call recorded in {}", dir.display());
     let mut value = serde_json::to_value(&records[0]).unwrap();
     strip(&mut value);
+    // The gateway writes record format 3 (its canonical forms derived when read), a run
+    // format 2: read back they are the same record, bar the format's number.
+    if let Some(map) = value.as_object_mut() {
+        map.remove("format");
+    }
     value
 }
 

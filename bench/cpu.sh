@@ -14,6 +14,10 @@
 # the same run — beside issue 37's target, and the store's own threads per call. The
 # spread-apart case streams from an upstream that writes each event on its own
 # (bench/spread_upstream.py), as a model does, through nginx and through the gateway.
+# Peer gateways, each proxying the same load to the static nginx, when given:
+#   LITELLM_BIN=venv/bin/litellm        (pip install 'litellm[proxy]')
+#   PORTKEY_JS=node_modules/@portkey-ai/gateway/build/start-server.js
+#                                       (npm install @portkey-ai/gateway)
 # Needs nginx, wrk and GNU time (installed with apt-get when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,11 +48,30 @@ SSE="$SSE" python3 bench/spread_upstream.py "$SPREAD_PORT" &
 SPREAD_PID=$!
 nginx_proxy "$WORK/spread-proxy" "$SPREAD_PROXY_PORT" "$SPREAD_PORT"
 SPREAD_PROXY_PID=$NGINX_STARTED
+PEER_PIDS=
+if [ -n "${LITELLM_BIN:-}" ]; then
+  cat >"$WORK/litellm.yaml" <<YAML
+model_list:
+  - model_name: fixed
+    litellm_params: {model: openai/fixed, api_base: "http://127.0.0.1:$NGINX_PORT/v1", api_key: none}
+YAML
+  # Its proxy refuses to start without a master key; the calls carry it.
+  LITELLM_KEY="sk-$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')"
+  LITELLM_MASTER_KEY="$LITELLM_KEY" "$LITELLM_BIN" --config "$WORK/litellm.yaml" --host 127.0.0.1 \
+    --port 4435 --num_workers 1 >"$WORK/litellm.log" 2>&1 &
+  LITELLM_PID=$!
+  PEER_PIDS="$PEER_PIDS $LITELLM_PID"
+fi
+if [ -n "${PORTKEY_JS:-}" ]; then
+  node "$PORTKEY_JS" --port=4436 >"$WORK/portkey.log" 2>&1 &
+  PORTKEY_PID=$!
+  PEER_PIDS="$PEER_PIDS $PORTKEY_PID"
+fi
 gateway_backends "$NGINX_PORT" >"$WORK/gateway.yaml"
 echo "  ngxspread: {base_url: \"http://127.0.0.1:$SPREAD_PORT/v1\", apis: [chat], key_required: false, prices: {fixed: {input: 1, output: 2}}}" >>"$WORK/gateway.yaml"
 GW_PID=
 stop_gateway() { [ -n "$GW_PID" ] && kill "$GW_PID" 2>/dev/null && wait "$GW_PID" 2>/dev/null; GW_PID=; true; }
-trap 'stop_gateway; kill $NGINX_PID $PROXY_PID $SPREAD_PID $SPREAD_PROXY_PID 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
+trap 'stop_gateway; kill $NGINX_PID $PROXY_PID $SPREAD_PID $SPREAD_PROXY_PID $PEER_PIDS 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
 start_gateway() { # extra serve arguments
   RUST_LOG=warn "$BIN" serve --listen "127.0.0.1:$GW_PORT" --no-mock --config "$WORK/gateway.yaml" "$@" >/dev/null &
   GW_PID=$!
@@ -57,6 +80,20 @@ start_gateway() { # extra serve arguments
   exit 1
 }
 sleep 0.3
+# A peer serves once it answers a call (LiteLLM takes seconds to start).
+ready() { # url header [header]
+  for _ in $(seq 600); do
+    curl -sf -o /dev/null -H 'content-type: application/json' -H "$2" -H "${3:-x-none: 1}" \
+      -d '{"model":"fixed","messages":[{"role":"user","content":"hi"}]}' "$1" && return 0
+    sleep 0.1
+  done
+  echo "a peer at $1 did not start" >&2
+  exit 1
+}
+[ -n "${LITELLM_BIN:-}" ] && ready "http://127.0.0.1:4435/v1/chat/completions" "authorization: Bearer $LITELLM_KEY"
+PORTKEY_HEADERS="x-portkey-provider: openai;x-portkey-custom-host: http://127.0.0.1:$NGINX_PORT/v1;authorization: Bearer none"
+[ -n "${PORTKEY_JS:-}" ] && ready "http://127.0.0.1:4436/v1/chat/completions" "x-portkey-provider: openai" "x-portkey-custom-host: http://127.0.0.1:$NGINX_PORT/v1"
+true
 # nginx's worker, not its master, serves the calls.
 worker() { pgrep -P "$1" nginx | head -1; }
 STATIC=$(worker "$NGINX_PID")
@@ -132,6 +169,12 @@ for round in $(seq "$ROUNDS"); do
   measure gateway-sse "$GW_PID" "$G" "{\"model\":\"ngxs/fixed\",\"stream\":true,$ASK"
   measure gateway-spread "$GW_PID" "$G" "{\"model\":\"ngxspread/fixed\",\"stream\":true,$ASK"
   stop_gateway
+  if [ -n "${LITELLM_BIN:-}" ]; then
+    KEY="$LITELLM_KEY" measure litellm "$LITELLM_PID" "http://127.0.0.1:4435/v1/chat/completions" "{\"model\":\"fixed\",$ASK"
+  fi
+  if [ -n "${PORTKEY_JS:-}" ]; then
+    HEADERS="$PORTKEY_HEADERS" measure portkey "$PORTKEY_PID" "http://127.0.0.1:4436/v1/chat/completions" "{\"model\":\"fixed\",$ASK"
+  fi
   measure nginx-proxy-spread "$SPREAD_PROXY" "http://127.0.0.1:$SPREAD_PROXY_PORT/v1/chat/completions" "{\"model\":\"fixed\",\"stream\":true,$ASK"
   rm -rf "$WORK/data-$round"
 done | tee "$WORK/rounds.txt"
@@ -197,11 +240,13 @@ for name, floor, target in (
     ("translated", "nginx-proxy", 4.0),
     ("gateway-sse", "nginx-proxy-sse", 2.5),
     ("gateway-spread", "nginx-proxy-spread", 2.5),
+    ("litellm", "nginx-proxy", None),
+    ("portkey", "nginx-proxy", None),
 ):
     if name not in rows or floor not in rows:
         continue
     ratio = cpu(name, "proxy") / cpu(floor, "proxy")
-    goal = f"target <= {target}x" if target else "(no target)"
+    goal = f"target <= {target}x" if target else ""
     print(f"  {name:18} {cpu(name, 'proxy'):6.1f} µs / {cpu(floor, 'proxy'):5.1f} = {ratio:4.2f}x   {goal}"
           f"{'' if not target else ('  met' if ratio <= target else '  not met')}")
 EOF

@@ -8,3 +8,14 @@ local key = os.getenv("KEY")
 if key and key ~= "" then
   wrk.headers["authorization"] = "Bearer " .. key
 end
+-- $HEADERS, when set: more headers, `name: value` pairs separated by `;` (a peer
+-- gateway's routing headers).
+local extra = os.getenv("HEADERS")
+if extra and extra ~= "" then
+  for pair in string.gmatch(extra, "[^;]+") do
+    local name, value = string.match(pair, "^%s*([^:]+):%s*(.-)%s*$")
+    if name then
+      wrk.headers[name] = value
+    end
+  end
+end

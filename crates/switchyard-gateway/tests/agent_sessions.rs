@@ -90,20 +90,8 @@ fn starts(cli: Cli) -> Result<(), String> {
 fn missing() -> Option<String> {
     if [Cli::Claude, Cli::Codex].iter().any(|c| !c.bin().exists()) {
         let dir = agents_dir();
-        let ci = std::process::Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(&dir)
-            .output();
-        match ci {
-            Ok(o) if o.status.success() => {}
-            Ok(o) => {
-                return Some(format!(
-                    "`npm ci` in {} failed: {}",
-                    dir.display(),
-                    String::from_utf8_lossy(&o.stderr)
-                ))
-            }
-            Err(e) => return Some(format!("cannot run npm: {e}")),
+        if let Some(why) = common::npm::ci(&dir) {
+            return Some(why);
         }
     }
     [Cli::Claude, Cli::Codex]

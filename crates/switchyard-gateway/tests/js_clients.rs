@@ -46,20 +46,8 @@ fn missing() -> Option<String> {
         .iter()
         .all(|p| dir.join("node_modules").join(p).exists());
     if !installed {
-        let ci = std::process::Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(&dir)
-            .output();
-        match ci {
-            Ok(o) if o.status.success() => {}
-            Ok(o) => {
-                return Some(format!(
-                    "`npm ci` in {} failed: {}",
-                    dir.display(),
-                    String::from_utf8_lossy(&o.stderr)
-                ))
-            }
-            Err(e) => return Some(format!("cannot run npm: {e}")),
+        if let Some(why) = common::npm::ci(&dir) {
+            return Some(why);
         }
     }
     None

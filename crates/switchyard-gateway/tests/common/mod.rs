@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod hostile;
+pub(crate) mod npm;
 #[cfg(feature = "postgres")]
 pub(crate) mod pg;
 pub(crate) mod python;

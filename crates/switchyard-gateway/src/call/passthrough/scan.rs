@@ -19,6 +19,68 @@ use switchyard_wire::sse::SseEvent;
 pub(super) struct Plain {
     pub thinking: Option<usize>,
     pub text: usize,
+    /// Where its one string of text or thinking stands in the data (from its opening
+    /// quote to its closing one), when it has exactly one: the event's shape, which the
+    /// next events of a stream repeat around their own text ([`Memo`]).
+    pub literal: Option<(usize, usize)>,
+}
+
+/// The shape of the last plain delta judged in full: the bytes before its string and
+/// after it. A stream repeats it event after event (`{"id":…,"choices":[{"index":0,
+/// "delta":{"content":` … `},"finish_reason":null}]}`); an event with the same bytes
+/// around one well-formed string is the same plain delta, judged by two comparisons and
+/// the string's own length instead of a pass over its keys.
+#[derive(Debug, Default)]
+pub(super) struct Memo {
+    event: Option<String>,
+    prefix: Vec<u8>,
+    suffix: Vec<u8>,
+    thinking: bool,
+}
+
+impl Memo {
+    /// The shape of `event`, judged plain as `plain` (`None` without one string).
+    pub(super) fn of(event: &SseEvent, plain: &Plain) -> Option<Memo> {
+        let (start, end) = plain.literal?;
+        let data = event.data.as_bytes();
+        Some(Memo {
+            event: event.event.clone(),
+            prefix: data.get(..start)?.to_vec(),
+            suffix: data.get(end + 1..)?.to_vec(),
+            thinking: plain.thinking.is_some(),
+        })
+    }
+
+    /// `event` as the same plain delta around another string, when it is one.
+    pub(super) fn plain(&self, event: &SseEvent) -> Option<Plain> {
+        let data = event.data.as_bytes();
+        if event.event != self.event
+            || data.len() < self.prefix.len() + self.suffix.len()
+            || !data.starts_with(&self.prefix)
+            || !data.ends_with(&self.suffix)
+        {
+            return None;
+        }
+        let middle = &data[self.prefix.len()..data.len() - self.suffix.len()];
+        let (len, close) = literal_of(middle)?;
+        // Exactly one string between the two: nothing after its closing quote.
+        if close + 1 != middle.len() {
+            return None;
+        }
+        let at = (self.prefix.len(), self.prefix.len() + close);
+        Some(match self.thinking {
+            true => Plain {
+                thinking: Some(len),
+                text: 0,
+                literal: Some(at),
+            },
+            false => Plain {
+                thinking: None,
+                text: len,
+                literal: Some(at),
+            },
+        })
+    }
 }
 
 /// `event` as a plain delta of `dialect`, when it is one.
@@ -44,6 +106,9 @@ fn chat(data: &[u8]) -> Option<Plain> {
     // Each text key at most once (a second would be one the decoder judges).
     let mut seen = [false; 3];
     let mut texts = 0;
+    // The string literals of text and thinking, where they stand.
+    let (mut strings, mut literal) = (0, None);
+    let base = data.as_ptr() as usize;
     each_key(data, |key, value| match key {
         b"tool_calls" | b"function_call" | b"finish_reason" | b"usage" | b"error" | b"refusal"
         | b"audio" => value.starts_with(b"null"),
@@ -69,8 +134,13 @@ fn chat(data: &[u8]) -> Option<Plain> {
             texts += 1;
             let len = match value.starts_with(b"null") {
                 true => None,
-                false => match unescaped_len(value) {
-                    Some(len) => Some(len),
+                false => match literal_of(value) {
+                    Some((len, close)) => {
+                        let start = value.as_ptr() as usize - base;
+                        strings += 1;
+                        literal = Some((start, start + close));
+                        Some(len)
+                    }
                     None => return false,
                 },
             };
@@ -89,6 +159,7 @@ fn chat(data: &[u8]) -> Option<Plain> {
     Some(Plain {
         thinking: reasoning,
         text: content.unwrap_or_default(),
+        literal: literal.filter(|_| strings == 1),
     })
 }
 
@@ -96,6 +167,14 @@ fn chat(data: &[u8]) -> Option<Plain> {
 fn messages(data: &[u8]) -> Option<Plain> {
     let (mut types, mut kind) = (0, None);
     let (mut text, mut thinking) = (None, None);
+    let mut literal = None;
+    let base = data.as_ptr() as usize;
+    let mut string = |value: &[u8]| {
+        let (len, close) = literal_of(value)?;
+        let start = value.as_ptr() as usize - base;
+        literal = Some((start, start + close));
+        Some(len)
+    };
     each_key(data, |key, value| match key {
         b"type" => {
             types += 1;
@@ -107,11 +186,11 @@ fn messages(data: &[u8]) -> Option<Plain> {
             true
         }
         b"text" if text.is_none() => {
-            text = unescaped_len(value);
+            text = string(value);
             text.is_some()
         }
         b"thinking" if thinking.is_none() => {
-            thinking = unescaped_len(value);
+            thinking = string(value);
             thinking.is_some()
         }
         b"index" | b"delta" => true,
@@ -124,10 +203,12 @@ fn messages(data: &[u8]) -> Option<Plain> {
         false if thinking.is_none() => Some(Plain {
             thinking: None,
             text: text?,
+            literal,
         }),
         true if text.is_none() => Some(Plain {
             thinking: Some(thinking?),
             text: 0,
+            literal,
         }),
         _ => None,
     }
@@ -181,7 +262,14 @@ fn string_end(data: &[u8], start: usize) -> Option<usize> {
 
 /// The UTF-8 length of the JSON string literal `s` starts with, once unescaped; `None`
 /// when it is not one.
+#[cfg(test)]
 fn unescaped_len(s: &[u8]) -> Option<usize> {
+    literal_of(s).map(|(len, _)| len)
+}
+
+/// The UTF-8 length, once unescaped, of the JSON string literal `s` starts with, and
+/// where its closing quote is; `None` when it is not one.
+fn literal_of(s: &[u8]) -> Option<(usize, usize)> {
     if s.first() != Some(&b'"') {
         return None;
     }
@@ -189,7 +277,7 @@ fn unescaped_len(s: &[u8]) -> Option<usize> {
     let mut i = 1;
     while i < s.len() {
         match s[i] {
-            b'"' => return Some(len),
+            b'"' => return Some((len, i)),
             b'\\' => {
                 let escape = *s.get(i + 1)?;
                 match escape {
@@ -254,21 +342,24 @@ mod tests {
 
     #[test]
     fn chat_text_and_reasoning_deltas_are_plain_and_all_else_is_not() {
-        let chat = |d: &str| plain(Dialect::Chat, &event(None, d));
+        let chat =
+            |d: &str| plain(Dialect::Chat, &event(None, d)).map(|p| Plain { literal: None, ..p });
         assert_eq!(
             chat(
                 r#"{"id":"c","choices":[{"index":0,"delta":{"content":"h\u00e9\n"},"logprobs":null,"finish_reason":null}],"usage":null}"#
             ),
             Some(Plain {
                 thinking: None,
-                text: 4
+                text: 4,
+                literal: None,
             })
         );
         assert_eq!(
             chat(r#"{"choices":[{"delta":{"reasoning_content":"\ud83d\ude00"}}]}"#),
             Some(Plain {
                 thinking: Some(4),
-                text: 0
+                text: 0,
+                literal: None,
             })
         );
         for not in [
@@ -293,14 +384,17 @@ mod tests {
             chat(r#"{"choices":[{"delta":{"content":"say \"finish_reason\":\"stop\""}}]}"#),
             Some(Plain {
                 thinking: None,
-                text: 26
+                text: 26,
+                literal: None,
             })
         );
     }
 
     #[test]
     fn messages_text_and_thinking_deltas_are_plain_and_all_else_is_not() {
-        let m = |name: &str, d: &str| plain(Dialect::Messages, &event(Some(name), d));
+        let m = |name: &str, d: &str| {
+            plain(Dialect::Messages, &event(Some(name), d)).map(|p| Plain { literal: None, ..p })
+        };
         assert_eq!(
             m(
                 "content_block_delta",
@@ -308,7 +402,8 @@ mod tests {
             ),
             Some(Plain {
                 thinking: None,
-                text: 2
+                text: 2,
+                literal: None,
             })
         );
         assert_eq!(
@@ -318,7 +413,8 @@ mod tests {
             ),
             Some(Plain {
                 thinking: Some(0),
-                text: 0
+                text: 0,
+                literal: None,
             })
         );
         for (name, d) in [
@@ -344,6 +440,42 @@ mod tests {
         assert_eq!(plain(Dialect::Gemini, &event(None, "{}")), None);
     }
 
+    #[test]
+    fn an_event_of_the_last_shape_is_judged_by_its_string_alone() {
+        let first = event(
+            None,
+            r#"{"id":"c","choices":[{"index":0,"delta":{"content":"one"},"finish_reason":null}]}"#,
+        );
+        let judged = plain(Dialect::Chat, &first).unwrap();
+        let memo = Memo::of(&first, &judged).unwrap();
+        let same = |d: &str| memo.plain(&event(None, d)).map(|p| (p.thinking, p.text));
+        assert_eq!(
+            same(
+                r#"{"id":"c","choices":[{"index":0,"delta":{"content":"tw\u00f6"},"finish_reason":null}]}"#
+            ),
+            Some((None, 4))
+        );
+        for other in [
+            // Not one string between the two: judged in full.
+            r#"{"id":"c","choices":[{"index":0,"delta":{"content":"a","x":"b"},"finish_reason":null}]}"#,
+            r#"{"id":"c","choices":[{"index":0,"delta":{"content":null},"finish_reason":null}]}"#,
+            r#"{"id":"c","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"stop"}]}"#,
+            r#"{"id":"d","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}"#,
+            r#"{"id":"c","choices":[{"index":0,"delta":{"content":"a\"},"finish_reason":null}]}"#,
+        ] {
+            assert_eq!(same(other), None, "{other}");
+        }
+        // Another event name: not the same shape.
+        let named = event(Some("x"), &first.data);
+        assert!(memo.plain(&named).is_none());
+        // Two strings (content and reasoning): no shape to repeat.
+        let two = event(
+            None,
+            r#"{"choices":[{"delta":{"reasoning":"r","content":"c"}}]}"#,
+        );
+        assert!(Memo::of(&two, &plain(Dialect::Chat, &two).unwrap()).is_none());
+    }
+
     proptest! {
         /// The length the scan gives a text is the length of the text a parse gives.
         #[test]
@@ -353,6 +485,20 @@ mod tests {
             let ascii = serde_json::to_string(&text).unwrap().replace('é', "\\u00e9");
             let parsed: String = serde_json::from_str(&ascii).unwrap();
             prop_assert_eq!(unescaped_len(ascii.as_bytes()), Some(parsed.len()));
+        }
+
+        /// An event of the remembered shape is judged as a pass over its keys judges it.
+        #[test]
+        fn a_remembered_shape_judges_as_the_full_scan(text in ".*", reasoning in any::<bool>()) {
+            let key = if reasoning { "reasoning_content" } else { "content" };
+            let template = |t: &str| format!(
+                r#"{{"id":"c","choices":[{{"index":0,"delta":{{"{key}":{}}},"finish_reason":null}}]}}"#,
+                serde_json::to_string(t).unwrap()
+            );
+            let first = event(None, &template("first"));
+            let memo = Memo::of(&first, &plain(Dialect::Chat, &first).unwrap()).unwrap();
+            let next = event(None, &template(&text));
+            prop_assert_eq!(memo.plain(&next), plain(Dialect::Chat, &next));
         }
 
         /// Any bytes: no panic.

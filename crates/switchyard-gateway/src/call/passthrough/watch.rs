@@ -24,6 +24,8 @@ pub(super) struct Watch {
     scanning: bool,
     /// Events read so far (the first is always decoded: it starts the stream).
     events: usize,
+    /// The shape of the last plain delta judged in full, which the next ones repeat.
+    memo: Option<scan::Memo>,
     /// Output began (any text, thinking or tool call event): from here a failure is never
     /// asked again, as for a call through the library.
     pub began: bool,
@@ -52,6 +54,7 @@ impl Watch {
             decoder: codec(dialect).stream_decoder(),
             scanning: true,
             events: 0,
+            memo: None,
             began: false,
             answered: false,
             output_bytes: 0,
@@ -75,7 +78,13 @@ impl Watch {
     fn event(&mut self, event: &SseEvent) -> Result<(), DecodeError> {
         self.events += 1;
         if self.scanning && self.events > 1 {
-            if let Some(plain) = scan::plain(self.dialect, event) {
+            let repeated = self.memo.as_ref().and_then(|m| m.plain(event));
+            let plain = repeated.or_else(|| {
+                let plain = scan::plain(self.dialect, event)?;
+                self.memo = scan::Memo::of(event, &plain);
+                Some(plain)
+            });
+            if let Some(plain) = plain {
                 // As the decoder's thinking and text deltas would be noted.
                 if let Some(bytes) = plain.thinking {
                     self.began = true;

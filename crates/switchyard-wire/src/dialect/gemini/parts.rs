@@ -196,11 +196,12 @@ fn response_text(response: &Object) -> (String, bool) {
 
 /// The `response` object for a tool result's text: a JSON object text is sent as that
 /// object, any other text as `{content: text}`, and an error as `{error: …}`. An object
-/// that would read back differently (`{error: …}` alone, or `{content: "…"}` alone) is
-/// wrapped as text so that decoding gives the same text back.
+/// that would read back differently (`{error: …}` alone, `{content: "…"}` alone, or a
+/// text whose JSON is written otherwise than compactly, `{\n}` or an escaped `\u00e9`)
+/// is wrapped as text so that decoding gives the same text back.
 pub(crate) fn response_object(text: &str, is_error: bool) -> Value {
     let parsed = match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(map)) => Some(map),
+        Ok(Value::Object(map)) if Value::Object(map.clone()).to_string() == text => Some(map),
         _ => None,
     };
     if is_error {
@@ -587,6 +588,10 @@ mod tests {
             (r#"{"content":"x"}"#, false),
             (r#"{"error":"x"}"#, false),
             (r#"{"content":[1]}"#, false),
+            ("{\n}", false),
+            ("{ \"temp\": 21 }", false),
+            (r#"{"t":"\u00e9"}"#, false),
+            ("{\n \"code\": 7\n}", true),
             ("boom", true),
             (r#"{"code":7}"#, true),
             ("", false),

@@ -201,7 +201,7 @@ fn response_text(response: &Object) -> (String, bool) {
 /// is wrapped as text so that decoding gives the same text back.
 pub(crate) fn response_object(text: &str, is_error: bool) -> Value {
     let parsed = match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(map)) if Value::Object(map.clone()).to_string() == text => Some(map),
+        Ok(Value::Object(map)) if serde_json::to_string(&map).is_ok_and(|t| t == text) => Some(map),
         _ => None,
     };
     if is_error {

@@ -130,21 +130,7 @@ async fn gateway(alias: &str, target: &str) -> Harness {
         .iter()
         .map(|d| format!("backends.up-{d}.context_window=200000"))
         .collect();
-    let gateway = common::gateway_for(
-        &mock.base_url(),
-        config,
-        switchyard::env::MapEnv::default(),
-        &windows,
-    );
-    let running = switchyard_gateway::start(gateway, "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    Harness {
-        url: running.url(),
-        mock,
-        gateway: Some(running),
-        http: reqwest::Client::new(),
-    }
+    Harness::around(mock, config, switchyard::env::MapEnv::default(), &windows).await
 }
 
 /// What a session left: the CLI's output and the file it was asked to write.

@@ -340,6 +340,21 @@ async fn stored_responses_are_read_listed_deleted_and_scoped_to_their_key() {
     let id = r1["id"].as_str().unwrap().to_string();
     let (s, got) = get(format!("/v1/responses/{id}"), ALICE).await;
     assert_eq!(s, 200);
+    // Without a key, or with one the gateway does not have: refused as a model call is.
+    let r = reqwest::get(format!("{}/v1/responses/{id}", gw.url()))
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+    let e: Value = r.json().await.unwrap();
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("no API key"),
+        "{e}"
+    );
+    let (s, _) = get(format!("/v1/responses/{id}"), "sk-nobody").await;
+    assert_eq!(s, 401);
     assert_eq!(got["id"], r1["id"]);
     assert_eq!(got["output"], r1["output"]);
     // Bob cannot read, list, continue or delete it: to him it does not exist.

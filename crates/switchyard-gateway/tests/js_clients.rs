@@ -593,21 +593,7 @@ async fn first_party_harness() -> Harness {
         retry: switchyard::RetryPolicy::never(),
         ..switchyard_gateway::GatewayConfig::default()
     };
-    let gateway = common::gateway_for(
-        &mock.base_url(),
-        config,
-        switchyard::env::MapEnv::default(),
-        &extra,
-    );
-    let running = switchyard_gateway::start(gateway, "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    Harness {
-        url: running.url(),
-        mock,
-        gateway: Some(running),
-        http: reqwest::Client::new(),
-    }
+    Harness::around(mock, config, switchyard::env::MapEnv::default(), &extra).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,6 +11,7 @@ use crate::errors::{ApiError, Category};
 use crate::meter::Meter;
 use crate::store::pg::SharedStore;
 use axum::http::request::Parts;
+use axum::http::HeaderMap;
 use std::sync::Arc;
 use switchyard::router::Router;
 use switchyard::Reference;
@@ -21,22 +22,32 @@ pub(crate) fn authenticate(
     parts: &Parts,
     meter: &mut Meter,
 ) -> Result<Option<Arc<Key>>, ApiError> {
+    let key = caller(keys, &parts.headers, parts.uri.query())?;
+    if let Some(key) = &key {
+        meter.set_key(key);
+    }
+    Ok(key)
+}
+
+/// The key a request carries (`None` when the gateway asks none), or the refusal of a
+/// missing or unknown one: what every endpoint that answers a client key asks.
+pub(crate) fn caller(
+    keys: &Keys,
+    headers: &HeaderMap,
+    query: Option<&str>,
+) -> Result<Option<Arc<Key>>, ApiError> {
     if keys.is_empty() {
         return Ok(None);
     }
-    let key = keys
-        .authenticate(&parts.headers, parts.uri.query())
-        .map_err(|r| {
-            ApiError::new(
-                Category::Unauthenticated,
-                match r {
-                    KeyRefusal::Missing => "no API key: send the gateway key as `Authorization: Bearer <key>`, `x-api-key: <key>` or `x-goog-api-key: <key>`",
-                    KeyRefusal::Unknown => "invalid API key: the key sent is not one of the gateway's keys",
-                },
-            )
-        })?;
-    meter.set_key(&key);
-    Ok(Some(key))
+    keys.authenticate(headers, query).map(Some).map_err(|r| {
+        ApiError::new(
+            Category::Unauthenticated,
+            match r {
+                KeyRefusal::Missing => "no API key: send the gateway key as `Authorization: Bearer <key>`, `x-api-key: <key>` or `x-goog-api-key: <key>`",
+                KeyRefusal::Unknown => "invalid API key: the key sent is not one of the gateway's keys",
+            },
+        )
+    })
 }
 
 /// What a client's model name means, resolved to its final id (aliases, the `models:`

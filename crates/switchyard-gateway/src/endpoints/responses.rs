@@ -94,20 +94,7 @@ fn open<'a>(
     headers: &HeaderMap,
     uri: &Uri,
 ) -> Result<(&'a Conversations, String), ApiError> {
-    let key = match shared.keys.is_empty() {
-        true => None,
-        false => Some(
-            shared
-                .keys
-                .authenticate(headers, uri.query())
-                .map_err(|_| {
-                    ApiError::new(
-                        Category::Unauthenticated,
-                        "a valid gateway key is required: send it as `Authorization: Bearer <key>`",
-                    )
-                })?,
-        ),
-    };
+    let key = crate::call::admission::caller(&shared.keys, headers, uri.query())?;
     let kept = shared.books.conversations.as_deref().ok_or_else(|| {
         ApiError::new(
             Category::NotFound,

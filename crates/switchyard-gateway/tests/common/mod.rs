@@ -44,8 +44,17 @@ impl Harness {
     }
 
     pub(crate) async fn start_with(config: GatewayConfig, env: MapEnv) -> Harness {
-        let mock = MockServer::start().await;
-        let gateway = gateway_for(&mock.base_url(), config, env, &[]);
+        Harness::around(MockServer::start().await, config, env, &[]).await
+    }
+
+    /// A gateway in front of `mock`, with `extra` config overrides.
+    pub(crate) async fn around(
+        mock: MockServer,
+        config: GatewayConfig,
+        env: MapEnv,
+        extra: &[String],
+    ) -> Harness {
+        let gateway = gateway_for(&mock.base_url(), config, env, extra);
         let running = start(gateway, "127.0.0.1:0".parse().unwrap())
             .await
             .unwrap();

@@ -6,6 +6,13 @@
 //! comment lines (`: keep-alive`), multi-line `data:` fields (joined with `\n`), and a
 //! final event without its closing blank line ([`SseParser::finish`]). It never looks at
 //! the content type.
+//!
+//! A whole event already cut from the stream can also be read in place
+//! ([`in_place`]), without the parser's copies, when its shape allows; [`EventReader`]
+//! reads a stream so.
+
+mod in_place;
+pub use in_place::{in_place, EventReader, EventRef, InPlace, Seen};
 
 /// One server-sent event.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -11,7 +11,6 @@
 //! where every quote is escaped.
 
 use switchyard::Dialect;
-use switchyard_wire::sse::SseEvent;
 
 /// What a plain delta carries: the bytes of thinking (`Some`, even empty: a thinking
 /// delta) and of text.
@@ -32,29 +31,29 @@ pub(super) struct Plain {
 /// the string's own length instead of a pass over its keys.
 #[derive(Debug, Default)]
 pub(super) struct Memo {
-    event: Option<String>,
+    event: Option<Vec<u8>>,
     prefix: Vec<u8>,
     suffix: Vec<u8>,
     thinking: bool,
 }
 
 impl Memo {
-    /// The shape of `event`, judged plain as `plain` (`None` without one string).
-    pub(super) fn of(event: &SseEvent, plain: &Plain) -> Option<Memo> {
+    /// The shape of the event named `event` with `data`, judged plain as `plain`
+    /// (`None` without one string).
+    pub(super) fn of(event: Option<&[u8]>, data: &[u8], plain: &Plain) -> Option<Memo> {
         let (start, end) = plain.literal?;
-        let data = event.data.as_bytes();
         Some(Memo {
-            event: event.event.clone(),
+            event: event.map(<[u8]>::to_vec),
             prefix: data.get(..start)?.to_vec(),
             suffix: data.get(end + 1..)?.to_vec(),
             thinking: plain.thinking.is_some(),
         })
     }
 
-    /// `event` as the same plain delta around another string, when it is one.
-    pub(super) fn plain(&self, event: &SseEvent) -> Option<Plain> {
-        let data = event.data.as_bytes();
-        if event.event != self.event
+    /// The event named `event` with `data` as the same plain delta around another
+    /// string, when it is one.
+    pub(super) fn plain(&self, event: Option<&[u8]>, data: &[u8]) -> Option<Plain> {
+        if event != self.event.as_deref()
             || data.len() < self.prefix.len() + self.suffix.len()
             || !data.starts_with(&self.prefix)
             || !data.ends_with(&self.suffix)
@@ -83,14 +82,11 @@ impl Memo {
     }
 }
 
-/// `event` as a plain delta of `dialect`, when it is one.
-pub(super) fn plain(dialect: Dialect, event: &SseEvent) -> Option<Plain> {
-    let data = event.data.as_bytes();
+/// The event named `event` with `data` as a plain delta of `dialect`, when it is one.
+pub(super) fn plain(dialect: Dialect, event: Option<&[u8]>, data: &[u8]) -> Option<Plain> {
     match dialect {
         Dialect::Chat => chat(data),
-        Dialect::Messages if event.event.as_deref() == Some("content_block_delta") => {
-            messages(data)
-        }
+        Dialect::Messages if event == Some(b"content_block_delta") => messages(data),
         _ => None,
     }
 }
@@ -275,8 +271,12 @@ fn literal_of(s: &[u8]) -> Option<(usize, usize)> {
     }
     let mut len = 0;
     let mut i = 1;
+    // Bytes past ASCII: the string must be UTF-8 (read in place, an event is not yet
+    // checked; the decoder would see invalid bytes replaced, and another length).
+    let mut wide = false;
     while i < s.len() {
         match s[i] {
+            b'"' if wide && std::str::from_utf8(&s[1..i]).is_err() => return None,
             b'"' => return Some((len, i)),
             b'\\' => {
                 let escape = *s.get(i + 1)?;
@@ -313,7 +313,8 @@ fn literal_of(s: &[u8]) -> Option<(usize, usize)> {
             }
             // A control character is not allowed in a JSON string.
             b if b < 0x20 => return None,
-            _ => {
+            b => {
+                wide |= b >= 0x80;
                 len += 1;
                 i += 1;
             }
@@ -331,6 +332,29 @@ fn hex4(h: &[u8]) -> Option<u32> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    use switchyard_wire::sse::SseEvent;
+
+    /// [`super::plain`] of a parsed event.
+    fn plain(dialect: Dialect, e: &SseEvent) -> Option<Plain> {
+        super::plain(
+            dialect,
+            e.event.as_deref().map(str::as_bytes),
+            e.data.as_bytes(),
+        )
+    }
+
+    fn memo_of(e: &SseEvent, judged: &Plain) -> Option<Memo> {
+        Memo::of(
+            e.event.as_deref().map(str::as_bytes),
+            e.data.as_bytes(),
+            judged,
+        )
+    }
+
+    fn memo_plain(memo: &Memo, e: &SseEvent) -> Option<Plain> {
+        memo.plain(e.event.as_deref().map(str::as_bytes), e.data.as_bytes())
+    }
 
     fn event(name: Option<&str>, data: &str) -> SseEvent {
         SseEvent {
@@ -447,8 +471,8 @@ mod tests {
             r#"{"id":"c","choices":[{"index":0,"delta":{"content":"one"},"finish_reason":null}]}"#,
         );
         let judged = plain(Dialect::Chat, &first).unwrap();
-        let memo = Memo::of(&first, &judged).unwrap();
-        let same = |d: &str| memo.plain(&event(None, d)).map(|p| (p.thinking, p.text));
+        let memo = memo_of(&first, &judged).unwrap();
+        let same = |d: &str| memo_plain(&memo, &event(None, d)).map(|p| (p.thinking, p.text));
         assert_eq!(
             same(
                 r#"{"id":"c","choices":[{"index":0,"delta":{"content":"tw\u00f6"},"finish_reason":null}]}"#
@@ -467,13 +491,13 @@ mod tests {
         }
         // Another event name: not the same shape.
         let named = event(Some("x"), &first.data);
-        assert!(memo.plain(&named).is_none());
+        assert!(memo_plain(&memo, &named).is_none());
         // Two strings (content and reasoning): no shape to repeat.
         let two = event(
             None,
             r#"{"choices":[{"delta":{"reasoning":"r","content":"c"}}]}"#,
         );
-        assert!(Memo::of(&two, &plain(Dialect::Chat, &two).unwrap()).is_none());
+        assert!(memo_of(&two, &plain(Dialect::Chat, &two).unwrap()).is_none());
     }
 
     proptest! {
@@ -496,17 +520,16 @@ mod tests {
                 serde_json::to_string(t).unwrap()
             );
             let first = event(None, &template("first"));
-            let memo = Memo::of(&first, &plain(Dialect::Chat, &first).unwrap()).unwrap();
+            let memo = memo_of(&first, &plain(Dialect::Chat, &first).unwrap()).unwrap();
             let next = event(None, &template(&text));
-            prop_assert_eq!(memo.plain(&next), plain(Dialect::Chat, &next));
+            prop_assert_eq!(memo_plain(&memo, &next), plain(Dialect::Chat, &next));
         }
 
         /// Any bytes: no panic.
         #[test]
         fn any_bytes_are_judged_without_a_panic(data in proptest::collection::vec(any::<u8>(), 0..200)) {
-            let text = String::from_utf8_lossy(&data).into_owned();
-            let _ = plain(Dialect::Chat, &event(None, &text));
-            let _ = plain(Dialect::Messages, &event(Some("content_block_delta"), &text));
+            let _ = super::plain(Dialect::Chat, None, &data);
+            let _ = super::plain(Dialect::Messages, Some(b"content_block_delta"), &data);
             let _ = unescaped_len(&data);
         }
     }

@@ -11,13 +11,13 @@
 use super::scan;
 use crate::meter::SeenSoFar;
 use switchyard::{Dialect, FinishReason, Usage};
-use switchyard_wire::sse::{SseEvent, SseParser};
+use switchyard_wire::sse::{EventReader, Seen};
 use switchyard_wire::{codec, DecodeError, Event, StreamDecoder, StreamError};
 
 /// What a stream has shown so far.
 pub(super) struct Watch {
     dialect: Dialect,
-    sse: SseParser,
+    sse: EventReader,
     decoder: Box<dyn StreamDecoder>,
     /// Plain deltas are scanned, not decoded (off only to test the scan against the
     /// decoder).
@@ -50,7 +50,7 @@ impl Watch {
     pub(super) fn new(dialect: Dialect) -> Self {
         Watch {
             dialect,
-            sse: SseParser::new(),
+            sse: EventReader::new(),
             decoder: codec(dialect).stream_decoder(),
             scanning: true,
             events: 0,
@@ -69,19 +69,20 @@ impl Watch {
     /// Reads the next chunk; an error is a stream the dialect does not allow (or, from
     /// some decoders, the provider's error object).
     pub(super) fn push(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
-        for event in self.sse.push(bytes) {
-            self.event(&event)?;
-        }
-        Ok(())
+        let mut sse = std::mem::take(&mut self.sse);
+        let read = sse.push(bytes, |event| self.event(event));
+        self.sse = sse;
+        read
     }
 
-    fn event(&mut self, event: &SseEvent) -> Result<(), DecodeError> {
+    fn event(&mut self, event: Seen<'_>) -> Result<(), DecodeError> {
         self.events += 1;
         if self.scanning && self.events > 1 {
-            let repeated = self.memo.as_ref().and_then(|m| m.plain(event));
+            let (name, data) = (event.event(), event.data());
+            let repeated = self.memo.as_ref().and_then(|m| m.plain(name, data));
             let plain = repeated.or_else(|| {
-                let plain = scan::plain(self.dialect, event)?;
-                self.memo = scan::Memo::of(event, &plain);
+                let plain = scan::plain(self.dialect, name, data)?;
+                self.memo = scan::Memo::of(name, data, &plain);
                 Some(plain)
             });
             if let Some(plain) = plain {
@@ -98,7 +99,7 @@ impl Watch {
                 return Ok(());
             }
         }
-        let events = self.decoder.event(event)?;
+        let events = self.decoder.event(&event.into_event())?;
         self.note(events);
         Ok(())
     }
@@ -107,7 +108,7 @@ impl Watch {
     pub(super) fn finish(&mut self) -> Result<(), DecodeError> {
         self.finished = true;
         if let Some(last) = self.sse.finish() {
-            self.event(&last)?;
+            self.event(Seen::Parsed(last))?;
         }
         let events = self.decoder.finish()?;
         self.note(events);
@@ -203,6 +204,36 @@ mod tests {
             w.began, w.answered, w.output_bytes, w.usage, w.finish, w.response_id, w.error,
             w.ended(), w.problem()
         )
+    }
+
+    /// Bytes that are not UTF-8 inside a delta's text (read in place, unchecked) count
+    /// as the decoder counts them once replaced, in any line ends and however cut.
+    #[test]
+    fn invalid_utf8_in_a_delta_counts_as_the_decoder_counts_it() {
+        let chunk = |text: &[u8]| {
+            let mut e = br#"data: {"id":"c","choices":[{"index":0,"delta":{"content":""#.to_vec();
+            e.extend_from_slice(text);
+            e.extend_from_slice(br#""},"finish_reason":null}]}"#);
+            e.extend_from_slice(b"\n\n");
+            e
+        };
+        let mut stream =
+            br#"data: {"id":"c","choices":[{"index":0,"delta":{"role":"assistant"}}]}"#.to_vec();
+        stream.extend_from_slice(b"\n\n");
+        for text in [&b"ok"[..], b"a\xffb", b"\xe6\x97", b"\xe6\x97\xa5"] {
+            stream.extend(chunk(text));
+        }
+        for size in [1, 5, stream.len()] {
+            let (mut decoding, mut scanning) =
+                (Watch::decoding(Dialect::Chat), Watch::new(Dialect::Chat));
+            for piece in stream.chunks(size) {
+                decoding.push(piece).unwrap();
+                scanning.push(piece).unwrap();
+                assert_eq!(facts(&decoding), facts(&scanning), "in pieces of {size}");
+            }
+            // "ok", "a�b", "�" and "日": each replacement character is three bytes.
+            assert_eq!(scanning.output_bytes, 2 + 5 + 3 + 3);
+        }
     }
 
     /// A scanning watch tells the call what a decoding one tells it, at every chunk,

@@ -1,0 +1,289 @@
+//! One whole event read where it lies, without a copy: the relay already holds a
+//! stream's events whole, and most of them are one `data:` line (perhaps with an
+//! `event:` line), which [`SseParser`](super::SseParser) would copy into a `String` of
+//! its own only to have it looked at once. An event of any other shape is left to the
+//! parser ([`InPlace::Parse`]), so what is read here is always what it would yield.
+//! [`EventReader`] reads a stream so: whole events in place, the rest (and an event cut
+//! across two chunks) through the parser.
+
+use super::{first_event_end, SseEvent, SseParser};
+
+/// An event's fields as they lie in the stream's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventRef<'a> {
+    /// The `event:` field's value, if any.
+    pub event: Option<&'a [u8]>,
+    /// The one `data:` line's value (empty for an event with a name and no data).
+    pub data: &'a [u8],
+}
+
+impl EventRef<'_> {
+    /// The event as [`SseParser`](super::SseParser) yields it (invalid UTF-8 replaced).
+    pub fn to_event(&self) -> SseEvent {
+        SseEvent {
+            event: self.event.map(|e| String::from_utf8_lossy(e).into_owned()),
+            data: String::from_utf8_lossy(self.data).into_owned(),
+            id: None,
+        }
+    }
+}
+
+/// What one whole event's bytes hold, read in place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InPlace<'a> {
+    /// One event.
+    Event(EventRef<'a>),
+    /// No event: blank lines, comments and ignored fields only.
+    Nothing,
+    /// A shape only the parser reads: several `data:` or `event:` lines, an `id:`, a
+    /// lone CR line end.
+    Parse,
+}
+
+/// `bytes` — one event as [`first_event_end`](super::first_event_end) cuts a stream,
+/// ending with its blank line — read in place when its lines end in LF or CRLF and it
+/// has at most one `data:` and one `event:` line and no `id:`; comment lines and
+/// `retry:` or unknown fields are skipped, as the parser skips them.
+pub fn in_place(bytes: &[u8]) -> InPlace<'_> {
+    let (mut event, mut data) = (None, None);
+    let mut at = 0;
+    while at < bytes.len() {
+        let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i);
+        let line = &bytes[at..end];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        at = end + 1;
+        if line.is_empty() {
+            // The blank line: the event ends here, and only blank lines may follow.
+            if bytes[at.min(bytes.len())..]
+                .iter()
+                .any(|&b| b != b'\n' && b != b'\r')
+            {
+                return InPlace::Parse;
+            }
+            break;
+        }
+        if memchr::memchr(b'\r', line).is_some() {
+            return InPlace::Parse;
+        }
+        if line[0] == b':' {
+            continue;
+        }
+        let (field, value) = match memchr::memchr(b':', line) {
+            Some(i) => {
+                let value = &line[i + 1..];
+                (&line[..i], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (line, &b""[..]),
+        };
+        let slot = match field {
+            b"data" => &mut data,
+            b"event" => &mut event,
+            b"id" => return InPlace::Parse,
+            _ => continue,
+        };
+        if slot.replace(value).is_some() {
+            return InPlace::Parse;
+        }
+    }
+    if data.is_none() && event.is_none() {
+        return InPlace::Nothing;
+    }
+    InPlace::Event(EventRef {
+        event,
+        data: data.unwrap_or_default(),
+    })
+}
+
+/// An event as [`EventReader`] hands it over.
+#[derive(Debug)]
+pub enum Seen<'a> {
+    /// Read in place.
+    InPlace(EventRef<'a>),
+    /// Parsed.
+    Parsed(SseEvent),
+}
+
+impl Seen<'_> {
+    /// The `event:` field.
+    pub fn event(&self) -> Option<&[u8]> {
+        match self {
+            Seen::InPlace(e) => e.event,
+            Seen::Parsed(e) => e.event.as_deref().map(str::as_bytes),
+        }
+    }
+
+    /// The data.
+    pub fn data(&self) -> &[u8] {
+        match self {
+            Seen::InPlace(e) => e.data,
+            Seen::Parsed(e) => e.data.as_bytes(),
+        }
+    }
+
+    /// The event as the parser yields it.
+    pub fn into_event(self) -> SseEvent {
+        match self {
+            Seen::InPlace(e) => e.to_event(),
+            Seen::Parsed(e) => e,
+        }
+    }
+}
+
+/// Reads a stream's events as its bytes arrive, yielding what [`SseParser`] yields, but
+/// without copying the whole events a chunk holds when they are read in place.
+#[derive(Debug, Default)]
+pub struct EventReader {
+    parser: SseParser,
+}
+
+impl EventReader {
+    /// A new reader.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Hands `f` each event `bytes` completes, in order; stops at `f`'s first error.
+    pub fn push<E>(
+        &mut self,
+        bytes: &[u8],
+        mut f: impl FnMut(Seen<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut rest = bytes;
+        // While nothing of an earlier chunk waits in the parser, each whole event is
+        // read where it lies (handed to the parser only for a shape it alone reads,
+        // after which the parser is idle again: the event ended with its blank line).
+        while self.parser.is_idle() {
+            let Some(end) = first_event_end(rest) else {
+                break;
+            };
+            let (one, after) = rest.split_at(end);
+            rest = after;
+            match in_place(one) {
+                InPlace::Event(event) => f(Seen::InPlace(event))?,
+                InPlace::Nothing => {}
+                InPlace::Parse => {
+                    for event in self.parser.push(one) {
+                        f(Seen::Parsed(event))?;
+                    }
+                }
+            }
+        }
+        for event in self.parser.push(rest) {
+            f(Seen::Parsed(event))?;
+        }
+        Ok(())
+    }
+
+    /// Ends the input: the event left open by a stream without its last blank line.
+    pub fn finish(&mut self) -> Option<SseEvent> {
+        self.parser.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What the parser makes of `bytes`, one whole event.
+    fn parsed(bytes: &[u8]) -> Vec<SseEvent> {
+        let mut parser = SseParser::new();
+        let mut events = parser.push(bytes);
+        events.extend(parser.finish());
+        events
+    }
+
+    #[test]
+    fn the_usual_shapes_are_read_in_place() {
+        for (input, event, data) in [
+            (&b"data: {\"a\":1}\n\n"[..], None, &b"{\"a\":1}"[..]),
+            (b"data:{}\r\n\r\n", None, b"{}"),
+            (
+                b"event: content_block_delta\ndata: {}\n\n",
+                Some(&b"content_block_delta"[..]),
+                b"{}",
+            ),
+            (b": ping\nretry: 10\ndata: x\n\n", None, b"x"),
+            (b"event: ping\n\n", Some(b"ping"), b""),
+        ] {
+            assert_eq!(
+                in_place(input),
+                InPlace::Event(EventRef { event, data }),
+                "{input:?}"
+            );
+        }
+        assert_eq!(in_place(b": keep-alive\n\n"), InPlace::Nothing);
+        for other in [
+            &b"data: a\ndata: b\n\n"[..],
+            b"id: 7\ndata: a\n\n",
+            b"data: a\rdata: b\n\n",
+            b"event: a\nevent: b\ndata: x\n\n",
+        ] {
+            assert_eq!(in_place(other), InPlace::Parse, "{other:?}");
+        }
+    }
+
+    /// Lines of the kinds streams hold, and line ends of every kind.
+    fn stream() -> impl Strategy<Value = Vec<u8>> {
+        let line = prop_oneof![
+            "data: \\{\"t\":\"[a-z日 ]{0,6}\"\\}".prop_map(String::into_bytes),
+            "data:[a-z]{0,3}".prop_map(String::into_bytes),
+            "event: [a-z_]{1,8}".prop_map(String::into_bytes),
+            Just(b"id: 4".to_vec()),
+            Just(b": keep-alive".to_vec()),
+            Just(b"retry: 100".to_vec()),
+            Just(b"data".to_vec()),
+            Just(b"data: \xff".to_vec()),
+            Just(Vec::new()),
+        ];
+        let end = prop_oneof![
+            4 => Just(&b"\n"[..]),
+            2 => Just(&b"\r\n"[..]),
+            1 => Just(&b"\r"[..]),
+        ];
+        prop::collection::vec((line, end), 0..12).prop_map(|lines| {
+            lines
+                .into_iter()
+                .flat_map(|(mut line, end)| {
+                    line.extend_from_slice(end);
+                    line
+                })
+                .collect()
+        })
+    }
+
+    proptest! {
+        /// Every event read in place is the one the parser yields from the same bytes,
+        /// and nothing read in place is an event the parser does not yield.
+        #[test]
+        fn what_is_read_in_place_is_what_the_parser_yields(bytes in stream()) {
+            let mut rest = &bytes[..];
+            while let Some(end) = first_event_end(rest) {
+                let (one, after) = rest.split_at(end);
+                match in_place(one) {
+                    InPlace::Event(e) => prop_assert_eq!(parsed(one), vec![e.to_event()]),
+                    InPlace::Nothing => prop_assert_eq!(parsed(one), vec![]),
+                    InPlace::Parse => {}
+                }
+                rest = after;
+            }
+        }
+
+        /// A stream read by the reader, in chunks of any size, yields the parser's events.
+        #[test]
+        fn the_reader_yields_the_parsers_events(bytes in stream(), size in 1usize..40) {
+            let mut reader = EventReader::new();
+            let mut read = Vec::new();
+            for chunk in bytes.chunks(size) {
+                reader
+                    .push(chunk, |e| {
+                        read.push(e.into_event());
+                        Ok::<(), ()>(())
+                    })
+                    .unwrap();
+            }
+            read.extend(reader.finish());
+            prop_assert_eq!(read, parsed(&bytes));
+        }
+    }
+}

@@ -369,22 +369,28 @@ fn without_usage_chunks(parser: &mut SseParser, bytes: Bytes) -> Bytes {
     // the search over an event.
     static USAGE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"usage\""));
-    let names_usage = |b: &[u8]| USAGE.find(b).is_some();
-    if parser.is_idle() && !names_usage(&bytes) {
+    if parser.is_idle() && USAGE.find(&bytes).is_none() {
         return bytes;
     }
     let mut out = Vec::with_capacity(bytes.len());
     let mut rest = &bytes[..];
     while !rest.is_empty() {
+        if parser.is_idle() {
+            // The events before the next that names usage go out as they came, unread:
+            // the bytes are searched once, not event by event.
+            let Some(hit) = USAGE.find(rest) else {
+                out.extend_from_slice(rest);
+                break;
+            };
+            let start = last_boundary(&rest[..hit]).unwrap_or(0);
+            out.extend_from_slice(&rest[..start]);
+            rest = &rest[start..];
+        }
         let end = first_event_end(rest).unwrap_or(rest.len());
         let (event, after) = rest.split_at(end);
-        if parser.is_idle() && !names_usage(event) {
-            out.extend_from_slice(event);
-        } else {
-            for event in parser.push(event) {
-                if !is_usage_only_chunk(&event.data) {
-                    write_event(&mut out, event.event.as_deref(), &event.data);
-                }
+        for event in parser.push(event) {
+            if !is_usage_only_chunk(&event.data) {
+                write_event(&mut out, event.event.as_deref(), &event.data);
             }
         }
         rest = after;

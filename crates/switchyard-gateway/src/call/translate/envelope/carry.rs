@@ -349,9 +349,19 @@ pub(crate) fn open_request(request: &mut Request, client: Dialect, key: &StateKe
 /// instead, which opens the envelope and leaves the unsigned thinking out (a Messages
 /// upstream refuses it).
 pub(crate) fn may_carry(body: &[u8]) -> bool {
-    // Every envelope is a JSON string starting with the prefix.
-    let find = |needle: &[u8]| memchr::memmem::find(body, needle).is_some();
-    find(b"\"U1kB") || find(b"\"signature\":\"\"") || find(b"\"signature\": \"\"")
+    use memchr::memmem::Finder;
+    use std::sync::LazyLock;
+    // Built once: `memmem::find` builds its searcher on every call, which cost more than
+    // the three searches over a request.
+    static NEEDLES: LazyLock<[Finder<'static>; 3]> = LazyLock::new(|| {
+        // Every envelope is a JSON string starting with the prefix.
+        [
+            Finder::new(b"\"U1kB"),
+            Finder::new(b"\"signature\":\"\""),
+            Finder::new(b"\"signature\": \"\""),
+        ]
+    });
+    NEEDLES.iter().any(|needle| needle.find(body).is_some())
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@
 #   LITELLM_BIN=venv/bin/litellm        (pip install 'litellm[proxy]')
 #   PORTKEY_JS=node_modules/@portkey-ai/gateway/build/start-server.js
 #                                       (npm install @portkey-ai/gateway)
+#   TENSORZERO_BIN=target/release/gateway   (TensorZero's gateway, built from its source)
 # Needs nginx, wrk and GNU time (installed with apt-get when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,6 +68,28 @@ if [ -n "${PORTKEY_JS:-}" ]; then
   PORTKEY_PID=$!
   PEER_PIDS="$PEER_PIDS $PORTKEY_PID"
 fi
+if [ -n "${TENSORZERO_BIN:-}" ]; then
+  # TensorZero's gateway standalone (no ClickHouse or PostgreSQL), its OpenAI-compatible
+  # endpoint in front of the same static nginx.
+  cat >"$WORK/tensorzero.toml" <<TOML
+[gateway]
+observability.enabled = false
+disable_pseudonymous_usage_analytics = true
+
+[models.fixed]
+routing = ["upstream"]
+
+[models.fixed.providers.upstream]
+type = "openai"
+model_name = "fixed"
+api_base = "http://127.0.0.1:$NGINX_PORT/v1/"
+api_key_location = "none"
+TOML
+  RUST_LOG=warn "$TENSORZERO_BIN" --config-file "$WORK/tensorzero.toml" --bind-address 127.0.0.1:4437 \
+    >"$WORK/tensorzero.log" 2>&1 &
+  TENSORZERO_PID=$!
+  PEER_PIDS="$PEER_PIDS $TENSORZERO_PID"
+fi
 gateway_backends "$NGINX_PORT" >"$WORK/gateway.yaml"
 echo "  ngxspread: {base_url: \"http://127.0.0.1:$SPREAD_PORT/v1\", apis: [chat], key_required: false, prices: {fixed: {input: 1, output: 2}}}" >>"$WORK/gateway.yaml"
 GW_PID=
@@ -81,10 +104,11 @@ start_gateway() { # extra serve arguments
 }
 sleep 0.3
 # A peer serves once it answers a call (LiteLLM takes seconds to start).
-ready() { # url header [header]
+HI='{"model":"fixed","messages":[{"role":"user","content":"hi"}]}'
+ready() { # url header [header [body]]
   for _ in $(seq 600); do
     curl -sf -o /dev/null -H 'content-type: application/json' -H "$2" -H "${3:-x-none: 1}" \
-      -d '{"model":"fixed","messages":[{"role":"user","content":"hi"}]}' "$1" && return 0
+      -d "${4:-$HI}" "$1" && return 0
     sleep 0.1
   done
   echo "a peer at $1 did not start" >&2
@@ -92,6 +116,8 @@ ready() { # url header [header]
 }
 [ -n "${LITELLM_BIN:-}" ] && ready "http://127.0.0.1:4435/v1/chat/completions" "authorization: Bearer $LITELLM_KEY"
 PORTKEY_HEADERS="x-portkey-provider: openai;x-portkey-custom-host: http://127.0.0.1:$NGINX_PORT/v1;authorization: Bearer none"
+[ -n "${TENSORZERO_BIN:-}" ] && ready "http://127.0.0.1:4437/openai/v1/chat/completions" "x-none: 1" \
+  "x-none: 2" '{"model":"tensorzero::model_name::fixed","messages":[{"role":"user","content":"hi"}]}'
 [ -n "${PORTKEY_JS:-}" ] && ready "http://127.0.0.1:4436/v1/chat/completions" "x-portkey-provider: openai" "x-portkey-custom-host: http://127.0.0.1:$NGINX_PORT/v1"
 true
 # nginx's worker, not its master, serves the calls.
@@ -172,6 +198,9 @@ for round in $(seq "$ROUNDS"); do
   if [ -n "${LITELLM_BIN:-}" ]; then
     KEY="$LITELLM_KEY" measure litellm "$LITELLM_PID" "http://127.0.0.1:4435/v1/chat/completions" "{\"model\":\"fixed\",$ASK"
   fi
+  if [ -n "${TENSORZERO_BIN:-}" ]; then
+    measure tensorzero "$TENSORZERO_PID" "http://127.0.0.1:4437/openai/v1/chat/completions" "{\"model\":\"tensorzero::model_name::fixed\",$ASK"
+  fi
   if [ -n "${PORTKEY_JS:-}" ]; then
     HEADERS="$PORTKEY_HEADERS" measure portkey "$PORTKEY_PID" "http://127.0.0.1:4436/v1/chat/completions" "{\"model\":\"fixed\",$ASK"
   fi
@@ -242,6 +271,7 @@ for name, floor, target in (
     ("gateway-spread", "nginx-proxy-spread", 2.5),
     ("litellm", "nginx-proxy", None),
     ("portkey", "nginx-proxy", None),
+    ("tensorzero", "nginx-proxy", None),
 ):
     if name not in rows or floor not in rows:
         continue

@@ -29,7 +29,7 @@ use bytes::Bytes;
 use memchr::memmem::Finder;
 use std::sync::LazyLock;
 use switchyard::Dialect;
-use switchyard_wire::sse::{first_event_end, write_event, SseParser};
+use switchyard_wire::sse::{next_event, write_event, InPlace, SseParser};
 
 /// The answer's header naming the reference called, `<backend>/<upstream model id>`.
 pub(crate) const HEADER: HeaderName = HeaderName::from_static("x-switchyard-model");
@@ -136,10 +136,20 @@ impl InStream {
                 break;
             }
             // A last event without its blank line ends with the bytes.
-            let end = from + first_event_end(&bytes[from..]).unwrap_or(bytes.len() - from);
+            let (end, read) = match next_event(&bytes[from..]) {
+                Some((end, read)) => (from + end, read),
+                None => (bytes.len(), InPlace::Parse),
+            };
             let event = &bytes[from..end];
             if every || hit < end {
-                self.event(event, &mut out);
+                match read {
+                    // Its one data line found in the pass that found its end.
+                    InPlace::Event(e) => {
+                        let start = e.data.as_ptr() as usize - event.as_ptr() as usize;
+                        self.splice(event, (start, start + e.data.len()), &mut out);
+                    }
+                    _ => self.event(event, &mut out),
+                }
                 if !every {
                     hit = finder.find(&bytes[end..]).map_or(usize::MAX, |h| end + h);
                 }
@@ -178,20 +188,26 @@ impl InStream {
         top_level::replaced_at(json, self.model_at(json)?, &self.name)
     }
 
+    /// One event into `out` whose one data line's value is `event[data.0..data.1]`, the
+    /// model renamed in it where it names one: spliced straight into `out`, with no copy
+    /// of the event of its own.
+    fn splice(&mut self, event: &[u8], (start, end): (usize, usize), out: &mut Vec<u8>) {
+        match self.model_at(&event[start..end]) {
+            Some((s, e)) => {
+                out.extend_from_slice(&event[..start + s]);
+                out.extend_from_slice(self.name.as_bytes());
+                out.extend_from_slice(&event[start + e..]);
+            }
+            None => out.extend_from_slice(event),
+        }
+    }
+
     /// One event into `out`, renamed where it names the model: its one `data:` line
     /// spliced in place, or — an event of several data lines, or lone CR line ends —
     /// parsed and written again.
     fn event(&mut self, event: &[u8], out: &mut Vec<u8>) {
-        if let Some((start, end)) = one_data_line(event) {
-            // Spliced straight into `out`: no copy of the event of its own.
-            match self.model_at(&event[start..end]) {
-                Some((s, e)) => {
-                    out.extend_from_slice(&event[..start + s]);
-                    out.extend_from_slice(self.name.as_bytes());
-                    out.extend_from_slice(&event[start + e..]);
-                }
-                None => out.extend_from_slice(event),
-            }
+        if let Some(data) = one_data_line(event) {
+            self.splice(event, data, out);
             return;
         }
         let mut parser = SseParser::new();

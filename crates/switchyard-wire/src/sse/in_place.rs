@@ -13,7 +13,8 @@ use super::{first_event_end, SseEvent, SseParser};
 pub struct EventRef<'a> {
     /// The `event:` field's value, if any.
     pub event: Option<&'a [u8]>,
-    /// The one `data:` line's value (empty for an event with a name and no data).
+    /// The one `data:` line's value (empty for an event with a name and no data), always
+    /// a part of the bytes read.
     pub data: &'a [u8],
 }
 
@@ -21,8 +22,8 @@ impl EventRef<'_> {
     /// The event as [`SseParser`](super::SseParser) yields it (invalid UTF-8 replaced).
     pub fn to_event(&self) -> SseEvent {
         SseEvent {
-            event: self.event.map(|e| String::from_utf8_lossy(e).into_owned()),
-            data: String::from_utf8_lossy(self.data).into_owned(),
+            event: self.event.map(|e| super::text(e).into_owned()),
+            data: super::text(self.data).into_owned(),
             id: None,
         }
     }
@@ -40,31 +41,42 @@ pub enum InPlace<'a> {
     Parse,
 }
 
-/// `bytes` — one event as [`first_event_end`](super::first_event_end) cuts a stream,
-/// ending with its blank line — read in place when its lines end in LF or CRLF and it
-/// has at most one `data:` and one `event:` line and no `id:`; comment lines and
-/// `retry:` or unknown fields are skipped, as the parser skips them.
-pub fn in_place(bytes: &[u8]) -> InPlace<'_> {
+/// The first whole event of `bytes` — where it ends, just after its blank line, as
+/// [`first_event_end`] finds it — read in place when its lines end in LF or CRLF and it
+/// has at most one `data:` and one `event:` line and no `id:`; comment lines and `retry:`
+/// or unknown fields are skipped, as the parser skips them. `None` while no event of
+/// `bytes` is complete. One pass over the event's lines.
+pub fn next_event(bytes: &[u8]) -> Option<(usize, InPlace<'_>)> {
+    // Any other shape: the parser reads the event, cut where `first_event_end` cuts it.
+    let parse = || first_event_end(bytes).map(|end| (end, InPlace::Parse));
     let (mut event, mut data) = (None, None);
     let mut at = 0;
-    while at < bytes.len() {
-        let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i);
+    loop {
+        let end = at + memchr::memchr2(b'\n', b'\r', &bytes[at..])?;
+        let next = match bytes[end] {
+            b'\n' => end + 1,
+            _ if bytes.get(end + 1) == Some(&b'\n') => end + 2,
+            // A lone CR ends a line too (or a CR the next chunk may follow with LF).
+            _ => return parse(),
+        };
         let line = &bytes[at..end];
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        at = end + 1;
         if line.is_empty() {
-            // The blank line: the event ends here, and only blank lines may follow.
-            if bytes[at.min(bytes.len())..]
-                .iter()
-                .any(|&b| b != b'\n' && b != b'\r')
-            {
-                return InPlace::Parse;
+            if at == 0 {
+                // A blank line first: `first_event_end` reads on to the next.
+                return parse();
             }
-            break;
+            let read = match (event, data) {
+                (None, None) => InPlace::Nothing,
+                (event, data) => InPlace::Event(EventRef {
+                    event,
+                    // Empty, but within the event's bytes all the same: a reader may
+                    // find where the data stands by its address.
+                    data: data.unwrap_or(&bytes[at..at]),
+                }),
+            };
+            return Some((next, read));
         }
-        if memchr::memchr(b'\r', line).is_some() {
-            return InPlace::Parse;
-        }
+        at = next;
         if line[0] == b':' {
             continue;
         }
@@ -73,25 +85,18 @@ pub fn in_place(bytes: &[u8]) -> InPlace<'_> {
                 let value = &line[i + 1..];
                 (&line[..i], value.strip_prefix(b" ").unwrap_or(value))
             }
-            None => (line, &b""[..]),
+            None => (line, &line[line.len()..]),
         };
         let slot = match field {
             b"data" => &mut data,
             b"event" => &mut event,
-            b"id" => return InPlace::Parse,
+            b"id" => return parse(),
             _ => continue,
         };
         if slot.replace(value).is_some() {
-            return InPlace::Parse;
+            return parse();
         }
     }
-    if data.is_none() && event.is_none() {
-        return InPlace::Nothing;
-    }
-    InPlace::Event(EventRef {
-        event,
-        data: data.unwrap_or_default(),
-    })
 }
 
 /// An event as [`EventReader`] hands it over.
@@ -153,12 +158,12 @@ impl EventReader {
         // read where it lies (handed to the parser only for a shape it alone reads,
         // after which the parser is idle again: the event ended with its blank line).
         while self.parser.is_idle() {
-            let Some(end) = first_event_end(rest) else {
+            let Some((end, read)) = next_event(rest) else {
                 break;
             };
             let (one, after) = rest.split_at(end);
             rest = after;
-            match in_place(one) {
+            match read {
                 InPlace::Event(event) => f(Seen::InPlace(event))?,
                 InPlace::Nothing => {}
                 InPlace::Parse => {
@@ -191,6 +196,13 @@ mod tests {
         let mut events = parser.push(bytes);
         events.extend(parser.finish());
         events
+    }
+
+    /// [`next_event`] of one whole event.
+    fn in_place(bytes: &[u8]) -> InPlace<'_> {
+        let (end, read) = next_event(bytes).unwrap();
+        assert_eq!(end, bytes.len(), "{bytes:?}");
+        read
     }
 
     #[test]
@@ -258,10 +270,18 @@ mod tests {
         #[test]
         fn what_is_read_in_place_is_what_the_parser_yields(bytes in stream()) {
             let mut rest = &bytes[..];
-            while let Some(end) = first_event_end(rest) {
+            loop {
+                let (found, expected) = (next_event(rest), first_event_end(rest));
+                prop_assert_eq!(found.map(|(end, _)| end), expected);
+                let Some((end, read)) = found else { break };
                 let (one, after) = rest.split_at(end);
-                match in_place(one) {
-                    InPlace::Event(e) => prop_assert_eq!(parsed(one), vec![e.to_event()]),
+                match read {
+                    InPlace::Event(e) => {
+                        prop_assert_eq!(parsed(one), vec![e.to_event()]);
+                        let at = e.data.as_ptr() as usize;
+                        let range = one.as_ptr() as usize..=one.as_ptr() as usize + one.len();
+                        prop_assert!(range.contains(&at) && range.contains(&(at + e.data.len())));
+                    }
                     InPlace::Nothing => prop_assert_eq!(parsed(one), vec![]),
                     InPlace::Parse => {}
                 }

@@ -7,7 +7,10 @@
 # front of the same static nginx, in one run, ROUNDS times.
 #   cargo build --release -p switchyard-cli && bench/stalls.sh
 #   SWITCHYARD_BIN=path/to/switchyard DUR=8s ROUNDS=3 bench/stalls.sh
-# Needs nginx, wrk and python3.
+# PERF=1 also records the scheduler's switches of the whole machine (`perf sched`) during
+# each round's store-on run and prints, for every task, its longest and average wait
+# between being woken and running (`perf sched latency`): who waited, and for how long.
+# Needs nginx, wrk and python3 (and perf, with tracefs mounted, for PERF=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${SWITCHYARD_BIN:-${CARGO_TARGET_DIR:-target}/release/switchyard}
@@ -47,11 +50,20 @@ threads() {
   done
 }
 
-measure() { # name pid url body
-  local name=$1 pid=$2
+measure() { # name pid url body [perf]
+  local name=$1 pid=$2 perf=
   threads "$pid" >"$WORK/before"
+  if [ -n "${5:-}" ]; then
+    perf sched record -a -o "$WORK/perf.data" -- sleep "${DUR%s}" >/dev/null 2>&1 &
+    perf=$!
+  fi
   BODY="$4" wrk -t1 -c"$CONNS" -d"$DUR" --latency -s bench/post.lua "$3" >"$WORK/wrk.out"
   threads "$pid" >"$WORK/after"
+  if [ -n "$perf" ]; then
+    wait "$perf" || true
+    perf sched latency -i "$WORK/perf.data" --sort max 2>/dev/null |
+      awk -v r="$round" -v n="$name" 'NR > 3 && /\|/ && n_shown++ < 10 {print "round " r " " n "   perf " $0}'
+  fi
   python3 - "$name" "$round" "$WORK/before" "$WORK/after" "$WORK/wrk.out" <<'PY'
 import re, sys
 name, rnd, before, after, out = sys.argv[1:]
@@ -87,7 +99,7 @@ for round in $(seq "$ROUNDS"); do
   measure gateway-nostore "$GW_PID" "http://127.0.0.1:$GW_PORT/v1/chat/completions" "{\"model\":\"ngx/fixed\",$ASK"
   stop_gateway
   start_gateway --data-dir "$WORK/data-$round"
-  measure gateway-store "$GW_PID" "http://127.0.0.1:$GW_PORT/v1/chat/completions" "{\"model\":\"ngx/fixed\",$ASK"
+  measure gateway-store "$GW_PID" "http://127.0.0.1:$GW_PORT/v1/chat/completions" "{\"model\":\"ngx/fixed\",$ASK" "${PERF:-}"
   stop_gateway
   rm -rf "$WORK/data-$round"
 done

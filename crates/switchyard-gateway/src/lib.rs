@@ -45,3 +45,4 @@ pub use endpoints::health::SERVICE;
 pub use meter::metrics::{self, CallRecorder, CallSummary};
 pub use server::{check_exposure, probe, start, Gateway, RunningGateway};
 pub use store::{cache, pg, StoreHealth};
+pub use transport::trim::set_allocator_give_back;

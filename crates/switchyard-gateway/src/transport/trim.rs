@@ -11,9 +11,14 @@
 //! last look (the burst is over); and once every [`AT_LEAST_EVERY`] whatever happened, for
 //! what is freed apart from connections (the upstream connections a burst of calls left
 //! in the pool, closed after their idle timeout; the buffers of finished streams).
+//!
+//! The `switchyard` binary allocates Rust's memory with mimalloc, which keeps freed pages
+//! for reuse until it purges them; the binary registers mimalloc's collection
+//! ([`set_allocator_give_back`]), run beside `malloc_trim` (which still returns what C
+//! libraries, SQLite among them, freed through glibc).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
@@ -68,18 +73,27 @@ fn due(pending: usize, new: usize) -> bool {
     pending > 0 && (pending >= AFTER_RELEASED || new == 0)
 }
 
-/// Returns the allocator's free memory to the system.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
+/// What the process's global allocator (the binary's choice) runs to return its free
+/// memory, when it is not glibc's.
+static ALLOCATOR_GIVE_BACK: OnceLock<fn()> = OnceLock::new();
+
+/// Registers how the process's global allocator returns its free memory to the system: run
+/// off the event loops whenever the gateway trims (the first registration holds).
+pub fn set_allocator_give_back(give_back: fn()) {
+    let _ = ALLOCATOR_GIVE_BACK.set(give_back);
+}
+
+/// Returns the allocators' free memory to the system.
 fn give_back() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks glibc's own arenas, under their locks.
     unsafe {
         libc::malloc_trim(0);
     }
+    if let Some(give_back) = ALLOCATOR_GIVE_BACK.get() {
+        give_back();
+    }
 }
-
-/// Other allocators return memory on their own terms.
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn give_back() {}
 
 #[cfg(test)]
 mod tests {

@@ -11,7 +11,7 @@
 //! to any reader. The SQLite index is fed from there by a second thread, in batched
 //! transactions, off every caller's path.
 
-use super::depth::{cap_depth, first_too_deep, MAX_RECORD_DEPTH};
+use super::depth::{cap_depth, first_too_deep, openers_at_most, MAX_RECORD_DEPTH};
 use super::index::IndexWriter;
 use super::index_row::IndexRow;
 use super::read::{last_record, log_dir};
@@ -480,7 +480,10 @@ fn write_fields(buf: &mut Vec<u8>, record: &mut CallRecord) -> std::result::Resu
     let start = buf.len();
     let mut raw = record.raw.take();
     let mut written = super::derive::to_line(buf, record).map_err(|e| e.to_string());
-    if written.is_ok() && first_too_deep(&buf[start..], MAX_RECORD_DEPTH).is_some() {
+    let deep = |line: &[u8]| {
+        !openers_at_most(line, MAX_RECORD_DEPTH) && first_too_deep(line, MAX_RECORD_DEPTH).is_some()
+    };
+    if written.is_ok() && deep(&buf[start..]) {
         buf.truncate(start);
         if record.format == super::DERIVED_FORMAT {
             // Its canonical forms are derived here, from the body and bytes as they came,
@@ -562,13 +565,15 @@ fn writer_loop(
                     Ok(()) => {
                         let len = buf.len() - start;
                         buf.push(b'\n');
+                        // The cache's entry first: the row takes the record's strings.
+                        let entry = cache
+                            .as_ref()
+                            .and_then(|_| crate::cache::Entry::of(&record, None));
                         pending.push(Pending {
-                            row: IndexRow::new(&record, placeholder),
+                            row: IndexRow::taking(&mut record, placeholder),
                             start,
                             len,
-                            entry: cache
-                                .as_ref()
-                                .and_then(|_| crate::cache::Entry::of(&record, None)),
+                            entry,
                         });
                         state.last = Some(number);
                     }

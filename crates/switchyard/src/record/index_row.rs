@@ -103,14 +103,19 @@ impl IndexRow {
     }
 
     /// [`IndexRow::new`] of a record that is written and about to be dropped (the
-    /// recorder's writer): its strings are moved into the row, not copied.
-    pub(crate) fn taking(r: &mut CallRecord, location: Location) -> Self {
+    /// recorder's writer): its strings are moved into the row, not copied. `line_clean`:
+    /// the line written holds no key in any of its strings
+    /// ([`crate::internal::redact::redact_json`]), so the reference and the model, which
+    /// it holds, are not searched again.
+    pub(crate) fn taking(r: &mut CallRecord, location: Location, line_clean: bool) -> Self {
         use std::mem::take;
         let cache_key = crate::cache::entry_key(r).map(str::to_string);
         let mut reference = take(&mut r.reference);
-        crate::internal::redact::redact_string(&mut reference);
         let mut model = take(&mut r.model);
-        crate::internal::redact::redact_string(&mut model);
+        if !line_clean {
+            crate::internal::redact::redact_string(&mut reference);
+            crate::internal::redact::redact_string(&mut model);
+        }
         IndexRow {
             number: r.number,
             time: take(&mut r.timings.started_at),
@@ -168,7 +173,8 @@ mod tests {
                 len: 99,
             };
             let made = IndexRow::new(&record, at);
-            assert_eq!(IndexRow::taking(&mut record, at), made);
+            assert_eq!(IndexRow::taking(&mut record.clone(), at, true), made);
+            assert_eq!(IndexRow::taking(&mut record, at, false), made);
         }
     }
 }

@@ -275,33 +275,67 @@ fn insert_sql(rows: usize) -> String {
 /// are dropped at open), and a statement that may replace or abort needs SQLite's statement
 /// journal, a sixth of the insert's cost (docs/performance.md, *Where a recorded
 /// pass-through call's instructions go*).
-fn insert(conn: &Connection, rows: &[IndexRow], courtesy: &Courtesy) -> rusqlite::Result<()> {
-    static SQL: std::sync::LazyLock<[String; 2]> =
-        std::sync::LazyLock::new(|| [insert_sql(ROWS_PER_STATEMENT), insert_sql(1)]);
-    let tx = conn.unchecked_transaction()?;
-    {
+///
+/// The two statements are prepared once, for the connection's life: preparing the one of
+/// 16 rows, or finding it again in rusqlite's cache by its text, cost more per batch than
+/// a row's insert.
+struct Inserter<'c> {
+    conn: &'c Connection,
+    many: Option<rusqlite::Statement<'c>>,
+    one: Option<rusqlite::Statement<'c>>,
+}
+
+impl<'c> Inserter<'c> {
+    fn new(conn: &'c Connection) -> Self {
+        Inserter {
+            conn,
+            many: None,
+            one: None,
+        }
+    }
+
+    /// Inserts `rows` in one transaction.
+    fn insert(&mut self, rows: &[IndexRow], courtesy: &Courtesy) -> rusqlite::Result<()> {
+        let tx = self.conn.unchecked_transaction()?;
         let mut chunks = rows.chunks_exact(ROWS_PER_STATEMENT);
         if chunks.len() > 0 {
-            let mut many = tx.prepare_cached(&SQL[0])?;
+            let many = prepared(self.conn, &mut self.many, ROWS_PER_STATEMENT)?;
             for chunk in &mut chunks {
                 courtesy.give_way();
                 for (i, r) in chunk.iter().enumerate() {
-                    bind_row(&mut many, i * COLUMN_COUNT, r)?;
+                    bind_row(many, i * COLUMN_COUNT, r)?;
                 }
                 many.raw_execute()?;
             }
         }
         let rest = chunks.remainder();
         if !rest.is_empty() {
-            let mut one = tx.prepare_cached(&SQL[1])?;
+            let one = prepared(self.conn, &mut self.one, 1)?;
             for r in rest {
                 courtesy.give_way();
-                bind_row(&mut one, 0, r)?;
+                bind_row(one, 0, r)?;
                 one.raw_execute()?;
             }
         }
+        tx.commit()
     }
-    tx.commit()
+}
+
+/// The insert of `rows` rows kept in `slot`, prepared the first time.
+fn prepared<'s, 'c>(
+    conn: &'c Connection,
+    slot: &'s mut Option<rusqlite::Statement<'c>>,
+    rows: usize,
+) -> rusqlite::Result<&'s mut rusqlite::Statement<'c>> {
+    if slot.is_none() {
+        *slot = Some(conn.prepare(&insert_sql(rows))?);
+    }
+    slot.as_mut().ok_or(rusqlite::Error::InvalidQuery)
+}
+
+/// [`Inserter::insert`] with statements prepared for this batch alone (the catch-up's).
+fn insert(conn: &Connection, rows: &[IndexRow], courtesy: &Courtesy) -> rusqlite::Result<()> {
+    Inserter::new(conn).insert(rows, courtesy)
 }
 
 /// Binds row `r` to the [`COLUMNS`] of `stmt` after its first `before` parameters.
@@ -486,6 +520,7 @@ fn index_loop(
     courtesy: &Courtesy,
 ) -> Option<String> {
     let mut failure = None;
+    let mut inserter = Inserter::new(&conn);
     let mut pending: Vec<IndexRow> = Vec::with_capacity(BATCH_ROWS);
     let mut since = Instant::now();
     let mut open = true;
@@ -498,7 +533,7 @@ fn index_loop(
         }
         if pending.len() >= BATCH_ROWS || since.elapsed() >= BATCH_WAIT || !open {
             if !pending.is_empty() {
-                if let Err(e) = insert(&conn, &pending, courtesy) {
+                if let Err(e) = inserter.insert(&pending, courtesy) {
                     failure.get_or_insert_with(|| {
                         format!("calls index {}: cannot insert rows: {e}", path.display())
                     });
@@ -607,7 +642,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let together = open(&dir.path().join("together.sqlite")).unwrap();
         let alone = open(&dir.path().join("alone.sqlite")).unwrap();
-        insert(&together, &rows, &Courtesy::default()).unwrap();
+        let mut inserter = Inserter::new(&together);
+        inserter.insert(&rows, &Courtesy::default()).unwrap();
         for r in &rows {
             insert(&alone, std::slice::from_ref(r), &Courtesy::default()).unwrap();
         }
@@ -617,8 +653,20 @@ mod tests {
         // Again, with a changed row among them: ignored, as every row already held.
         let mut again = rows.clone();
         again[ROWS_PER_STATEMENT + 1].model = "other".into();
-        insert(&together, &again, &Courtesy::default()).unwrap();
+        inserter.insert(&again, &Courtesy::default()).unwrap();
         assert_eq!(table(&together), written);
+        // The statements kept insert a later batch as a new one would.
+        let later: Vec<IndexRow> = rows
+            .iter()
+            .map(|r| IndexRow {
+                number: r.number + 1000,
+                ..r.clone()
+            })
+            .collect();
+        inserter.insert(&later, &Courtesy::default()).unwrap();
+        insert(&alone, &later, &Courtesy::default()).unwrap();
+        assert_eq!(table(&together).len(), 2 * rows.len());
+        assert_eq!(table(&together), table(&alone));
     }
 
     /// A provider's absurd usage (`i64::MAX`, what `2^64 − 1` is stored as): the run's

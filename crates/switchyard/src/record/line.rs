@@ -5,12 +5,20 @@
 //! same bytes), but each field's name is copied as the literal it is and each string is
 //! escaped by [`super::escape`]: serde_json escapes every name byte by byte and walks its
 //! field states per field, which was most of the writer's serialisation (about 9,000
-//! instructions a record, docs/performance.md). Nested values (the attempts, the timings,
-//! the usage, the error, the canonical forms) are still serde's.
+//! instructions a record, docs/performance.md). The attempts and the timings are written
+//! the same way; the other nested values (the usage, the error, the canonical forms) are
+//! still serde's.
 
 use super::escape::push_json_str;
-use super::{derive, CallRecord};
+use super::{derive, AttemptRecord, CallRecord, Timings};
 use serde::Serialize;
+
+/// A field's name as the line writes it after the field before: `,"name":`.
+macro_rules! name {
+    ($name:literal) => {
+        concat!(",\"", $name, "\":")
+    };
+}
 
 /// Appends `record` as one JSON object (no newline): for [`derive::DERIVED_FORMAT`], with
 /// its empty derivable fields left out (see `derive.rs`).
@@ -56,55 +64,111 @@ pub(super) fn write_record(buf: &mut Vec<u8>, record: &CallRecord) -> serde_json
     // What `derive::skip_*` answer while the writer leaves the derivable fields out.
     let leaving_out = *format == derive::DERIVED_FORMAT;
     let mut line = Line { buf, first: true };
-    line.value("format", format)?;
-    line.value("number", number)?;
-    line.opt_string("role", role.as_deref());
-    line.string("reference", reference);
-    line.string("backend", backend);
-    line.string("model", model);
-    line.value("dialect", dialect)?;
-    line.value("stream", stream)?;
+    line.value(name!("format"), format)?;
+    line.value(name!("number"), number)?;
+    line.opt_string(name!("role"), role.as_deref());
+    line.string(name!("reference"), reference);
+    line.string(name!("backend"), backend);
+    line.string(name!("model"), model);
+    line.value(name!("dialect"), dialect)?;
+    line.value(name!("stream"), stream)?;
     if !(leaving_out && prompt_digest.is_empty()) {
-        line.string("prompt_digest", prompt_digest);
+        line.string(name!("prompt_digest"), prompt_digest);
     }
     if !(leaving_out && derive::is_empty(request)) {
-        line.value("request", request)?;
+        line.value(name!("request"), request)?;
     }
     if !(leaving_out && parameters.is_empty()) {
-        line.value("parameters", parameters)?;
+        line.value(name!("parameters"), parameters)?;
     }
-    line.value("body", body)?;
+    line.name(name!("body"));
+    match body {
+        // What serde_json writes for a raw value: its text as it is.
+        Some(raw) => line.buf.extend_from_slice(raw.get().as_bytes()),
+        None => line.buf.extend_from_slice(b"null"),
+    }
     if !(leaving_out && reply.is_none()) {
-        line.value("reply", reply)?;
+        line.value(name!("reply"), reply)?;
     }
-    line.some("raw", raw)?;
-    line.value("usage", usage)?;
+    line.some(name!("raw"), raw)?;
+    line.value(name!("usage"), usage)?;
     if !(leaving_out && usage_reported.is_none()) {
-        line.value("usage_reported", usage_reported)?;
+        line.value(name!("usage_reported"), usage_reported)?;
     }
-    line.value("attempts", attempts)?;
-    line.value("timings", timings)?;
-    line.value("cost_usd", cost_usd)?;
-    line.value("provider_cost_usd", provider_cost_usd)?;
-    line.value("error", error)?;
-    line.some_string("usage_estimated", usage_estimated);
-    line.some_string("client_key", client_key);
-    line.some("client_dialect", client_dialect)?;
-    line.some("embedding", embedding)?;
-    line.some_string("route", route);
+    line.name(name!("attempts"));
+    line.buf.push(b'[');
+    for (i, attempt) in attempts.iter().enumerate() {
+        if i > 0 {
+            line.buf.push(b',');
+        }
+        write_attempt(line.buf, attempt)?;
+    }
+    line.buf.push(b']');
+    line.name(name!("timings"));
+    write_timings(line.buf, timings)?;
+    line.value(name!("cost_usd"), cost_usd)?;
+    line.value(name!("provider_cost_usd"), provider_cost_usd)?;
+    line.value(name!("error"), error)?;
+    line.some_string(name!("usage_estimated"), usage_estimated);
+    line.some_string(name!("client_key"), client_key);
+    line.some(name!("client_dialect"), client_dialect)?;
+    line.some(name!("embedding"), embedding)?;
+    line.some_string(name!("route"), route);
     if *cut {
-        line.value("cut", cut)?;
+        line.value(name!("cut"), cut)?;
     }
-    line.some("raw_truncated", raw_truncated)?;
-    line.some_string("cache_key", cache_key);
-    line.some("cache_hit", cache_hit)?;
-    line.some_string("cache_hit_call", cache_hit_call);
-    line.some_string("cache_run", cache_run);
+    line.some(name!("raw_truncated"), raw_truncated)?;
+    line.some_string(name!("cache_key"), cache_key);
+    line.some(name!("cache_hit"), cache_hit)?;
+    line.some_string(name!("cache_hit_call"), cache_hit_call);
+    line.some_string(name!("cache_run"), cache_run);
     if *depth_capped {
-        line.value("depth_capped", depth_capped)?;
+        line.value(name!("depth_capped"), depth_capped)?;
     }
-    line.some_string("usage_suspect", usage_suspect);
-    line.some("over_reservation", over_reservation)?;
+    line.some_string(name!("usage_suspect"), usage_suspect);
+    line.some(name!("over_reservation"), over_reservation)?;
+    line.buf.push(b'}');
+    Ok(())
+}
+
+/// Appends an attempt as serde's derive writes it.
+fn write_attempt(buf: &mut Vec<u8>, attempt: &AttemptRecord) -> serde_json::Result<()> {
+    let AttemptRecord {
+        number,
+        wait_before_ms,
+        started_at,
+        duration_ms,
+        status,
+        error_kind,
+        error,
+        reference,
+    } = attempt;
+    let mut line = Line { buf, first: true };
+    line.value(name!("number"), number)?;
+    line.value(name!("wait_before_ms"), wait_before_ms)?;
+    line.string(name!("started_at"), started_at);
+    line.value(name!("duration_ms"), duration_ms)?;
+    line.value(name!("status"), status)?;
+    line.opt_string(name!("error_kind"), error_kind.as_deref());
+    line.opt_string(name!("error"), error.as_deref());
+    line.some_string(name!("reference"), reference);
+    line.buf.push(b'}');
+    Ok(())
+}
+
+/// Appends a call's timings as serde's derive writes them.
+fn write_timings(buf: &mut Vec<u8>, timings: &Timings) -> serde_json::Result<()> {
+    let Timings {
+        started_at,
+        ended_at,
+        first_byte_ms,
+        duration_ms,
+    } = timings;
+    let mut line = Line { buf, first: true };
+    line.string(name!("started_at"), started_at);
+    line.string(name!("ended_at"), ended_at);
+    line.value(name!("first_byte_ms"), first_byte_ms)?;
+    line.value(name!("duration_ms"), duration_ms)?;
     line.buf.push(b'}');
     Ok(())
 }
@@ -116,13 +180,17 @@ struct Line<'a> {
 }
 
 impl Line<'_> {
-    /// Opens field `name` (a plain identifier: nothing in it to escape).
+    /// Opens a field: `name` is its name as [`name!`] writes it (a plain identifier,
+    /// nothing in it to escape), whose comma opens the object instead for the first.
     fn name(&mut self, name: &str) {
-        self.buf.push(if self.first { b'{' } else { b',' });
-        self.first = false;
-        self.buf.push(b'"');
-        self.buf.extend_from_slice(name.as_bytes());
-        self.buf.extend_from_slice(b"\":");
+        let name = name.as_bytes();
+        if self.first {
+            self.first = false;
+            self.buf.push(b'{');
+            self.buf.extend_from_slice(&name[1..]);
+        } else {
+            self.buf.extend_from_slice(name);
+        }
     }
 
     fn value<T: Serialize + ?Sized>(&mut self, name: &str, value: &T) -> serde_json::Result<()> {
@@ -200,6 +268,17 @@ mod tests {
             cost_usd: 0.75,
             stopped: false,
         });
+        let mut retried = r.attempts[0].clone();
+        retried.number = 2;
+        retried.wait_before_ms = 0.1 + 0.2;
+        retried.duration_ms = f64::NAN;
+        retried.status = Some(429);
+        retried.error_kind = Some("RateLimited".into());
+        retried.error = Some("too \"many\"\n".into());
+        retried.reference = Some("b/m".into());
+        r.attempts.push(retried);
+        r.timings.first_byte_ms = Some(1e-7);
+        r.timings.duration_ms = 12345.678;
         r.error = Some(crate::record::ErrorRecord {
             kind: "RateLimited".into(),
             message: "slow \\ down".into(),
@@ -224,9 +303,13 @@ mod tests {
 
     #[test]
     fn a_line_is_what_serde_writes_for_the_record() {
+        let mut no_attempts = exchanged();
+        no_attempts.attempts.clear();
+        no_attempts.body = None;
         for record in [
             sample(),
             exchanged(),
+            no_attempts,
             full(crate::record::FORMAT),
             full(DERIVED_FORMAT),
         ] {
@@ -238,6 +321,33 @@ mod tests {
                 String::from_utf8(by_hand).unwrap(),
                 String::from_utf8(by_serde).unwrap()
             );
+        }
+    }
+    proptest::proptest! {
+        /// Any text in the strings the line writes itself, any float in the timings and
+        /// attempts: the same bytes as serde's.
+        #[test]
+        fn any_strings_and_times_are_written_as_serde_writes_them(
+            texts in proptest::collection::vec(proptest::prelude::any::<String>(), 6),
+            times in proptest::collection::vec(proptest::prelude::any::<f64>(), 4),
+            derived in proptest::prelude::any::<bool>(),
+        ) {
+            let mut r = full(if derived { DERIVED_FORMAT } else { crate::record::FORMAT });
+            r.role = Some(texts[0].clone());
+            r.reference = texts[1].clone();
+            r.model = texts[2].clone();
+            r.timings.started_at = texts[3].clone();
+            r.attempts[1].error = Some(texts[4].clone());
+            r.cache_key = Some(texts[5].clone());
+            r.timings.first_byte_ms = Some(times[0]);
+            r.timings.duration_ms = times[1];
+            r.attempts[0].wait_before_ms = times[2];
+            r.attempts[1].duration_ms = times[3];
+            let mut by_hand = Vec::new();
+            write_record(&mut by_hand, &r).unwrap();
+            let mut by_serde = Vec::new();
+            derive::to_line_by_serde(&mut by_serde, &r).unwrap();
+            proptest::prop_assert_eq!(by_hand, by_serde);
         }
     }
 }

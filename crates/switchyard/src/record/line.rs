@@ -5,13 +5,14 @@
 //! same bytes), but each field's name is copied as the literal it is and each string is
 //! escaped by [`super::escape`]: serde_json escapes every name byte by byte and walks its
 //! field states per field, which was most of the writer's serialisation (about 9,000
-//! instructions a record, docs/performance.md). The attempts and the timings are written
-//! the same way; the other nested values (the usage, the error, the canonical forms) are
+//! instructions a record, docs/performance.md). The attempts, the timings and the usage
+//! are written the same way; the other nested values (the error, the canonical forms) are
 //! still serde's.
 
 use super::escape::push_json_str;
 use super::{derive, AttemptRecord, CallRecord, Timings};
 use serde::Serialize;
+use switchyard_wire::Usage;
 
 /// A field's name as the line writes it after the field before: `,"name":`.
 macro_rules! name {
@@ -91,7 +92,11 @@ pub(super) fn write_record(buf: &mut Vec<u8>, record: &CallRecord) -> serde_json
         line.value(name!("reply"), reply)?;
     }
     line.some(name!("raw"), raw)?;
-    line.value(name!("usage"), usage)?;
+    line.name(name!("usage"));
+    match usage {
+        Some(usage) => write_usage(line.buf, usage)?,
+        None => line.buf.extend_from_slice(b"null"),
+    }
     if !(leaving_out && usage_reported.is_none()) {
         line.value(name!("usage_reported"), usage_reported)?;
     }
@@ -152,6 +157,25 @@ fn write_attempt(buf: &mut Vec<u8>, attempt: &AttemptRecord) -> serde_json::Resu
     line.opt_string(name!("error_kind"), error_kind.as_deref());
     line.opt_string(name!("error"), error.as_deref());
     line.some_string(name!("reference"), reference);
+    line.buf.push(b'}');
+    Ok(())
+}
+
+/// Appends a usage as serde's derive writes it.
+fn write_usage(buf: &mut Vec<u8>, usage: &Usage) -> serde_json::Result<()> {
+    let Usage {
+        input,
+        cached_input,
+        cache_write,
+        output,
+        reasoning,
+    } = usage;
+    let mut line = Line { buf, first: true };
+    line.value(name!("input"), input)?;
+    line.value(name!("cached_input"), cached_input)?;
+    line.value(name!("cache_write"), cache_write)?;
+    line.value(name!("output"), output)?;
+    line.value(name!("reasoning"), reasoning)?;
     line.buf.push(b'}');
     Ok(())
 }
@@ -306,6 +330,7 @@ mod tests {
         let mut no_attempts = exchanged();
         no_attempts.attempts.clear();
         no_attempts.body = None;
+        no_attempts.usage = None;
         for record in [
             sample(),
             exchanged(),
@@ -330,6 +355,7 @@ mod tests {
         fn any_strings_and_times_are_written_as_serde_writes_them(
             texts in proptest::collection::vec(proptest::prelude::any::<String>(), 6),
             times in proptest::collection::vec(proptest::prelude::any::<f64>(), 4),
+            counts in proptest::collection::vec(proptest::prelude::any::<u64>(), 5),
             derived in proptest::prelude::any::<bool>(),
         ) {
             let mut r = full(if derived { DERIVED_FORMAT } else { crate::record::FORMAT });
@@ -343,6 +369,13 @@ mod tests {
             r.timings.duration_ms = times[1];
             r.attempts[0].wait_before_ms = times[2];
             r.attempts[1].duration_ms = times[3];
+            r.usage = Some(Usage {
+                input: counts[0],
+                cached_input: counts[1],
+                cache_write: counts[2],
+                output: counts[3],
+                reasoning: counts[4],
+            });
             let mut by_hand = Vec::new();
             write_record(&mut by_hand, &r).unwrap();
             let mut by_serde = Vec::new();

@@ -43,8 +43,8 @@ fn needs_escape(word: u64) -> u64 {
     (zero_byte(quote) | zero_byte(backslash) | control) & HIGH
 }
 
-/// Appends `byte` escaped (or as it is, when it needs no escape). Inlined: the raw bytes
-/// of a reply call it at every quote.
+/// Appends `byte` escaped (or as it is, when it needs no escape). Marked for inlining:
+/// the raw bytes of a reply call it at every quote.
 #[inline]
 fn push_byte(out: &mut Vec<u8>, byte: u8) {
     match ESCAPE[byte as usize] {

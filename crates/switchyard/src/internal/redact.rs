@@ -53,6 +53,10 @@ pub struct KeySet {
     in_key: [bool; 256],
     /// Whether a byte begins some key.
     starts_key: [bool; 256],
+    /// Whether no key holds a byte a JSON string escapes (a quote, a backslash, a control
+    /// byte): then a key inside a string shows as itself in the JSON text
+    /// ([`redact_json`]).
+    plain: bool,
 }
 
 impl Default for KeySet {
@@ -75,6 +79,9 @@ impl KeySet {
                 starts_key[usize::from(b)] = true;
             }
         }
+        let plain = keys
+            .iter()
+            .all(|k| k.iter().all(|&b| b >= 0x20 && b != b'"' && b != b'\\'));
         KeySet {
             keys,
             finders,
@@ -82,6 +89,7 @@ impl KeySet {
             sorted,
             in_key,
             starts_key,
+            plain,
         }
     }
 
@@ -349,6 +357,24 @@ pub fn redact_bytes(bytes: &[u8]) -> Cow<'_, [u8]> {
     let mut out = Vec::with_capacity(bytes.len());
     keys.redact_into(bytes, &mut out, true);
     Cow::Owned(out)
+}
+
+/// [`redact_bytes`] of a JSON text, and whether every string in it is known to hold no
+/// key without searching it again: true when the text held none and no key has a byte
+/// that JSON escapes (so a key in a string would have shown as itself in the text). The
+/// recorder's writer redacts a record's line, then asks this of the index row's strings
+/// the line holds.
+pub fn redact_json(json: &[u8]) -> (Cow<'_, [u8]>, bool) {
+    if !ANY.load(Ordering::Acquire) {
+        return (Cow::Borrowed(json), true);
+    }
+    let keys = keys();
+    if !keys.finds(json) && keys.held(json) < MIN_KEY_LEN {
+        return (Cow::Borrowed(json), keys.plain);
+    }
+    let mut out = Vec::with_capacity(json.len());
+    keys.redact_into(json, &mut out, true);
+    (Cow::Owned(out), false)
 }
 
 /// [`redact_bytes`] over shared bytes: the same bytes back when they hold no key.

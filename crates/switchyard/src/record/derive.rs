@@ -11,7 +11,7 @@
 //! 3*). A field the line holds is kept as it is.
 //!
 //! The writer leaves a field out only while it is empty in the record it was handed
-//! (see [`leaving_out`]): the gateway hands a format-3 record with a canonical form it
+//! (see [`super::line`]): the gateway hands a format-3 record with a canonical form it
 //! already has (a translated call's reply) and that form is written.
 
 use super::CallRecord;
@@ -24,17 +24,23 @@ use switchyard_wire::{codec, ByteStreamDecoder, Dialect, Event, Reply, Request};
 pub const DERIVED_FORMAT: u32 = 3;
 
 thread_local! {
-    /// Set while the writer serialises a record of [`DERIVED_FORMAT`]: the derivable
-    /// fields that are empty are then left out of the line. A flag of the writing thread,
-    /// not of the record, because serde's `skip_serializing_if` sees one field alone, and
-    /// every other serialisation of a record (`log export`, the console's API) writes
-    /// every field.
+    /// Set while serde writes a record as the writer does ([`to_line_by_serde`], which
+    /// tests hold the writer's own [`super::line`] to): the derivable fields that are
+    /// empty are then left out. A flag of the thread, not of the record, because serde's
+    /// `skip_serializing_if` sees one field alone, and every other serialisation of a
+    /// record (`log export`, the console's API) writes every field.
     static LEAVING_OUT: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Serialises `record` into `buf` as a line of its format: for [`DERIVED_FORMAT`], with
 /// the empty derivable fields left out.
 pub(super) fn to_line(buf: &mut Vec<u8>, record: &CallRecord) -> serde_json::Result<()> {
+    super::line::write_record(buf, record)
+}
+
+/// [`to_line`] by serde's derive: the same bytes, tests say.
+#[cfg(test)]
+pub(super) fn to_line_by_serde(buf: &mut Vec<u8>, record: &CallRecord) -> serde_json::Result<()> {
     let derived = record.format == DERIVED_FORMAT;
     LEAVING_OUT.with(|f| f.set(derived));
     let written = serde_json::to_writer(&mut *buf, record);
@@ -115,9 +121,36 @@ pub fn reply_of(dialect: Dialect, raw: &[u8], stream: bool, failed: bool) -> Opt
     Some(reply)
 }
 
-/// Whether a request is the empty one a record holds when it keeps none.
-fn is_empty(r: &Request) -> bool {
-    *r == Request::default()
+/// Whether a request is the empty one a record holds when it keeps none
+/// (`Request::default()`), field by field: the writer asks twice per record, and building
+/// a default request to compare with cost more than the questions.
+pub(super) fn is_empty(r: &Request) -> bool {
+    // Destructured whole: a field added to `Request` does not compile until asked here.
+    let Request {
+        messages,
+        tools,
+        tool_choice,
+        parallel_tool_calls,
+        max_tokens,
+        temperature,
+        top_p,
+        stop,
+        reasoning,
+        response_format,
+        passthrough: switchyard_wire::Passthrough { dialect, fields },
+    } = r;
+    messages.is_empty()
+        && tools.is_empty()
+        && tool_choice.is_none()
+        && parallel_tool_calls.is_none()
+        && max_tokens.is_none()
+        && temperature.is_none()
+        && top_p.is_none()
+        && stop.is_empty()
+        && reasoning.is_none()
+        && response_format.is_none()
+        && dialect.is_none()
+        && fields.is_empty()
 }
 
 /// Fills the fields a line of format 3 left out, from those it keeps.

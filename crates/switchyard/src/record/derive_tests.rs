@@ -157,3 +157,31 @@ fn a_format_3_record_past_the_depth_bound_is_written_in_format_2_with_its_forms(
     assert!(!back.prompt_digest.is_empty());
     assert_eq!(back.usage_reported.unwrap()["total_tokens"], 5);
 }
+
+/// The empty request is the default one, and any one field set makes a request not empty.
+#[test]
+fn a_request_is_empty_only_as_the_default_one() {
+    assert!(is_empty(&Request::default()));
+    let decoded = decode_request(Dialect::Chat, BODY.as_bytes());
+    assert!(!is_empty(&decoded));
+    let mut one_field: Vec<Request> = (0..12).map(|_| Request::default()).collect();
+    one_field[0].messages = decoded.messages.clone();
+    one_field[1].tools = vec![serde_json::from_value(serde_json::json!({"name": "t"})).unwrap()];
+    one_field[2].tool_choice = Some(switchyard_wire::ToolChoice::Auto);
+    one_field[3].parallel_tool_calls = Some(false);
+    one_field[4].max_tokens = Some(0);
+    one_field[5].temperature = Some(0.0);
+    one_field[6].top_p = Some(1.0);
+    one_field[7].stop = vec![String::new()];
+    one_field[8].reasoning = Some(Default::default());
+    one_field[9].passthrough.dialect = Some(Dialect::Chat);
+    one_field[10]
+        .passthrough
+        .fields
+        .insert("x".into(), serde_json::Value::Null);
+    one_field[11].response_format = Some(switchyard_wire::ResponseFormat::JsonObject);
+    for r in &one_field {
+        assert_ne!(*r, Request::default());
+        assert!(!is_empty(r), "{r:?}");
+    }
+}

@@ -244,62 +244,141 @@ fn drop_rows_after(conn: &Connection, last: u64, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The columns of a row as [`bind_row`] binds them, in this order.
+const COLUMNS: &str = "number, time, role, reference, backend, model, dialect, stream, status,
+    error_kind, input_tokens, cached_input_tokens, cache_write_tokens, output_tokens,
+    reasoning_tokens, cost_usd, provider_cost_usd, latency_ms, ttfb_ms, attempts,
+    prompt_digest, segment, line_offset, line_length, client_key, client_dialect, cache_key,
+    cache_hit";
+
+/// How many columns [`bind_row`] binds.
+const COLUMN_COUNT: usize = 28;
+
+/// Rows inserted by one statement when a batch has that many. A statement's own work (its
+/// start and end, opening its cursors on the table and its indexes, finding the table's end
+/// from the root) was about a sixth of a row's insert; once per 16 rows, it is a few
+/// percent.
+const ROWS_PER_STATEMENT: usize = 16;
+
+/// The insert of `rows` rows, each bound by [`bind_row`].
+fn insert_sql(rows: usize) -> String {
+    let row = format!("({})", vec!["?"; COLUMN_COUNT].join(","));
+    format!(
+        "INSERT OR IGNORE INTO llm_calls ({COLUMNS}) VALUES {}",
+        vec![row; rows].join(",")
+    )
+}
+
 /// Inserts rows of calls the index does not hold yet (new calls, or the catch-up's rows
-/// after the last one it holds). `OR IGNORE`, not `OR REPLACE`: a row of an existing
-/// number cannot come (the stale ones are dropped at open), and a statement that may
-/// replace or abort needs SQLite's statement journal, a sixth of the insert's cost
-/// (docs/performance.md, *Where a recorded pass-through call's instructions go*).
-fn insert(conn: &Connection, rows: &[IndexRow], courtesy: &Courtesy) -> rusqlite::Result<()> {
-    let tx = conn.unchecked_transaction()?;
-    {
-        let mut stmt = tx.prepare_cached(
-            "INSERT OR IGNORE INTO llm_calls (number, time, role, reference, backend, model, dialect, stream,
-                 status, error_kind, input_tokens, cached_input_tokens, cache_write_tokens,
-                 output_tokens, reasoning_tokens, cost_usd, provider_cost_usd, latency_ms,
-                 ttfb_ms, attempts, prompt_digest, segment, line_offset, line_length, client_key,
-                 client_dialect, cache_key, cache_hit)
-             VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28)",
-        )?;
-        for r in rows {
-            courtesy.give_way();
-            let u = r.usage;
-            stmt.execute(params![
-                r.number as i64,
-                r.time,
-                r.role,
-                r.reference,
-                r.backend,
-                r.model,
-                r.dialect,
-                r.stream,
-                if r.error_kind.is_some() {
-                    "error"
-                } else {
-                    "ok"
-                },
-                r.error_kind,
-                u.map(|u| big(u.input)),
-                u.map(|u| big(u.cached_input)),
-                u.map(|u| big(u.cache_write)),
-                u.map(|u| big(u.output)),
-                u.map(|u| big(u.reasoning)),
-                r.cost_usd,
-                r.provider_cost_usd,
-                r.latency_ms,
-                r.ttfb_ms,
-                r.attempts,
-                r.prompt_digest,
-                r.location.segment,
-                r.location.offset as i64,
-                r.location.len,
-                r.client_key,
-                r.client_dialect,
-                r.cache_key,
-                r.cache_hit.map(|n| n as i64),
-            ])?;
+/// after the last one it holds), [`ROWS_PER_STATEMENT`] at a time and the rest one by one.
+/// `OR IGNORE`, not `OR REPLACE`: a row of an existing number cannot come (the stale ones
+/// are dropped at open), and a statement that may replace or abort needs SQLite's statement
+/// journal, a sixth of the insert's cost (docs/performance.md, *Where a recorded
+/// pass-through call's instructions go*).
+///
+/// The two statements are prepared once, for the connection's life: preparing the one of
+/// 16 rows, or finding it again in rusqlite's cache by its text, cost more per batch than
+/// a row's insert.
+struct Inserter<'c> {
+    conn: &'c Connection,
+    many: Option<rusqlite::Statement<'c>>,
+    one: Option<rusqlite::Statement<'c>>,
+}
+
+impl<'c> Inserter<'c> {
+    fn new(conn: &'c Connection) -> Self {
+        Inserter {
+            conn,
+            many: None,
+            one: None,
         }
     }
-    tx.commit()
+
+    /// Inserts `rows` in one transaction.
+    fn insert(&mut self, rows: &[IndexRow], courtesy: &Courtesy) -> rusqlite::Result<()> {
+        let tx = self.conn.unchecked_transaction()?;
+        let mut chunks = rows.chunks_exact(ROWS_PER_STATEMENT);
+        if chunks.len() > 0 {
+            let many = prepared(self.conn, &mut self.many, ROWS_PER_STATEMENT)?;
+            for chunk in &mut chunks {
+                courtesy.give_way();
+                for (i, r) in chunk.iter().enumerate() {
+                    bind_row(many, i * COLUMN_COUNT, r)?;
+                }
+                many.raw_execute()?;
+            }
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let one = prepared(self.conn, &mut self.one, 1)?;
+            for r in rest {
+                courtesy.give_way();
+                bind_row(one, 0, r)?;
+                one.raw_execute()?;
+            }
+        }
+        tx.commit()
+    }
+}
+
+/// The insert of `rows` rows kept in `slot`, prepared the first time.
+fn prepared<'s, 'c>(
+    conn: &'c Connection,
+    slot: &'s mut Option<rusqlite::Statement<'c>>,
+    rows: usize,
+) -> rusqlite::Result<&'s mut rusqlite::Statement<'c>> {
+    if slot.is_none() {
+        *slot = Some(conn.prepare(&insert_sql(rows))?);
+    }
+    slot.as_mut().ok_or(rusqlite::Error::InvalidQuery)
+}
+
+/// [`Inserter::insert`] with statements prepared for this batch alone (the catch-up's).
+fn insert(conn: &Connection, rows: &[IndexRow], courtesy: &Courtesy) -> rusqlite::Result<()> {
+    Inserter::new(conn).insert(rows, courtesy)
+}
+
+/// Binds row `r` to the [`COLUMNS`] of `stmt` after its first `before` parameters.
+fn bind_row(
+    stmt: &mut rusqlite::Statement<'_>,
+    before: usize,
+    r: &IndexRow,
+) -> rusqlite::Result<()> {
+    let u = r.usage;
+    let status = if r.error_kind.is_some() {
+        "error"
+    } else {
+        "ok"
+    };
+    let at = |column: usize| before + column;
+    stmt.raw_bind_parameter(at(1), r.number as i64)?;
+    stmt.raw_bind_parameter(at(2), r.time.as_str())?;
+    stmt.raw_bind_parameter(at(3), r.role.as_str())?;
+    stmt.raw_bind_parameter(at(4), r.reference.as_str())?;
+    stmt.raw_bind_parameter(at(5), r.backend.as_str())?;
+    stmt.raw_bind_parameter(at(6), r.model.as_str())?;
+    stmt.raw_bind_parameter(at(7), r.dialect)?;
+    stmt.raw_bind_parameter(at(8), r.stream)?;
+    stmt.raw_bind_parameter(at(9), status)?;
+    stmt.raw_bind_parameter(at(10), r.error_kind.as_deref())?;
+    stmt.raw_bind_parameter(at(11), u.map(|u| big(u.input)))?;
+    stmt.raw_bind_parameter(at(12), u.map(|u| big(u.cached_input)))?;
+    stmt.raw_bind_parameter(at(13), u.map(|u| big(u.cache_write)))?;
+    stmt.raw_bind_parameter(at(14), u.map(|u| big(u.output)))?;
+    stmt.raw_bind_parameter(at(15), u.map(|u| big(u.reasoning)))?;
+    stmt.raw_bind_parameter(at(16), r.cost_usd)?;
+    stmt.raw_bind_parameter(at(17), r.provider_cost_usd)?;
+    stmt.raw_bind_parameter(at(18), r.latency_ms)?;
+    stmt.raw_bind_parameter(at(19), r.ttfb_ms)?;
+    stmt.raw_bind_parameter(at(20), r.attempts)?;
+    stmt.raw_bind_parameter(at(21), r.prompt_digest.as_str())?;
+    stmt.raw_bind_parameter(at(22), r.location.segment)?;
+    stmt.raw_bind_parameter(at(23), r.location.offset as i64)?;
+    stmt.raw_bind_parameter(at(24), r.location.len)?;
+    stmt.raw_bind_parameter(at(25), r.client_key.as_deref())?;
+    stmt.raw_bind_parameter(at(26), r.client_dialect)?;
+    stmt.raw_bind_parameter(at(27), r.cache_key.as_deref())?;
+    stmt.raw_bind_parameter(at(28), r.cache_hit.map(|n| n as i64))
 }
 
 /// Adds rows for records on disk that the index lacks (after a killed run): the lines
@@ -444,6 +523,7 @@ fn index_loop(
     courtesy: &Courtesy,
 ) -> Option<String> {
     let mut failure = None;
+    let mut inserter = Inserter::new(&conn);
     let mut pending: Vec<IndexRow> = Vec::with_capacity(BATCH_ROWS);
     let mut since = Instant::now();
     let mut open = true;
@@ -456,7 +536,7 @@ fn index_loop(
         }
         if pending.len() >= BATCH_ROWS || since.elapsed() >= BATCH_WAIT || !open {
             if !pending.is_empty() {
-                if let Err(e) = insert(&conn, &pending, courtesy) {
+                if let Err(e) = inserter.insert(&pending, courtesy) {
                     failure.get_or_insert_with(|| {
                         format!("calls index {}: cannot insert rows: {e}", path.display())
                     });
@@ -517,6 +597,79 @@ mod tests {
         drop(conn);
         // Old rows have no key: they count for nobody's budget.
         assert!(spend_by_client_key(dir.path(), None).unwrap().is_empty());
+    }
+
+    /// Every column of every row as SQLite holds it, in number order.
+    fn table(conn: &Connection) -> Vec<Vec<rusqlite::types::Value>> {
+        let mut stmt = conn
+            .prepare("SELECT * FROM llm_calls ORDER BY number")
+            .unwrap();
+        let columns = stmt.column_count();
+        stmt.query_map([], |r| {
+            (0..columns)
+                .map(|i| r.get::<_, rusqlite::types::Value>(i))
+                .collect()
+        })
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+    }
+
+    /// Rows inserted many per statement hold what rows inserted one by one hold, column
+    /// for column, for a batch of two full statements and a rest; a row of a number the
+    /// index holds is left as it was.
+    #[test]
+    fn rows_inserted_many_per_statement_are_those_inserted_one_by_one() {
+        let rows: Vec<IndexRow> = (1..=2 * ROWS_PER_STATEMENT as u64 + 5)
+            .map(|n| {
+                let mut r = crate::record::writer::tests::sample();
+                r.number = n;
+                r.role = (n % 3 == 0).then(|| format!("role-{n}"));
+                r.client_key = (n % 2 == 0).then(|| "alice".to_string());
+                r.client_dialect = (n % 4 == 0).then_some(switchyard_wire::Dialect::Messages);
+                r.usage = (n % 5 != 0).then(|| switchyard_wire::Usage {
+                    input: n,
+                    output: u64::MAX,
+                    ..Default::default()
+                });
+                r.cost_usd = (n % 7 != 0).then_some(n as f64 / 8.0);
+                r.cache_hit = (n % 6 == 0).then_some(n - 1);
+                let at = Location {
+                    segment: 1,
+                    offset: n * 100,
+                    len: 99,
+                };
+                IndexRow::new(&r, at)
+            })
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let together = open(&dir.path().join("together.sqlite")).unwrap();
+        let alone = open(&dir.path().join("alone.sqlite")).unwrap();
+        let mut inserter = Inserter::new(&together);
+        inserter.insert(&rows, &Courtesy::default()).unwrap();
+        for r in &rows {
+            insert(&alone, std::slice::from_ref(r), &Courtesy::default()).unwrap();
+        }
+        let written = table(&together);
+        assert_eq!(written.len(), rows.len());
+        assert_eq!(written, table(&alone));
+        // Again, with a changed row among them: ignored, as every row already held.
+        let mut again = rows.clone();
+        again[ROWS_PER_STATEMENT + 1].model = "other".into();
+        inserter.insert(&again, &Courtesy::default()).unwrap();
+        assert_eq!(table(&together), written);
+        // The statements kept insert a later batch as a new one would.
+        let later: Vec<IndexRow> = rows
+            .iter()
+            .map(|r| IndexRow {
+                number: r.number + 1000,
+                ..r.clone()
+            })
+            .collect();
+        inserter.insert(&later, &Courtesy::default()).unwrap();
+        insert(&alone, &later, &Courtesy::default()).unwrap();
+        assert_eq!(table(&together).len(), 2 * rows.len());
+        assert_eq!(table(&together), table(&alone));
     }
 
     /// A provider's absurd usage (`i64::MAX`, what `2^64 − 1` is stored as): the run's

@@ -56,7 +56,7 @@ pub struct IndexRow {
     pub(super) reference: String,
     pub(super) backend: String,
     pub(super) model: String,
-    pub(super) dialect: Option<String>,
+    pub(super) dialect: Option<&'static str>,
     pub(super) stream: bool,
     pub(super) error_kind: Option<String>,
     pub(super) usage: Option<switchyard_wire::Usage>,
@@ -68,7 +68,7 @@ pub struct IndexRow {
     pub(super) prompt_digest: String,
     pub(super) location: Location,
     pub(super) client_key: Option<String>,
-    pub(super) client_dialect: Option<String>,
+    pub(super) client_dialect: Option<&'static str>,
     pub(super) cache_key: Option<String>,
     pub(super) cache_hit: Option<u64>,
 }
@@ -84,7 +84,7 @@ impl IndexRow {
             reference: crate::internal::redact::redact(&r.reference).into_owned(),
             backend: r.backend.clone(),
             model: crate::internal::redact::redact(&r.model).into_owned(),
-            dialect: r.dialect.map(|d| d.as_str().to_string()),
+            dialect: r.dialect.map(|d| d.as_str()),
             stream: r.stream,
             error_kind: r.error.as_ref().map(|e| e.kind.clone()),
             usage: r.usage,
@@ -96,8 +96,47 @@ impl IndexRow {
             prompt_digest: r.prompt_digest.clone(),
             location,
             client_key: r.client_key.clone(),
-            client_dialect: r.client_dialect.map(|d| d.as_str().to_string()),
+            client_dialect: r.client_dialect.map(|d| d.as_str()),
             cache_key: crate::cache::entry_key(r).map(str::to_string),
+            cache_hit: r.cache_hit,
+        }
+    }
+
+    /// [`IndexRow::new`] of a record that is written and about to be dropped (the
+    /// recorder's writer): its strings are moved into the row, not copied. `line_clean`:
+    /// the line written holds no key in any of its strings
+    /// ([`crate::internal::redact::redact_json`]), so the reference and the model, which
+    /// it holds, are not searched again.
+    pub(crate) fn taking(r: &mut CallRecord, location: Location, line_clean: bool) -> Self {
+        use std::mem::take;
+        let cache_key = crate::cache::entry_key(r).map(str::to_string);
+        let mut reference = take(&mut r.reference);
+        let mut model = take(&mut r.model);
+        if !line_clean {
+            crate::internal::redact::redact_string(&mut reference);
+            crate::internal::redact::redact_string(&mut model);
+        }
+        IndexRow {
+            number: r.number,
+            time: take(&mut r.timings.started_at),
+            role: r.role.take().unwrap_or_default(),
+            reference,
+            backend: take(&mut r.backend),
+            model,
+            dialect: r.dialect.map(|d| d.as_str()),
+            stream: r.stream,
+            error_kind: r.error.as_mut().map(|e| take(&mut e.kind)),
+            usage: r.usage,
+            cost_usd: r.cost_usd,
+            provider_cost_usd: r.provider_cost_usd,
+            latency_ms: r.timings.duration_ms,
+            ttfb_ms: r.timings.first_byte_ms,
+            attempts: r.attempts.len() as u32,
+            prompt_digest: take(&mut r.prompt_digest),
+            location,
+            client_key: r.client_key.take(),
+            client_dialect: r.client_dialect.map(|d| d.as_str()),
+            cache_key,
             cache_hit: r.cache_hit,
         }
     }
@@ -105,5 +144,37 @@ impl IndexRow {
     /// Places the row's record at `location` (known once its batch is written).
     pub(crate) fn set_location(&mut self, location: Location) {
         self.location = location;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The writer's row (strings moved out of the record) is the row every other
+    /// indexer makes (strings copied), for a record with every optional column set.
+    #[test]
+    fn a_row_taken_from_a_record_is_the_row_made_from_it() {
+        let mut full = crate::record::writer::tests::sample();
+        full.role = Some("planner".into());
+        full.client_key = Some("alice".into());
+        full.client_dialect = Some(switchyard_wire::Dialect::Messages);
+        full.cache_key = Some("k".repeat(64));
+        full.error = Some(crate::record::ErrorRecord {
+            kind: "RateLimited".into(),
+            message: "slow down".into(),
+            provider: None,
+            fields: Default::default(),
+        });
+        for mut record in [crate::record::writer::tests::sample(), full] {
+            let at = Location {
+                segment: 3,
+                offset: 17,
+                len: 99,
+            };
+            let made = IndexRow::new(&record, at);
+            assert_eq!(IndexRow::taking(&mut record.clone(), at, true), made);
+            assert_eq!(IndexRow::taking(&mut record, at, false), made);
+        }
     }
 }

@@ -14,6 +14,7 @@ mod index;
 #[path = "index_off.rs"]
 mod index;
 mod index_row;
+mod line;
 mod observe;
 mod quarantine;
 mod raw;

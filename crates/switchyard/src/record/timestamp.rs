@@ -2,7 +2,8 @@
 //!
 //! Written by hand for the years 1970 to 9999 (chrono's general formatter, three times per
 //! call, was about 1 % of a recorded call's instructions); any other time goes through
-//! chrono, and tests hold both to the same text.
+//! chrono, and tests hold both to the same text. Each thread keeps the text of the last
+//! second it wrote, so a time in that second costs its six digits of microseconds.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -21,24 +22,42 @@ pub fn timestamp(t: SystemTime) -> String {
 const SECONDS_TO_YEAR_10000: u64 = 253_402_300_800;
 
 fn format_since_epoch(seconds: u64, micros: u32) -> String {
+    let mut text = LAST_SECOND.with(|last| {
+        let (second, prefix) = last.get();
+        if second == seconds {
+            return prefix;
+        }
+        let prefix = second_prefix(seconds);
+        last.set((seconds, prefix));
+        prefix
+    });
+    put(&mut text, 20, u64::from(micros), 6);
+    text[26] = b'Z';
+    // Only ASCII digits and separators were written.
+    String::from_utf8(text.to_vec()).unwrap_or_default()
+}
+
+thread_local! {
+    /// The last second formatted on this thread, and its text up to the fraction
+    /// (`2026-12-04T03:12:58.`): a call's times fall in the same second, and most calls
+    /// in the second of the call before, so the date is worked out once a second.
+    static LAST_SECOND: std::cell::Cell<(u64, [u8; 27])> =
+        const { std::cell::Cell::new((u64::MAX, [0; 27])) };
+}
+
+/// The text of second `seconds` since the epoch up to its fraction, in a 27-byte buffer
+/// whose fraction and `Z` are still to be written.
+fn second_prefix(seconds: u64) -> [u8; 27] {
     let days = seconds / 86_400;
     let of_day = seconds % 86_400;
     let (year, month, day) = civil_from_days(days);
     let mut text = [0u8; 27];
-    let mut put = |at: usize, value: u64, width: usize| {
-        let mut v = value;
-        for i in (at..at + width).rev() {
-            text[i] = b'0' + (v % 10) as u8;
-            v /= 10;
-        }
-    };
-    put(0, year, 4);
-    put(5, month, 2);
-    put(8, day, 2);
-    put(11, of_day / 3600, 2);
-    put(14, of_day / 60 % 60, 2);
-    put(17, of_day % 60, 2);
-    put(20, u64::from(micros), 6);
+    put(&mut text, 0, year, 4);
+    put(&mut text, 5, month, 2);
+    put(&mut text, 8, day, 2);
+    put(&mut text, 11, of_day / 3600, 2);
+    put(&mut text, 14, of_day / 60 % 60, 2);
+    put(&mut text, 17, of_day % 60, 2);
     for (at, separator) in [
         (4, b'-'),
         (7, b'-'),
@@ -49,8 +68,16 @@ fn format_since_epoch(seconds: u64, micros: u32) -> String {
     ] {
         text[at] = separator;
     }
-    text[26] = b'Z';
-    text.iter().map(|&b| char::from(b)).collect()
+    text
+}
+
+/// Writes `value` in decimal into `text[at..at + width]`, zero-padded.
+fn put(text: &mut [u8; 27], at: usize, value: u64, width: usize) {
+    let mut v = value;
+    for i in (at..at + width).rev() {
+        text[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
 }
 
 /// The proleptic Gregorian date of a count of days since 1970-01-01 (Howard Hinnant's
@@ -112,6 +139,19 @@ mod tests {
         fn any_time_reads_as_chrono_writes_it(seconds in 0u64..SECONDS_TO_YEAR_10000, nanos in 0u32..1_000_000_000) {
             let t = UNIX_EPOCH + Duration::new(seconds, nanos);
             prop_assert_eq!(timestamp(t), by_chrono(t));
+        }
+
+        /// Times in the same second, the next ones and earlier ones, one after another on
+        /// one thread (the remembered second reused, then replaced).
+        #[test]
+        fn times_near_one_another_read_as_chrono_writes_them(
+            start in 0u64..SECONDS_TO_YEAR_10000 - 100,
+            steps in proptest::collection::vec((0u64..3, 0u32..1_000_000), 1..20),
+        ) {
+            for (seconds, micros) in steps {
+                let t = UNIX_EPOCH + Duration::new(start + seconds, micros * 1_000);
+                prop_assert_eq!(timestamp(t), by_chrono(t));
+            }
         }
     }
 }

@@ -11,7 +11,7 @@
 //! to any reader. The SQLite index is fed from there by a second thread, in batched
 //! transactions, off every caller's path.
 
-use super::depth::{cap_depth, first_too_deep, MAX_RECORD_DEPTH};
+use super::depth::{cap_depth, first_too_deep, openers_at_most, MAX_RECORD_DEPTH};
 use super::index::IndexWriter;
 use super::index_row::IndexRow;
 use super::read::{last_record, log_dir};
@@ -20,6 +20,7 @@ use super::segment::{self, Location, SEGMENT_BYTES};
 use super::{CallRecord, RunInfo};
 use crate::error::{Error, Result};
 use crate::internal::background::Courtesy;
+use crate::internal::redact::redact_json;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -458,18 +459,17 @@ const BATCH_RECORDS: usize = 256;
 /// Appends `record` as JSON (without its newline). The raw bytes, most of a record and
 /// dense with quotes, are escaped by [`super::escape`] and written as the last field.
 /// Every key the process holds is redacted from the line (the request, the reply, the
-/// attempts' errors, the headers kept), whatever field it came in by.
-fn write_line(buf: &mut Vec<u8>, record: &mut CallRecord) -> std::result::Result<(), String> {
+/// attempts' errors, the headers kept), whatever field it came in by. Gives whether the
+/// strings the line holds are known to hold no key ([`redact_json`]'s answer).
+fn write_line(buf: &mut Vec<u8>, record: &mut CallRecord) -> std::result::Result<bool, String> {
     let start = buf.len();
-    let written = write_fields(buf, record);
-    if written.is_ok() {
-        if let std::borrow::Cow::Owned(clean) = crate::internal::redact::redact_bytes(&buf[start..])
-        {
-            buf.truncate(start);
-            buf.extend_from_slice(&clean);
-        }
+    write_fields(buf, record)?;
+    let (clean, strings_clean) = redact_json(&buf[start..]);
+    if let std::borrow::Cow::Owned(clean) = clean {
+        buf.truncate(start);
+        buf.extend_from_slice(&clean);
     }
-    written
+    Ok(strings_clean)
 }
 
 /// The record's fields, then its raw bytes, as one line.
@@ -483,7 +483,10 @@ fn write_fields(buf: &mut Vec<u8>, record: &mut CallRecord) -> std::result::Resu
     let start = buf.len();
     let mut raw = record.raw.take();
     let mut written = super::derive::to_line(buf, record).map_err(|e| e.to_string());
-    if written.is_ok() && first_too_deep(&buf[start..], MAX_RECORD_DEPTH).is_some() {
+    let deep = |line: &[u8]| {
+        !openers_at_most(line, MAX_RECORD_DEPTH) && first_too_deep(line, MAX_RECORD_DEPTH).is_some()
+    };
+    if written.is_ok() && deep(&buf[start..]) {
         buf.truncate(start);
         if record.format == super::DERIVED_FORMAT {
             // Its canonical forms are derived here, from the body and bytes as they came,
@@ -562,16 +565,18 @@ fn writer_loop(
                 record.number = number;
                 let start = buf.len();
                 match write_line(&mut buf, &mut record) {
-                    Ok(()) => {
+                    Ok(strings_clean) => {
                         let len = buf.len() - start;
                         buf.push(b'\n');
+                        // The cache's entry first: the row takes the record's strings.
+                        let entry = cache
+                            .as_ref()
+                            .and_then(|_| crate::cache::Entry::of(&record, None));
                         pending.push(Pending {
-                            row: IndexRow::new(&record, placeholder),
+                            row: IndexRow::taking(&mut record, placeholder, strings_clean),
                             start,
                             len,
-                            entry: cache
-                                .as_ref()
-                                .and_then(|_| crate::cache::Entry::of(&record, None)),
+                            entry,
                         });
                         state.last = Some(number);
                     }
@@ -664,6 +669,54 @@ pub(crate) mod tests {
 
     fn nested(levels: usize) -> Value {
         (0..levels).fold(Value::from(7), |v, _| Value::Array(vec![v]))
+    }
+
+    /// A key in the reference or the model is redacted from the line and the index row:
+    /// a plain key found in the line, and one with a quote (escaped in the line, so not
+    /// found there) searched for in the row's strings themselves.
+    #[cfg(feature = "sqlite")]
+    #[test]
+    fn a_key_in_the_reference_or_model_is_in_neither_the_line_nor_the_row() {
+        use crate::internal::redact::{register, MARKER};
+        let plain = "sk-writer-row-test-0123456789";
+        let quoted = "sk-writer\"row-test-0123456789";
+        register(plain, "a test key");
+        register(quoted, "a test key");
+        let dir = tempfile::tempdir().unwrap();
+        let recorder =
+            Recorder::create(dir.path(), &RunInfo::new(), RecorderOptions::default()).unwrap();
+        for (reference, model) in [
+            (format!("b/{plain}"), "m".to_string()),
+            ("b/m".to_string(), format!("x{quoted}")),
+            ("b/m".to_string(), "m".to_string()),
+        ] {
+            let mut r = sample();
+            r.reference = reference;
+            r.model = model;
+            assert!(futures::executor::block_on(recorder.record(r)).is_some());
+        }
+        recorder.close().unwrap();
+        let conn = rusqlite::Connection::open(dir.path().join(super::super::INDEX_FILE)).unwrap();
+        let mut stmt = conn
+            .prepare("SELECT reference, model FROM llm_calls ORDER BY number")
+            .unwrap();
+        let rows: Vec<(String, String)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(
+            rows,
+            [
+                (format!("b/{MARKER}"), "m".to_string()),
+                ("b/m".to_string(), format!("x{MARKER}")),
+                ("b/m".to_string(), "m".to_string()),
+            ]
+        );
+        assert_eq!(
+            read_record(dir.path(), 1).unwrap().reference,
+            format!("b/{MARKER}")
+        );
     }
 
     #[test]

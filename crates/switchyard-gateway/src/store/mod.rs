@@ -423,10 +423,7 @@ impl Store {
             };
             std::thread::Builder::new()
                 .name("switchyard-gateway-store".into())
-                .spawn(move || {
-                    pace.courtesy.begin();
-                    store_loop(&intake, &recorder, &pace)
-                })
+                .spawn(move || store_loop(&intake, &recorder, &pace))
                 .map_err(|e| format!("cannot start the gateway's store thread: {e}"))?
         };
         Ok(Store {

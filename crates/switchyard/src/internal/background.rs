@@ -19,12 +19,6 @@
 //! gateway's store). The threads keep the normal priority throughout: a lowered priority
 //! (`nice`) cannot be raised again without privileges, and at a lowered priority the
 //! recording fell behind a saturated gateway for as long as the load lasted.
-//!
-//! A thread given a switch also runs under `SCHED_BATCH` on Linux ([`Courtesy::begin`]):
-//! the scheduler then never lets its wake-up preempt the thread on the core (a call's), and
-//! gives it the same share of the cores as before (the policy changes no weight). A
-//! recording thread wakes a few hundred times a second on a busy gateway; each wake-up that
-//! took a lane's core held every call of that lane.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -58,16 +52,6 @@ impl Courtesy {
         }
     }
 
-    /// Called first on a background thread given this switch: a thread of a gateway runs
-    /// under `SCHED_BATCH` (Linux), so that its wake-ups do not preempt the calls' threads
-    /// (see the module's doc). A thread given none (a program's own recording, which its
-    /// calls wait for) keeps the normal policy.
-    pub fn begin(&self) {
-        if self.0.is_some() {
-            batch_policy();
-        }
-    }
-
     /// Whether the threads yield.
     pub fn is_on(&self) -> bool {
         self.0.as_ref().is_some_and(|f| f.load(Ordering::Relaxed))
@@ -97,20 +81,6 @@ impl Courtesy {
     }
 }
 
-/// This thread under `SCHED_BATCH`; left as it is where the call fails (it changes no
-/// priority, so it needs no privilege).
-#[cfg(target_os = "linux")]
-fn batch_policy() {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: sets this thread's policy (pid 0: the caller) from a valid parameter.
-    unsafe {
-        libc::sched_setscheduler(0, libc::SCHED_BATCH, &param);
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn batch_policy() {}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,21 +94,5 @@ mod tests {
         assert!(!b.is_on());
         assert!(!Courtesy::default().is_on());
         Courtesy::default().give_way(); // a no-op, never a yield
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn a_thread_given_a_switch_runs_under_sched_batch_and_one_given_none_does_not() {
-        let policy = |courtesy: Courtesy| {
-            std::thread::spawn(move || {
-                courtesy.begin();
-                // SAFETY: reads this thread's policy.
-                unsafe { libc::sched_getscheduler(0) }
-            })
-            .join()
-            .unwrap()
-        };
-        assert_eq!(policy(Courtesy::on()), libc::SCHED_BATCH);
-        assert_eq!(policy(Courtesy::default()), libc::SCHED_OTHER);
     }
 }

@@ -484,10 +484,7 @@ impl IndexWriter {
         let (tx, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("switchyard-index".into())
-            .spawn(move || {
-                courtesy.begin();
-                index_loop(conn, rx, &path, &courtesy)
-            })
+            .spawn(move || index_loop(conn, rx, &path, &courtesy))
             .map_err(|e| Error::Config(format!("calls index: cannot start its thread: {e}")))?;
         Ok(IndexWriter {
             tx: Some(tx),

@@ -177,10 +177,7 @@ impl Recorder {
         let failure = Mutex::new(Failures::default());
         let thread = std::thread::Builder::new()
             .name("switchyard-recorder".into())
-            .spawn(move || {
-                courtesy.begin();
-                writer_loop(rx, segments, next, index, &courtesy, cache)
-            })
+            .spawn(move || writer_loop(rx, segments, next, index, &courtesy, cache))
             .map_err(|e| Error::Config(format!("recording: cannot start the writer: {e}")))?;
         Ok(Arc::new(Recorder {
             dir: dir.to_path_buf(),

@@ -8,8 +8,9 @@
 #   cargo build --release -p switchyard-cli && bench/stalls.sh
 #   SWITCHYARD_BIN=path/to/switchyard DUR=8s ROUNDS=3 bench/stalls.sh
 # PERF=1 also records the scheduler's switches of the whole machine (`perf sched`) during
-# each round's store-on run and prints, for every task, its longest and average wait
-# between being woken and running (`perf sched latency`): who waited, and for how long.
+# each round's runs of the gateway, counts the times a lane waited over a millisecond between
+# being woken and running, and sums what ran on that core meanwhile, by task: what
+# stalls the lanes.
 # Needs nginx, wrk and python3 (and perf, with tracefs mounted, for PERF=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,8 +62,29 @@ measure() { # name pid url body [perf]
   threads "$pid" >"$WORK/after"
   if [ -n "$perf" ]; then
     wait "$perf" || true
-    perf sched latency -i "$WORK/perf.data" --sort max 2>/dev/null |
-      awk -v r="$round" -v n="$name" 'NR > 3 && /\|/ && n_shown++ < 10 {print "round " r " " n "   perf " $0}'
+    perf sched timehist -i "$WORK/perf.data" 2>/dev/null >"$WORK/timehist.txt" || true
+    python3 - "$round" "$name" "$WORK/timehist.txt" <<'PY'
+import collections, re, sys
+rnd, name, path = sys.argv[1:]
+rows = []
+for line in open(path):
+    p = line.split()
+    try:
+        rows.append((float(p[0]), p[1], re.sub(r"\[\d+(/\d+)?\]$", "", p[2]), float(p[4]), float(p[5])))
+    except (ValueError, IndexError):
+        continue
+lanes = [r for r in rows if r[2].startswith("switchyard-lane")]
+long = [r for r in lanes if r[3] > 1.0]
+held = collections.Counter()
+for t, cpu, task, delay, _ in long:
+    for t2, cpu2, task2, _, run2 in rows:
+        if cpu2 == cpu and t - delay / 1000 < t2 <= t and task2 != task:
+            held[task2] += run2
+print(f"round {rnd} {name:16}   perf: {len(lanes)} times a lane was given a core, {len(long)} after waiting over 1 ms"
+      f" (longest {max((r[3] for r in lanes), default=0):.2f} ms); what held that core meanwhile, ms:")
+for task, ms in held.most_common(6):
+    print(f"round {rnd} {name:16}     {task:24} {ms:7.2f}")
+PY
   fi
   python3 - "$name" "$round" "$WORK/before" "$WORK/after" "$WORK/wrk.out" <<'PY'
 import re, sys
@@ -96,7 +118,7 @@ PROXY=$(pgrep -P "$PROXY_PID" nginx | head -1)
 for round in $(seq "$ROUNDS"); do
   measure nginx-proxy "$PROXY" "http://127.0.0.1:$PROXY_PORT/v1/chat/completions" "{\"model\":\"fixed\",$ASK"
   start_gateway
-  measure gateway-nostore "$GW_PID" "http://127.0.0.1:$GW_PORT/v1/chat/completions" "{\"model\":\"ngx/fixed\",$ASK"
+  measure gateway-nostore "$GW_PID" "http://127.0.0.1:$GW_PORT/v1/chat/completions" "{\"model\":\"ngx/fixed\",$ASK" "${PERF:-}"
   stop_gateway
   start_gateway --data-dir "$WORK/data-$round"
   measure gateway-store "$GW_PID" "http://127.0.0.1:$GW_PORT/v1/chat/completions" "{\"model\":\"ngx/fixed\",$ASK" "${PERF:-}"

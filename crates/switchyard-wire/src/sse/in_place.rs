@@ -1,6 +1,6 @@
 //! One whole event read where it lies, without a copy: the relay already holds a
 //! stream's events whole, and most of them are one `data:` line (perhaps with an
-//! `event:` line), which [`SseParser`](super::SseParser) would copy into a `String` of
+//! `event:` line), which [`SseParser`] would copy into a `String` of
 //! its own only to have it looked at once. An event of any other shape is left to the
 //! parser ([`InPlace::Parse`]), so what is read here is always what it would yield.
 //! [`EventReader`] reads a stream so: whole events in place, the rest (and an event cut
@@ -19,7 +19,7 @@ pub struct EventRef<'a> {
 }
 
 impl EventRef<'_> {
-    /// The event as [`SseParser`](super::SseParser) yields it (invalid UTF-8 replaced).
+    /// The event as [`SseParser`] yields it (invalid UTF-8 replaced).
     pub fn to_event(&self) -> SseEvent {
         SseEvent {
             event: self.event.map(|e| super::text(e).into_owned()),

@@ -40,20 +40,9 @@ const HEALTHZ: &[u8] = b"GET /healthz HTTP/1.1\r\nhost: localhost\r\n\r\n";
 fn one_response(s: &mut std::net::TcpStream, mut seen: Vec<u8>) -> (String, Vec<u8>) {
     let mut buf = [0u8; 4096];
     loop {
-        if let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&seen[..end]).into_owned();
-            let len: usize = head
-                .lines()
-                .find_map(|l| {
-                    l.to_ascii_lowercase()
-                        .strip_prefix("content-length: ")
-                        .map(|v| v.trim().parse().unwrap())
-                })
-                .unwrap_or_else(|| panic!("no content-length: {head}"));
-            if seen.len() >= end + 4 + len {
-                let rest = seen.split_off(end + 4 + len);
-                return (String::from_utf8_lossy(&seen).into_owned(), rest);
-            }
+        if let Some(whole) = common::raw_http::whole_response_len(&seen) {
+            let rest = seen.split_off(whole);
+            return (String::from_utf8_lossy(&seen).into_owned(), rest);
         }
         let n = s.read(&mut buf).unwrap();
         assert!(

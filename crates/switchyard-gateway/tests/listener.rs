@@ -76,19 +76,8 @@ async fn one_response(s: &mut TcpStream) -> String {
             String::from_utf8_lossy(&seen)
         );
         seen.extend_from_slice(&buf[..n]);
-        let text = String::from_utf8_lossy(&seen).into_owned();
-        if let Some((head, body)) = text.split_once("\r\n\r\n") {
-            let len: usize = head
-                .lines()
-                .find_map(|l| {
-                    l.to_ascii_lowercase()
-                        .strip_prefix("content-length: ")
-                        .map(|v| v.trim().parse().unwrap())
-                })
-                .expect("a content-length");
-            if body.len() >= len {
-                return text;
-            }
+        if common::raw_http::whole_response_len(&seen).is_some() {
+            return String::from_utf8_lossy(&seen).into_owned();
         }
     }
 }

@@ -9,6 +9,7 @@ pub(crate) mod npm;
 #[cfg(feature = "postgres")]
 pub(crate) mod pg;
 pub(crate) mod python;
+pub(crate) mod raw_http;
 pub(crate) mod recording;
 pub(crate) mod stub;
 

@@ -93,15 +93,8 @@ fi
 gateway_backends "$NGINX_PORT" >"$WORK/gateway.yaml"
 echo "  ngxspread: {base_url: \"http://127.0.0.1:$SPREAD_PORT/v1\", apis: [chat], key_required: false, prices: {fixed: {input: 1, output: 2}}}" >>"$WORK/gateway.yaml"
 GW_PID=
-stop_gateway() { [ -n "$GW_PID" ] && kill "$GW_PID" 2>/dev/null && wait "$GW_PID" 2>/dev/null; GW_PID=; true; }
-trap 'stop_gateway; kill $NGINX_PID $PROXY_PID $SPREAD_PID $SPREAD_PROXY_PID $PEER_PIDS 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
-start_gateway() { # extra serve arguments
-  RUST_LOG=warn "$BIN" serve --listen "127.0.0.1:$GW_PORT" --no-mock --config "$WORK/gateway.yaml" "$@" >/dev/null &
-  GW_PID=$!
-  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$GW_PORT/healthz" >/dev/null && return; sleep 0.05; done
-  echo "the gateway did not start" >&2
-  exit 1
-}
+trap 'gateway_stop; kill $NGINX_PID $PROXY_PID $SPREAD_PID $SPREAD_PROXY_PID $PEER_PIDS 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
+start_gateway() { gateway_start "$BIN" "$WORK/gateway.yaml" "$@"; } # extra serve arguments
 sleep 0.3
 # A peer serves once it answers a call (LiteLLM takes seconds to start).
 HI='{"model":"fixed","messages":[{"role":"user","content":"hi"}]}'
@@ -184,7 +177,7 @@ for round in $(seq "$ROUNDS"); do
   measure nginx-proxy "$PROXY" "http://127.0.0.1:$PROXY_PORT/v1/chat/completions" "{\"model\":\"fixed\",$ASK"
   start_gateway
   measure gateway-nostore "$GW_PID" "$G" "{\"model\":\"ngx/fixed\",$ASK"
-  stop_gateway
+  gateway_stop
   measure direct-msg "" "$D/v1/messages" "{\"model\":\"fixed\",$ASK"
   measure direct-sse "" "$D/sse/v1/chat/completions" "{\"model\":\"fixed\",\"stream\":true,$ASK"
   measure nginx-proxy-sse "$PROXY" "http://127.0.0.1:$PROXY_PORT/sse/v1/chat/completions" "{\"model\":\"fixed\",\"stream\":true,$ASK"
@@ -194,7 +187,7 @@ for round in $(seq "$ROUNDS"); do
   measure translated "$GW_PID" "$G" "{\"model\":\"ngxm/fixed\",$ASK"
   measure gateway-sse "$GW_PID" "$G" "{\"model\":\"ngxs/fixed\",\"stream\":true,$ASK"
   measure gateway-spread "$GW_PID" "$G" "{\"model\":\"ngxspread/fixed\",\"stream\":true,$ASK"
-  stop_gateway
+  gateway_stop
   if [ -n "${LITELLM_BIN:-}" ]; then
     KEY="$LITELLM_KEY" measure litellm "$LITELLM_PID" "http://127.0.0.1:4435/v1/chat/completions" "{\"model\":\"fixed\",$ASK"
   fi

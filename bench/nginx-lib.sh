@@ -87,3 +87,17 @@ backends:
   ngxs: {base_url: "http://127.0.0.1:$1/sse/v1", apis: [chat], key_required: false, prices: {fixed: {input: 1, output: 2}}}
 YAML
 }
+
+# gateway_start BIN CONFIG [serve arguments…]: `BIN serve` on 127.0.0.1:$GW_PORT with CONFIG
+# and no built-in mock, in the background, its pid in GW_PID; returns once /healthz answers
+# (exits the script when it never does). gateway_stop stops it and waits for it.
+gateway_start() {
+  local bin=$1 config=$2
+  shift 2
+  RUST_LOG=warn "$bin" serve --listen "127.0.0.1:$GW_PORT" --no-mock --config "$config" "$@" >/dev/null &
+  GW_PID=$!
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$GW_PORT/healthz" >/dev/null && return; sleep 0.05; done
+  echo "the gateway did not start" >&2
+  exit 1
+}
+gateway_stop() { [ -n "${GW_PID:-}" ] && kill "$GW_PID" 2>/dev/null && wait "$GW_PID" 2>/dev/null; GW_PID=; true; }

@@ -58,15 +58,11 @@ if [ "$PG" = 1 ]; then
   { cat "$WORK/gateway.yaml"; echo "$KEYS"; } >"$WORK/gateway-keyed.yaml"
 fi
 GW_PID=
-stop_gateway() { [ -n "$GW_PID" ] && kill "$GW_PID" 2>/dev/null && wait "$GW_PID" 2>/dev/null; GW_PID=; true; }
-trap 'stop_gateway; kill $NGINX_PID $PROXY_PID 2>/dev/null; wait 2>/dev/null; [ "$PG" = 1 ] && scripts/pg stop >/dev/null 2>&1; rm -rf "$WORK"' EXIT
+trap 'gateway_stop; kill $NGINX_PID $PROXY_PID 2>/dev/null; wait 2>/dev/null; [ "$PG" = 1 ] && scripts/pg stop >/dev/null 2>&1; rm -rf "$WORK"' EXIT
 start_gateway() { # binary data-dir (none: no store) [config]
   local store=()
   [ "$STORE" = 1 ] && [ "$2" != none ] && store=(--data-dir "$2")
-  RUST_LOG=warn "$1" serve --listen "127.0.0.1:$GW_PORT" --no-mock --config "${3:-$WORK/gateway.yaml}" "${store[@]}" >/dev/null &
-  GW_PID=$!
-  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$GW_PORT/healthz" >/dev/null && return; sleep 0.05; done
-  echo "the gateway did not start" >&2; exit 1
+  gateway_start "$1" "${3:-$WORK/gateway.yaml}" "${store[@]}"
 }
 sleep 0.3
 
@@ -105,7 +101,7 @@ pg_cases() {
   start_gateway "$bin" "$data-keyed" "$WORK/gateway-keyed.yaml"
   KEY=$BENCH_GATEWAY_KEY case_ gateway-keyed-32 32 "$BODY_GW" "$G/v1/chat/completions"
   KEY=$BENCH_GATEWAY_KEY case_ gateway-keyed-1 1 "$BODY_GW" "$G/v1/chat/completions"
-  stop_gateway
+  gateway_stop
   start_gateway "$bin" "$data-pg" "$WORK/gateway-pg.yaml"
   case_ gateway-pg-32 32 "$BODY_GW" "$G/v1/chat/completions"
   # Records per second the shipper sustains: what it had shipped when the load ended,
@@ -117,11 +113,11 @@ pg_cases() {
   while [ "$(shipped)" -lt "$recorded" ]; do sleep 0.05; done
   echo "round $round $name pg-shipped       $recorded records, $at_end shipped when the load ended, the rest in $(python3 -c "print(f'{$(date +%s.%N) - $start:.2f}')") s"
   case_ gateway-pg-1 1 "$BODY_GW" "$G/v1/chat/completions"
-  stop_gateway
+  gateway_stop
   start_gateway "$bin" "$data-pg-keyed" "$WORK/gateway-pg-keyed.yaml"
   KEY=$BENCH_GATEWAY_KEY case_ gateway-pg-keyed-32 32 "$BODY_GW" "$G/v1/chat/completions"
   KEY=$BENCH_GATEWAY_KEY case_ gateway-pg-keyed-1 1 "$BODY_GW" "$G/v1/chat/completions"
-  stop_gateway
+  gateway_stop
   rm -rf "$data-keyed" "$data-pg" "$data-pg-keyed"
 }
 
@@ -145,7 +141,7 @@ for round in $(seq "$ROUNDS"); do
       case_ nginx-proxy-1 1 "$BODY_DIRECT" "http://127.0.0.1:$PROXY_PORT/v1/chat/completions"
     fi
     [ "$STORE" = 1 ] && echo "round $round $name backlog          $(curl -s "$G/metrics" | awk '/^switchyard_gateway_store_backlog / {print $2}')"
-    stop_gateway
+    gateway_stop
     [ "$STORE" = 1 ] && echo "round $round $name recorded         $(cat "$data"/llm_log/segment-*.jsonl | wc -l)"
     rm -rf "$data"
     # The same build with no store: what recording costs.
@@ -153,7 +149,7 @@ for round in $(seq "$ROUNDS"); do
       start_gateway "$bin" none
       case_ gateway-nostore-32 32 "$BODY_GW" "$G/v1/chat/completions"
       case_ gateway-nostore-1 1 "$BODY_GW" "$G/v1/chat/completions"
-      stop_gateway
+      gateway_stop
     fi
     if [ "$PG" = 1 ] && [ "$name" = new ]; then
       pg_cases

@@ -32,15 +32,8 @@ nginx_proxy "$WORK/proxy" "$PROXY_PORT" "$NGINX_PORT"
 PROXY_PID=$NGINX_STARTED
 gateway_backends "$NGINX_PORT" >"$WORK/gateway.yaml"
 GW_PID=
-stop_gateway() { [ -n "$GW_PID" ] && kill "$GW_PID" 2>/dev/null && wait "$GW_PID" 2>/dev/null; GW_PID=; true; }
-trap 'stop_gateway; kill $NGINX_PID $PROXY_PID 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
-start_gateway() { # extra serve arguments
-  RUST_LOG=warn "$BIN" serve --listen "127.0.0.1:$GW_PORT" --no-mock --config "$WORK/gateway.yaml" "$@" >/dev/null &
-  GW_PID=$!
-  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$GW_PORT/healthz" >/dev/null && return; sleep 0.05; done
-  echo "the gateway did not start" >&2
-  exit 1
-}
+trap 'gateway_stop; kill $NGINX_PID $PROXY_PID 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
+start_gateway() { gateway_start "$BIN" "$WORK/gateway.yaml" "$@"; } # extra serve arguments
 
 # "tid name cpu_ns runqueue_ns voluntary involuntary" of every thread of a pid.
 threads() {
@@ -119,9 +112,9 @@ for round in $(seq "$ROUNDS"); do
   measure nginx-proxy "$PROXY" "http://127.0.0.1:$PROXY_PORT/v1/chat/completions" "{\"model\":\"fixed\",$ASK"
   start_gateway
   measure gateway-nostore "$GW_PID" "http://127.0.0.1:$GW_PORT/v1/chat/completions" "{\"model\":\"ngx/fixed\",$ASK" "${PERF:-}"
-  stop_gateway
+  gateway_stop
   start_gateway --data-dir "$WORK/data-$round"
   measure gateway-store "$GW_PID" "http://127.0.0.1:$GW_PORT/v1/chat/completions" "{\"model\":\"ngx/fixed\",$ASK" "${PERF:-}"
-  stop_gateway
+  gateway_stop
   rm -rf "$WORK/data-$round"
 done

@@ -31,8 +31,9 @@ const ESCAPE: [u8; 256] = {
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// The bytes of `word` that must be escaped, as their high bits (`0x80` in each such
-/// byte): a quote, a backslash or a control character. Exact up to the first such byte
-/// (a borrow can mark a byte after it too), which is all the caller reads.
+/// byte): a quote, a backslash or a control character. Every such byte is marked; a
+/// borrow can also mark the byte after one (a `#` after a quote, a space after a control
+/// character), which [`push_byte`] then writes as it is.
 fn needs_escape(word: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
@@ -43,53 +44,99 @@ fn needs_escape(word: u64) -> u64 {
     (zero_byte(quote) | zero_byte(backslash) | control) & HIGH
 }
 
-/// Appends `byte` escaped (or as it is, when it needs no escape). Marked for inlining:
-/// the raw bytes of a reply call it at every quote.
+/// `byte` as `\u00XX`.
+fn unicode_escape(byte: u8) -> [u8; 6] {
+    [
+        b'\\',
+        b'u',
+        b'0',
+        b'0',
+        HEX[usize::from(byte >> 4)],
+        HEX[usize::from(byte & 0xf)],
+    ]
+}
+
+/// Appends `byte` escaped (or as it is, when it needs no escape): the last bytes of a
+/// text, fewer than a word.
 #[inline]
 fn push_byte(out: &mut Vec<u8>, byte: u8) {
     match ESCAPE[byte as usize] {
         0 => out.push(byte),
-        b'u' => out.extend_from_slice(&[
-            b'\\',
-            b'u',
-            b'0',
-            b'0',
-            HEX[usize::from(byte >> 4)],
-            HEX[usize::from(byte & 0xf)],
-        ]),
+        b'u' => out.extend_from_slice(&unicode_escape(byte)),
         escape => out.extend_from_slice(&[b'\\', escape]),
     }
 }
 
+/// The escaped text is gathered in a buffer on the stack this long, then appended to the
+/// line in one copy.
+const ROOM: usize = 512;
+
+/// The most one word of text becomes: eight `\u00XX` escapes.
+const WORD_MOST: usize = 8 * 6;
+
 /// Appends `text` as a JSON string literal (quotes included).
 ///
-/// Eight bytes at a time: each word is copied whole, then cut back to its first byte
-/// that needs an escape, if any. Copying each run between two escapes with its own call
-/// (as a run-by-run escaper does) costs more than the bytes themselves, the runs of a
-/// reply being a few bytes long.
+/// Eight bytes at a time. The raw bytes of a reply are dense with escapes (a quote every
+/// few bytes of a stream's chunks), so every marked byte of a word is handled before the
+/// next word is read: the run before it is written as the whole word shifted down to the
+/// run's start (one eight-byte store, where a run-sized copy calls `memcpy`) and cut back
+/// to the run, then the byte, escaped. The stores go to a buffer on the stack, which
+/// needs no capacity check per store, and reach the line a few hundred bytes at a time.
 pub(crate) fn push_json_str(out: &mut Vec<u8>, text: &str) {
     let bytes = text.as_bytes();
     out.reserve(bytes.len() + bytes.len() / 4 + 2);
     out.push(b'"');
-    let mut at = 0;
-    while let Some(chunk) = bytes.get(at..at + 8) {
-        let word: [u8; 8] = chunk.try_into().expect("eight bytes");
-        let escapes = needs_escape(u64::from_le_bytes(word));
-        out.extend_from_slice(&word);
-        if escapes == 0 {
-            at += 8;
-            continue;
+    let mut buf = [0u8; ROOM];
+    let mut pos = 0;
+    let mut words = bytes.chunks_exact(8);
+    for chunk in &mut words {
+        // Room for this word, and for the last run's eight-byte store.
+        if pos > ROOM - WORD_MOST - 8 {
+            out.extend_from_slice(&buf[..pos]);
+            pos = 0;
         }
-        // Little-endian: the lowest marked byte is the first in the text.
-        let first = (escapes.trailing_zeros() / 8) as usize;
-        out.truncate(out.len() - 8 + first);
-        push_byte(out, bytes[at + first]);
-        at += first + 1;
+        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        let mut marked = needs_escape(word);
+        // The first byte of `word` not yet written.
+        let mut from = 0;
+        while marked != 0 {
+            // Little-endian: the lowest marked byte is the first in the text.
+            let at = marked.trailing_zeros() / 8;
+            buf[pos..pos + 8].copy_from_slice(&(word >> (8 * from)).to_le_bytes());
+            pos += (at - from) as usize;
+            pos = put_byte(&mut buf, pos, chunk[at as usize]);
+            from = at + 1;
+            marked &= marked - 1;
+        }
+        if from < 8 {
+            buf[pos..pos + 8].copy_from_slice(&(word >> (8 * from)).to_le_bytes());
+            pos += (8 - from) as usize;
+        }
     }
-    for &byte in &bytes[at..] {
+    out.extend_from_slice(&buf[..pos]);
+    for &byte in words.remainder() {
         push_byte(out, byte);
     }
     out.push(b'"');
+}
+
+/// Writes `byte` escaped (or as it is) at `pos` of `buf`; returns where the next byte goes.
+#[inline]
+fn put_byte(buf: &mut [u8; ROOM], pos: usize, byte: u8) -> usize {
+    match ESCAPE[byte as usize] {
+        0 => {
+            buf[pos] = byte;
+            pos + 1
+        }
+        b'u' => {
+            buf[pos..pos + 6].copy_from_slice(&unicode_escape(byte));
+            pos + 6
+        }
+        escape => {
+            buf[pos..pos + 2].copy_from_slice(&[b'\\', escape]);
+            pos + 2
+        }
+    }
 }
 
 /// Appends `raw` as the record's `raw` object writes it (`{"encoding":…,"data":…}`).
@@ -123,6 +170,8 @@ mod tests {
             "data: {\"a\":\"b\\\\c\"}\n\n",
             "\u{7f}/\u{1F600}é\r\t\u{8}\u{c}\u{0}\u{1f}",
             every_ascii.as_str(),
+            // Every byte a `\u00XX`, for longer than the stack buffer.
+            &"\u{1}".repeat(3 * ROOM + 5),
         ] {
             assert_eq!(
                 escaped(text),
@@ -151,8 +200,10 @@ mod tests {
         }
 
         #[test]
+        /// Up to 1,200 characters: past the stack buffer, with every byte escaped.
         fn dense_escapes_at_every_offset_are_escaped_as_serde_json_escapes_them(
-            text in "[\"\\\\\u{0}-\u{1f}\u{7f}aé/]{0,40}"
+            // With the bytes a borrow can mark after an escape (`#`, `]`, a space, 0x01).
+            text in "[\"\\\\\u{0}-\u{1f}\u{7f}aé/# \\]!]{0,1200}"
         ) {
             prop_assert_eq!(escaped(&text), serde_json::to_string(&text).unwrap());
         }

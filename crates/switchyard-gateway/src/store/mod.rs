@@ -49,7 +49,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 use switchyard::internal::background::Courtesy;
 use switchyard::record::{AttemptRecord, Durability, ErrorRecord};
 use switchyard::registry::Price;
@@ -337,6 +337,8 @@ struct Queue {
     calls: Vec<Queued>,
     /// Calls in `calls` whose reply waits for them: the thread does not linger.
     waiting: usize,
+    /// When the first of `calls` came (`None` when there is none).
+    first_at: Option<Instant>,
     closed: bool,
 }
 
@@ -519,6 +521,9 @@ impl Store {
         }
         self.pending.fetch_add(1, Ordering::Relaxed);
         let waits = queued.ack.is_some();
+        if queue.calls.is_empty() {
+            queue.first_at = Some(Instant::now());
+        }
         queue.calls.push(queued);
         if waits {
             queue.waiting += 1;
@@ -575,30 +580,35 @@ fn store_loop(intake: &Intake, recorder: &Arc<Recorder>, pace: &Pace) {
             }
             continue;
         }
+        while queue.calls.is_empty() && !queue.closed {
+            queue = intake.wake.wait(queue).unwrap_or_else(|p| p.into_inner());
+        }
         if queue.calls.is_empty() {
-            while queue.calls.is_empty() && !queue.closed {
-                queue = intake.wake.wait(queue).unwrap_or_else(|p| p.into_inner());
-            }
-            if queue.calls.is_empty() {
-                return; // closed, and everything handed over is written
-            }
-            if pace.linger && queue.waiting == 0 {
-                // The first call of a batch: let the batch gather; a full intake, a call
-                // waiting for its record or a close cuts the wait short.
-                queue = intake
-                    .wake
-                    .wait_timeout_while(queue, LINGER, |q| {
-                        !q.closed && q.calls.len() < FULL && q.waiting == 0
-                    })
-                    .map(|(q, _)| q)
-                    .unwrap_or_else(|p| p.into_inner().0);
-            }
+            return; // closed, and everything handed over is written
+        }
+        if pace.linger {
+            // Let the batch gather for LINGER from its first call, also when the calls
+            // came while the last batch was being written (else at one connection each
+            // batch would be the one or two calls of a write's time); a full intake, a
+            // call waiting for its record or a close cuts the wait short.
+            let left = queue
+                .first_at
+                .map_or(Duration::ZERO, |at| LINGER.saturating_sub(at.elapsed()));
+            queue = intake
+                .wake
+                .wait_timeout_while(queue, left, |q| {
+                    !q.closed && q.calls.len() < FULL && q.waiting == 0
+                })
+                .map(|(q, _)| q)
+                .unwrap_or_else(|p| p.into_inner().0);
         }
         // At most FULL records are built at once: a backlog waits as the calls' kept
         // bytes, not as records several times their size.
         let take = queue.calls.len().min(FULL);
         let rest = queue.calls.split_off(take);
         let calls = std::mem::replace(&mut queue.calls, rest);
+        // What is left (past FULL) starts the next batch now.
+        queue.first_at = (!queue.calls.is_empty()).then(Instant::now);
         let waits = calls.iter().filter(|q| q.ack.is_some()).count();
         queue.waiting = queue.waiting.saturating_sub(waits);
         drop(queue);

@@ -11,9 +11,9 @@ use crate::error::{Error, Result};
 use crate::internal::background::Courtesy;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::Path;
-use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::index_row::{IndexRow, INDEX_FILE, INDEX_SCHEMA, INDEX_VERSION};
 
@@ -465,12 +465,37 @@ pub fn rebuild(dir: &Path) -> Result<usize> {
 
 /// Feeds the index from a thread of its own.
 pub(crate) struct IndexWriter {
-    /// Rows go over a batch at a time (the writer's batch): one wake-up of the index's
-    /// thread per batch, not per row.
-    tx: Option<mpsc::Sender<Vec<IndexRow>>>,
+    rows: Arc<RowQueue>,
     thread: Option<JoinHandle<Option<String>>>,
     /// The lines the catch-up found unreadable (no row made for them).
     pub(crate) set_aside: Vec<SetAside>,
+}
+
+/// Rows on their way to the index's thread. The thread is woken by the first row of a
+/// batch, a full batch or the close, not by every batch the writer hands over: at one
+/// connection the writer writes every few calls, and a wake-up per write was a context
+/// switch on the cores serving the calls.
+#[derive(Default)]
+struct RowQueue {
+    pending: Mutex<PendingRows>,
+    ready: Condvar,
+}
+
+#[derive(Default)]
+struct PendingRows {
+    rows: Vec<IndexRow>,
+    closed: bool,
+}
+
+impl RowQueue {
+    fn lock(&self) -> MutexGuard<'_, PendingRows> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn close(&self) {
+        self.lock().closed = true;
+        self.ready.notify_one();
+    }
 }
 
 impl IndexWriter {
@@ -481,27 +506,36 @@ impl IndexWriter {
         let conn = open(&path)?;
         drop_rows_after(&conn, last, &path)?;
         let set_aside = catch_up(&conn, dir)?;
-        let (tx, rx) = mpsc::channel();
+        let rows = Arc::new(RowQueue::default());
+        let queue = rows.clone();
         let thread = std::thread::Builder::new()
             .name("switchyard-index".into())
-            .spawn(move || index_loop(conn, rx, &path, &courtesy))
+            .spawn(move || index_loop(conn, &queue, &path, &courtesy))
             .map_err(|e| Error::Config(format!("calls index: cannot start its thread: {e}")))?;
         Ok(IndexWriter {
-            tx: Some(tx),
+            rows,
             thread: Some(thread),
             set_aside,
         })
     }
 
     pub(crate) fn push(&self, rows: Vec<IndexRow>) {
-        if let (Some(tx), false) = (&self.tx, rows.is_empty()) {
-            let _ = tx.send(rows);
+        if rows.is_empty() {
+            return;
+        }
+        let mut pending = self.rows.lock();
+        let before = pending.rows.len();
+        pending.rows.extend(rows);
+        let wake = before == 0 || (before < BATCH_ROWS && pending.rows.len() >= BATCH_ROWS);
+        drop(pending);
+        if wake {
+            self.rows.ready.notify_one();
         }
     }
 
     /// Commits what is pending and stops the thread.
     pub(crate) fn close(mut self) -> std::result::Result<(), String> {
-        self.tx.take();
+        self.rows.close();
         match self.thread.take().map(JoinHandle::join) {
             Some(Ok(Some(m))) => Err(m),
             Some(Err(_)) => Err("calls index: its thread panicked".into()),
@@ -510,40 +544,55 @@ impl IndexWriter {
     }
 }
 
+impl Drop for IndexWriter {
+    /// Without [`IndexWriter::close`] (the writer's thread ended early), the index's
+    /// thread still commits what it holds and ends.
+    fn drop(&mut self) {
+        self.rows.close();
+    }
+}
+
+/// Rows inserted in one transaction, at most a batch's worth of waiting.
 const BATCH_ROWS: usize = 500;
 const BATCH_WAIT: Duration = Duration::from_millis(100);
 
 fn index_loop(
     conn: Connection,
-    rx: mpsc::Receiver<Vec<IndexRow>>,
+    queue: &RowQueue,
     path: &Path,
     courtesy: &Courtesy,
 ) -> Option<String> {
     let mut failure = None;
     let mut inserter = Inserter::new(&conn);
-    let mut pending: Vec<IndexRow> = Vec::with_capacity(BATCH_ROWS);
-    let mut since = Instant::now();
-    let mut open = true;
-    while open {
-        let wait = BATCH_WAIT.saturating_sub(since.elapsed());
-        match rx.recv_timeout(wait) {
-            Ok(rows) => pending.extend(rows),
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => open = false,
+    let mut batch: Vec<IndexRow> = Vec::with_capacity(BATCH_ROWS);
+    loop {
+        let mut pending = queue.lock();
+        while pending.rows.is_empty() && !pending.closed {
+            pending = queue.ready.wait(pending).unwrap_or_else(|p| p.into_inner());
         }
-        if pending.len() >= BATCH_ROWS || since.elapsed() >= BATCH_WAIT || !open {
-            if !pending.is_empty() {
-                if let Err(e) = inserter.insert(&pending, courtesy) {
-                    failure.get_or_insert_with(|| {
-                        format!("calls index {}: cannot insert rows: {e}", path.display())
-                    });
-                }
-                pending.clear();
+        // The batch gathers from its first row for at most BATCH_WAIT.
+        let (mut pending, _) = queue
+            .ready
+            .wait_timeout_while(pending, BATCH_WAIT, |p| {
+                p.rows.len() < BATCH_ROWS && !p.closed
+            })
+            .unwrap_or_else(|p| p.into_inner());
+        std::mem::swap(&mut pending.rows, &mut batch);
+        let closed = pending.closed;
+        drop(pending);
+        if !batch.is_empty() {
+            if let Err(e) = inserter.insert(&batch, courtesy) {
+                failure.get_or_insert_with(|| {
+                    format!("calls index {}: cannot insert rows: {e}", path.display())
+                });
             }
-            since = Instant::now();
+            batch.clear();
+        }
+        // The close comes after the writer's last rows, which were taken with it.
+        if closed {
+            return failure;
         }
     }
-    failure
 }
 
 /// A token count as SQLite's integer, saturating at `i64::MAX` (a provider's absurd

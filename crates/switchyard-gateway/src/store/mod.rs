@@ -353,6 +353,9 @@ impl Intake {
 struct Outcome {
     lost: AtomicU64,
     failing: std::sync::atomic::AtomicBool,
+    /// Batches handed to the recorder and answered (each one write, and one wake-up of
+    /// the recording threads).
+    batches: AtomicU64,
 }
 
 impl std::fmt::Debug for Store {
@@ -466,6 +469,12 @@ impl Store {
     /// when calls end faster than the writer writes them.
     pub(crate) fn backlog(&self) -> usize {
         self.pending.load(Ordering::Acquire)
+    }
+
+    /// Batches written so far.
+    #[cfg(test)]
+    fn batches(&self) -> u64 {
+        self.outcome.batches.load(Ordering::Relaxed)
     }
 
     /// Whether a call ending now must hold its last byte until its record is written:
@@ -684,6 +693,7 @@ impl Pace {
     /// Counts a written (or lost) batch off the backlog and answers its waiting calls.
     fn answer(&self, batch: Batch, written: Option<u64>) {
         let ok = written.is_some();
+        self.outcome.batches.fetch_add(1, Ordering::Relaxed);
         self.outcome.failing.store(!ok, Ordering::Relaxed);
         if !ok {
             self.outcome
@@ -810,6 +820,39 @@ mod tests {
         assert!(records
             .iter()
             .all(|r| r.usage.is_some_and(|u| u.output == 2)));
+    }
+
+    /// Calls ending one at a time, faster than a batch is written (one connection's
+    /// pace), are written a linger's worth per batch: the first calls of two batches are
+    /// at least LINGER apart, also for the calls that came while a batch was being
+    /// written. Taking those at once made batches of a write's time, each waking the
+    /// store's thread, the writer and the index.
+    #[test]
+    fn calls_one_at_a_time_are_written_a_linger_per_batch() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(tmp.path(), StoreOptions::default()).unwrap();
+        let start = std::time::Instant::now();
+        let calls = 800;
+        for i in 0..calls {
+            store.submit(finished(i));
+            // 50 µs apart, spun rather than slept (a sleep lasts at least a timer tick).
+            let next = start + Duration::from_micros(50) * (i as u32 + 1);
+            while std::time::Instant::now() < next {
+                std::hint::spin_loop();
+            }
+        }
+        let submitting = start.elapsed();
+        store.close().unwrap();
+        let most = (submitting.as_micros() / LINGER.as_micros()) as u64 + 2;
+        let batches = store.batches();
+        assert!(
+            batches <= most,
+            "{calls} calls over {submitting:?} were written in {batches} batches, more than {most}"
+        );
+        assert_eq!(
+            record::record_numbers(tmp.path()).unwrap(),
+            (1..=calls as u64).collect::<Vec<_>>()
+        );
     }
 
     #[test]

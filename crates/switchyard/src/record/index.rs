@@ -661,6 +661,44 @@ mod tests {
         .unwrap()
     }
 
+    /// The index's thread is woken by a batch's first row, not by each handing-over: rows
+    /// handed over one at a time are committed within the batch wait without a close,
+    /// and the rest of a batch and more are all there after the close.
+    #[test]
+    fn rows_handed_over_one_at_a_time_are_committed_within_a_batch_wait_and_all_at_close() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = IndexWriter::open(dir.path(), 0, Courtesy::default()).unwrap();
+        let row = |n: u64| {
+            let mut r = crate::record::writer::tests::sample();
+            r.number = n;
+            let at = Location {
+                segment: 1,
+                offset: n * 100,
+                len: 99,
+            };
+            IndexRow::new(&r, at)
+        };
+        let count = || {
+            let conn = Connection::open_with_flags(
+                dir.path().join(INDEX_FILE),
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+            )
+            .unwrap();
+            conn.query_row("SELECT COUNT(*) FROM llm_calls", [], |r| r.get::<_, i64>(0))
+                .unwrap()
+        };
+        (1..=10).for_each(|n| writer.push(vec![row(n)]));
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while count() < 10 {
+            assert!(std::time::Instant::now() < deadline, "rows not committed");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let last = BATCH_ROWS as u64 + 30;
+        (11..=last).for_each(|n| writer.push(vec![row(n)]));
+        writer.close().unwrap();
+        assert_eq!(count(), last as i64);
+    }
+
     /// Rows inserted many per statement hold what rows inserted one by one hold, column
     /// for column, for a batch of two full statements and a rest; a row of a number the
     /// index holds is left as it was.

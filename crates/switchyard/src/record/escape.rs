@@ -199,8 +199,8 @@ mod tests {
             prop_assert_eq!(escaped(&text), serde_json::to_string(&text).unwrap());
         }
 
-        #[test]
         /// Up to 1,200 characters: past the stack buffer, with every byte escaped.
+        #[test]
         fn dense_escapes_at_every_offset_are_escaped_as_serde_json_escapes_them(
             // With the bytes a borrow can mark after an escape (`#`, `]`, a space, 0x01).
             text in "[\"\\\\\u{0}-\u{1f}\u{7f}aé/# \\]!]{0,1200}"

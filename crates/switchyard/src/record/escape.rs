@@ -33,7 +33,7 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 /// The bytes of `word` that must be escaped, as their high bits (`0x80` in each such
 /// byte): a quote, a backslash or a control character. Every such byte is marked; a
 /// borrow can also mark the byte after one (a `#` after a quote, a space after a control
-/// character), which [`push_byte`] then writes as it is.
+/// character), which [`put_byte`] then writes as it is.
 fn needs_escape(word: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
@@ -42,29 +42,6 @@ fn needs_escape(word: u64) -> u64 {
     let backslash = word ^ (ONES * u64::from(b'\\'));
     let control = word.wrapping_sub(ONES * 0x20) & !word;
     (zero_byte(quote) | zero_byte(backslash) | control) & HIGH
-}
-
-/// `byte` as `\u00XX`.
-fn unicode_escape(byte: u8) -> [u8; 6] {
-    [
-        b'\\',
-        b'u',
-        b'0',
-        b'0',
-        HEX[usize::from(byte >> 4)],
-        HEX[usize::from(byte & 0xf)],
-    ]
-}
-
-/// Appends `byte` escaped (or as it is, when it needs no escape): the last bytes of a
-/// text, fewer than a word.
-#[inline]
-fn push_byte(out: &mut Vec<u8>, byte: u8) {
-    match ESCAPE[byte as usize] {
-        0 => out.push(byte),
-        b'u' => out.extend_from_slice(&unicode_escape(byte)),
-        escape => out.extend_from_slice(&[b'\\', escape]),
-    }
 }
 
 /// The escaped text is gathered in a buffer on the stack this long, then appended to the
@@ -113,10 +90,15 @@ pub(crate) fn push_json_str(out: &mut Vec<u8>, text: &str) {
             pos += (8 - from) as usize;
         }
     }
-    out.extend_from_slice(&buf[..pos]);
-    for &byte in words.remainder() {
-        push_byte(out, byte);
+    // The last bytes, fewer than a word, one at a time.
+    if pos > ROOM - WORD_MOST {
+        out.extend_from_slice(&buf[..pos]);
+        pos = 0;
     }
+    for &byte in words.remainder() {
+        pos = put_byte(&mut buf, pos, byte);
+    }
+    out.extend_from_slice(&buf[..pos]);
     out.push(b'"');
 }
 
@@ -129,7 +111,14 @@ fn put_byte(buf: &mut [u8; ROOM], pos: usize, byte: u8) -> usize {
             pos + 1
         }
         b'u' => {
-            buf[pos..pos + 6].copy_from_slice(&unicode_escape(byte));
+            buf[pos..pos + 6].copy_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[usize::from(byte >> 4)],
+                HEX[usize::from(byte & 0xf)],
+            ]);
             pos + 6
         }
         escape => {

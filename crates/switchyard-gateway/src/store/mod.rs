@@ -2,13 +2,14 @@
 //! issue's record, plus the client key's name and the client's dialect) in a run
 //! directory — `llm_log/` and `calls.sqlite` — through the library's [`Recorder`].
 //!
-//! When a call ends (its last byte is going out, or the client left), its meter puts a
-//! [`Finished`] — the bytes it kept as they passed (see [`compact`]) — in the store's
-//! intake. The store's thread takes the intake in batches: it builds each call's record
-//! from those bytes and what the meter knows ([`build`]; record format 3, whose readers
-//! derive the canonical request and reply, so nothing is decoded here) and hands the
-//! batch to the [`Recorder`] at once. [`Store::close`] (on shutdown, after the
-//! drain) waits for every one of them.
+//! When a call ends (its last byte is going out, or the client left), its meter hands the
+//! store a [`Finished`] — the bytes it kept as they passed (see [`compact`]) and what the
+//! meter knows. The thread the call ended on builds the record from them ([`build`];
+//! record format 3, whose readers derive the canonical request and reply, so nothing is
+//! decoded here) and serialises it, after the reply has gone out in the fast mode
+//! (`intake.rs` says why there); the store's thread takes the serialised records in
+//! batches and hands each batch to the [`Recorder`], whose writer numbers and writes
+//! them. [`Store::close`] (on shutdown, after the drain) waits for every one of them.
 //!
 //! **Durability** ([`StoreDurability`]). In the `fast` mode nothing here runs on a
 //! reply's path: a finished call is in process memory the moment the client has its last
@@ -25,8 +26,8 @@
 //! switches on the cores that serve the calls, which showed as added latency. The store's
 //! thread waits [`LINGER`] after the first call of a batch, so a busy gateway wakes it,
 //! the writer and the index about once per batch instead. While the store keeps up, the
-//! three threads also yield the core to calls between two records ([`Courtesy`], switched
-//! by [`Pace`]).
+//! writer and the index also yield the core to calls between two records ([`Courtesy`],
+//! switched by [`Pace`]).
 //!
 //! **Failures** (a full disk, a folder gone) are never silent: each record that could not
 //! be written is counted ([`StoreHealth`]: `/metrics`, `/healthz`), the recorder logs the
@@ -34,6 +35,7 @@
 
 pub(crate) mod build;
 pub mod cache;
+mod intake;
 #[cfg(feature = "postgres")]
 pub mod pg;
 // Built without the `postgres` feature: the same surface, a store that cannot exist.
@@ -42,12 +44,13 @@ pub mod pg;
 pub mod pg;
 
 pub(crate) use build::{attempt_records, decode_reply};
+use intake::{Handover, Intake, FULL};
 
 use crate::meter::metrics::CallSummary;
 use bytes::Bytes;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 use switchyard::internal::background::Courtesy;
@@ -66,10 +69,6 @@ const BEHIND: usize = WINDOW;
 
 /// Records handed to the recorder and not yet written, at most.
 const WINDOW: usize = 2 * FULL;
-
-/// Calls in the intake that wake the store's thread at once, lingering or not (a burst
-/// is recorded without waiting, and the intake stays small).
-const FULL: usize = 512;
 
 /// The default bound on the fast mode's backlog: past it, calls wait for their records.
 pub(crate) const DEFAULT_MAX_BACKLOG: usize = 1024;
@@ -292,12 +291,6 @@ pub(crate) struct Finished {
     pub draft: Draft,
 }
 
-/// A call waiting in the intake, with the answer its reply waits for (`true`: written).
-struct Queued {
-    call: Finished,
-    ack: Option<oneshot::Sender<bool>>,
-}
-
 /// Whether the store writes what it is given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StoreHealth {
@@ -314,38 +307,11 @@ pub struct StoreHealth {
 
 /// The store a gateway records into.
 pub(crate) struct Store {
-    dir: PathBuf,
     options: StoreOptions,
-    recorder: Arc<Recorder>,
-    intake: Arc<Intake>,
+    /// Where the calls' threads put their records (and count the backlog `/metrics` shows).
+    handover: Arc<Handover>,
     thread: Mutex<Option<JoinHandle<()>>>,
-    /// Finished calls handed over and not yet written (the backlog `/metrics` shows).
-    pending: Arc<AtomicUsize>,
-    outcome: Arc<Outcome>,
     cache: Arc<switchyard::cache::Cache>,
-}
-
-/// Finished calls waiting for the store's thread.
-#[derive(Default)]
-struct Intake {
-    queue: Mutex<Queue>,
-    wake: Condvar,
-}
-
-#[derive(Default)]
-struct Queue {
-    calls: Vec<Queued>,
-    /// Calls in `calls` whose reply waits for them: the thread does not linger.
-    waiting: usize,
-    /// When the first of `calls` came (`None` when there is none).
-    first_at: Option<Instant>,
-    closed: bool,
-}
-
-impl Intake {
-    fn lock(&self) -> MutexGuard<'_, Queue> {
-        self.queue.lock().unwrap_or_else(|p| p.into_inner())
-    }
 }
 
 /// What became of the records handed to the recorder.
@@ -360,7 +326,9 @@ struct Outcome {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("dir", &self.dir).finish()
+        f.debug_struct("Store")
+            .field("dir", &self.handover.dir)
+            .finish()
     }
 }
 
@@ -432,13 +400,15 @@ impl Store {
                 .map_err(|e| format!("cannot start the gateway's store thread: {e}"))?
         };
         Ok(Store {
-            dir: dir.to_path_buf(),
             options,
-            recorder,
-            intake,
+            handover: Arc::new(Handover::new(
+                dir.to_path_buf(),
+                recorder,
+                intake,
+                pending,
+                outcome,
+            )),
             thread: Mutex::new(Some(thread)),
-            pending,
-            outcome,
             cache,
         })
     }
@@ -457,7 +427,7 @@ impl Store {
 
     /// The data directory.
     pub(crate) fn dir(&self) -> &Path {
-        &self.dir
+        &self.handover.dir
     }
 
     /// How the store records.
@@ -468,13 +438,13 @@ impl Store {
     /// Finished calls handed to the store and not yet written: the backlog, which grows
     /// when calls end faster than the writer writes them.
     pub(crate) fn backlog(&self) -> usize {
-        self.pending.load(Ordering::Acquire)
+        self.handover.pending.load(Ordering::Acquire)
     }
 
     /// Batches written so far.
     #[cfg(test)]
     fn batches(&self) -> u64 {
-        self.outcome.batches.load(Ordering::Relaxed)
+        self.handover.outcome.batches.load(Ordering::Relaxed)
     }
 
     /// Whether a call ending now must hold its last byte until its record is written:
@@ -487,72 +457,40 @@ impl Store {
 
     /// Whether records are being written, and how many were lost.
     pub(crate) fn health(&self) -> StoreHealth {
-        let lost = self.outcome.lost.load(Ordering::Relaxed);
+        let (outcome, recorder) = (&self.handover.outcome, &self.handover.recorder);
+        let lost = outcome.lost.load(Ordering::Relaxed);
         StoreHealth {
             lost,
-            failing: self.outcome.failing.load(Ordering::Relaxed),
-            error: (lost > 0).then(|| self.recorder.failure()).flatten(),
-            quarantined: self.recorder.quarantined(),
+            failing: outcome.failing.load(Ordering::Relaxed),
+            error: (lost > 0).then(|| recorder.failure()).flatten(),
+            quarantined: recorder.quarantined(),
         }
     }
 
-    /// Hands a finished call to the store (never blocks on the store's work). Wakes the
-    /// store's thread only for the first call of a batch or a full intake.
+    /// Hands a finished call to the store (never blocks on the store's work): its record
+    /// is prepared once the caller's task yields (on a lane, after the reply's last bytes
+    /// are written), and the store's thread is woken only for the first call of a batch
+    /// or a full intake.
     pub(crate) fn submit(&self, call: Finished) {
-        self.enqueue(Queued { call, ack: None });
+        self.handover.defer(call);
     }
 
-    /// Hands a finished call to the store and gives the answer to wait for before its
-    /// reply's last byte goes out: `true` once the record is written, `false` when it
-    /// could not be (the call is counted lost and the client still gets its reply).
+    /// Hands a finished call to the store, its record prepared now, and gives the answer
+    /// to wait for before its reply's last byte goes out: `true` once the record is
+    /// written, `false` when it could not be (the call is counted lost and the client
+    /// still gets its reply).
     pub(crate) fn submit_and_wait(&self, call: Finished) -> oneshot::Receiver<bool> {
-        let (tx, rx) = oneshot::channel();
-        self.enqueue(Queued {
-            call,
-            ack: Some(tx),
-        });
-        rx
-    }
-
-    fn enqueue(&self, queued: Queued) {
-        let mut queue = self.intake.lock();
-        if queue.closed {
-            drop(queue);
-            self.outcome.lost.fetch_add(1, Ordering::Relaxed);
-            tracing::error!(
-                "the gateway's store {} is closed; a call that ended after shutdown was not recorded",
-                self.dir.display()
-            );
-            if let Some(ack) = queued.ack {
-                let _ = ack.send(false);
-            }
-            return;
-        }
-        self.pending.fetch_add(1, Ordering::Relaxed);
-        let waits = queued.ack.is_some();
-        if queue.calls.is_empty() {
-            queue.first_at = Some(Instant::now());
-        }
-        queue.calls.push(queued);
-        if waits {
-            queue.waiting += 1;
-        }
-        let wake = queue.calls.len() == 1 || queue.calls.len() >= FULL || waits;
-        drop(queue);
-        if wake {
-            self.intake.wake.notify_one();
-        }
+        self.handover.now(call)
     }
 
     /// Records every call handed over so far, then closes the recorder; reports the
     /// first recording failure, if any.
     pub(crate) fn close(&self) -> Result<(), String> {
-        self.intake.lock().closed = true;
-        self.intake.wake.notify_one();
+        self.handover.close();
         if let Some(t) = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take() {
             let _ = t.join();
         }
-        self.recorder.close().map_err(|e| e.to_string())
+        self.handover.recorder.close().map_err(|e| e.to_string())
     }
 }
 
@@ -611,8 +549,7 @@ fn store_loop(intake: &Intake, recorder: &Arc<Recorder>, pace: &Pace) {
                 .map(|(q, _)| q)
                 .unwrap_or_else(|p| p.into_inner().0);
         }
-        // At most FULL records are built at once: a backlog waits as the calls' kept
-        // bytes, not as records several times their size.
+        // At most FULL records are handed to the recorder at once.
         let take = queue.calls.len().min(FULL);
         let rest = queue.calls.split_off(take);
         let calls = std::mem::replace(&mut queue.calls, rest);
@@ -628,14 +565,11 @@ fn store_loop(intake: &Intake, recorder: &Arc<Recorder>, pace: &Pace) {
                 if let Some(ack) = queued.ack {
                     waiting.push(ack);
                 }
-                // Calls are served first: a call's thread waiting for this core gets it
-                // between two records, not at the end of the batch.
-                pace.courtesy.give_way();
-                build::build_record(queued.call)
+                queued.record
             })
             .collect();
         in_flight.push_back(Batch {
-            written: recorder.submit_many(records),
+            written: recorder.submit_prepared(records),
             calls: take,
             acks: waiting,
         });
@@ -852,6 +786,41 @@ mod tests {
         assert_eq!(
             record::record_numbers(tmp.path()).unwrap(),
             (1..=calls as u64).collect::<Vec<_>>()
+        );
+    }
+
+    /// A call handed over on a lane is counted in the backlog at once and its record
+    /// prepared once the task that ended it yields; a lane's runtime that stops first
+    /// drops the tasks it still holds, and each prepares its record as it goes: no call
+    /// is lost either way.
+    #[test]
+    fn a_call_handed_over_on_a_runtime_is_recorded_whether_its_task_runs_or_the_runtime_stops() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(tmp.path(), StoreOptions::default()).unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            store.submit(finished(0));
+            assert_eq!(store.backlog(), 1, "counted from the hand-over");
+            assert!(
+                store.handover.intake.lock().calls.is_empty(),
+                "not yet prepared"
+            );
+            tokio::task::yield_now().await;
+        });
+        runtime.block_on(async {
+            for i in 1..5 {
+                store.submit(finished(i));
+            }
+        });
+        drop(runtime);
+        store.close().unwrap();
+        assert_eq!(store.health().lost, 0);
+        assert_eq!(store.backlog(), 0);
+        assert_eq!(
+            record::record_numbers(tmp.path()).unwrap(),
+            (1..=5).collect::<Vec<_>>()
         );
     }
 

@@ -3,7 +3,9 @@
 //!
 //! One writer thread takes finished calls from a channel in the order they finished,
 //! gives each the next number and appends it as one line to the current segment
-//! (`llm_log/segment-NNNNNN.jsonl`). Records that queued up while it wrote are written
+//! (`llm_log/segment-NNNNNN.jsonl`). A record comes whole, and the writer completes and
+//! serialises it, or already serialised by the thread its call ended on (`prepare.rs`;
+//! the gateway's lanes), and the writer only numbers its line. Records that queued up while it wrote are written
 //! together, in one `write` (group commit). A call's future waits until its line is
 //! written before it returns, so a call the program saw finish is on disk; lines are
 //! appended in number order by one thread, so a `kill -9` leaves a gap-free prefix, and
@@ -11,16 +13,15 @@
 //! to any reader. The SQLite index is fed from there by a second thread, in batched
 //! transactions, off every caller's path.
 
-use super::depth::{cap_depth, first_too_deep, openers_at_most, MAX_RECORD_DEPTH};
 use super::index::IndexWriter;
 use super::index_row::IndexRow;
+use super::prepare::PreparedRecord;
 use super::read::{last_record, log_dir};
 use super::run_dir::RUN_FILE;
 use super::segment::{self, Location, SEGMENT_BYTES};
 use super::{CallRecord, RunInfo};
 use crate::error::{Error, Result};
 use crate::internal::background::Courtesy;
-use crate::internal::redact::redact_json;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -63,40 +64,18 @@ struct Job {
     ack: Ack,
 }
 
-struct Entry {
-    record: Box<CallRecord>,
-    /// The reply's raw bytes, still to be put into the record (with the other fields
-    /// derived from the call) by the writer thread, off the caller's path.
-    raw: Option<bytes::Bytes>,
-}
-
-/// Fills the fields derived from the call: the prompt digest, the parameters, the raw
-/// bytes and the usage as the provider reported it.
-/// A record of format 3 ([`super::DERIVED_FORMAT`]) leaves the derived ones out.
-fn finish_record(record: &mut CallRecord, raw: Option<bytes::Bytes>) {
-    if record.format == super::DERIVED_FORMAT {
-        if let Some(raw) = raw {
-            record.raw = Some(super::RawBytes::new(&raw));
-        }
-        return;
-    }
-    if record.prompt_digest.is_empty() {
-        record.prompt_digest = super::prompt_digest(&record.request);
-    }
-    if record.parameters.is_empty() {
-        record.parameters = super::parameters(&record.request);
-    }
-    if let Some(raw) = raw {
-        let encoded = super::RawBytes::new(&raw);
-        if record.reply.is_some() || record.embedding.is_some() {
-            // A stream is read from the text the encoding already checked as UTF-8.
-            record.usage_reported = match (&encoded, record.stream) {
-                (super::RawBytes::Utf8(text), true) => super::usage_in_stream(text),
-                _ => super::reported_usage(&raw, record.stream, record.dialect),
-            };
-        }
-        record.raw = Some(encoded);
-    }
+// Unboxed: prepared records are the gateway's every call, and a box would cost each one an
+// allocation; a batch's entries are moved, not copied, on the way.
+#[allow(clippy::large_enum_variant)]
+enum Entry {
+    /// A record still to complete and serialise, with the reply's raw bytes (the
+    /// library's own calls: the writer thread does it, off the caller's path).
+    Record {
+        record: Box<CallRecord>,
+        raw: Option<bytes::Bytes>,
+    },
+    /// A record its caller prepared (the gateway's lanes), or why it could not be.
+    Prepared(std::result::Result<PreparedRecord, String>),
 }
 
 /// Records the calls of one run into its directory. Share it (`Arc`) between handles.
@@ -107,6 +86,8 @@ pub struct Recorder {
     failure: Mutex<Failures>,
     /// The log's lines set aside as unreadable (see `quarantine.rs`) when it was opened.
     quarantined: u64,
+    /// Whether the writer feeds a response cache (a prepared record brings its entry).
+    feeds_cache: bool,
 }
 
 /// The recording failures of a run: the first one, kept for [`Recorder::failure`], and
@@ -173,6 +154,7 @@ impl Recorder {
         let quarantined = super::quarantine::keep(dir, &set_aside);
         let courtesy = options.courtesy;
         let cache = options.cache;
+        let feeds_cache = cache.is_some();
         let (tx, rx) = mpsc::channel::<Job>();
         let failure = Mutex::new(Failures::default());
         let thread = std::thread::Builder::new()
@@ -185,6 +167,7 @@ impl Recorder {
             thread: Mutex::new(Some(thread)),
             failure,
             quarantined,
+            feeds_cache,
         }))
     }
 
@@ -250,7 +233,7 @@ impl Recorder {
         record: CallRecord,
         raw: Option<bytes::Bytes>,
     ) -> futures::future::BoxFuture<'static, Option<u64>> {
-        self.submit_entries(vec![Entry {
+        self.submit_entries(vec![Entry::Record {
             record: Box::new(record),
             raw,
         }])
@@ -267,12 +250,28 @@ impl Recorder {
     ) -> futures::future::BoxFuture<'static, Option<u64>> {
         let entries = records
             .into_iter()
-            .map(|record| Entry {
+            .map(|record| Entry::Record {
                 record: Box::new(record),
                 raw: None,
             })
             .collect();
         self.submit_entries(entries)
+    }
+
+    /// Completes and serialises a finished call's record on the calling thread, for
+    /// [`Recorder::submit_prepared`]: the writer is left to number the line and write it.
+    /// The error says why the record cannot be written (it is reported as such when
+    /// submitted).
+    pub fn prepare(&self, record: CallRecord) -> std::result::Result<PreparedRecord, String> {
+        PreparedRecord::new(record, None, self.feeds_cache)
+    }
+
+    /// As [`Recorder::submit_many`], for records already prepared ([`Recorder::prepare`]).
+    pub fn submit_prepared(
+        self: &Arc<Self>,
+        records: Vec<std::result::Result<PreparedRecord, String>>,
+    ) -> futures::future::BoxFuture<'static, Option<u64>> {
+        self.submit_entries(records.into_iter().map(Entry::Prepared).collect())
     }
 
     fn submit_entries(
@@ -453,71 +452,6 @@ impl JobState {
 /// Records taken in one batch at most (one `write`).
 const BATCH_RECORDS: usize = 256;
 
-/// Appends `record` as JSON (without its newline). The raw bytes, most of a record and
-/// dense with quotes, are escaped by [`super::escape`] and written as the last field.
-/// Every key the process holds is redacted from the line (the request, the reply, the
-/// attempts' errors, the headers kept), whatever field it came in by. Gives whether the
-/// strings the line holds are known to hold no key ([`redact_json`]'s answer).
-fn write_line(buf: &mut Vec<u8>, record: &mut CallRecord) -> std::result::Result<bool, String> {
-    let start = buf.len();
-    write_fields(buf, record)?;
-    let (clean, strings_clean) = redact_json(&buf[start..]);
-    if let std::borrow::Cow::Owned(clean) = clean {
-        buf.truncate(start);
-        buf.extend_from_slice(&clean);
-    }
-    Ok(strings_clean)
-}
-
-/// The record's fields, then its raw bytes, as one line.
-///
-/// The line never nests deeper than a reader reads ([`MAX_RECORD_DEPTH`]): the rest is
-/// scanned (the raw bytes are a string, they add no depth), and a record that would pass
-/// the bound is written again marked `depth_capped`, its values past the bound as strings
-/// of their JSON text ([`cap_depth`]), and read back before it is kept; one that still
-/// does not read is not written (an error, as a record that does not serialise).
-fn write_fields(buf: &mut Vec<u8>, record: &mut CallRecord) -> std::result::Result<(), String> {
-    let start = buf.len();
-    let mut raw = record.raw.take();
-    let mut written = super::derive::to_line(buf, record).map_err(|e| e.to_string());
-    let deep = |line: &[u8]| {
-        !openers_at_most(line, MAX_RECORD_DEPTH) && first_too_deep(line, MAX_RECORD_DEPTH).is_some()
-    };
-    if written.is_ok() && deep(&buf[start..]) {
-        buf.truncate(start);
-        if record.format == super::DERIVED_FORMAT {
-            // Its canonical forms are derived here, from the body and bytes as they came,
-            // and written in format 2: derived on read from a body kept in part as text,
-            // they would not be those a capped line of format 2 keeps.
-            record.raw = raw;
-            super::derive::fill(record);
-            raw = record.raw.take();
-            record.format = super::FORMAT;
-        }
-        record.depth_capped = true;
-        written = super::derive::to_line(buf, record)
-            .map_err(|e| e.to_string())
-            .and_then(|()| {
-                let capped = cap_depth(&buf[start..], MAX_RECORD_DEPTH);
-                buf.truncate(start);
-                buf.extend_from_slice(&capped);
-                super::read::parse_record_line(&capped).map(|_| ()).map_err(|e| {
-                    format!("it nests deeper than a record may ({MAX_RECORD_DEPTH} levels) and does not read once its deepest values are kept as text: {e}")
-                })
-            });
-    }
-    if let (Ok(()), Some(raw)) = (&written, &raw) {
-        // A record serialises as an object: its closing brace is the last byte.
-        debug_assert_eq!(buf.last(), Some(&b'}'));
-        buf.pop();
-        buf.extend_from_slice(b",\"raw\":");
-        super::escape::push_raw(buf, raw);
-        buf.push(b'}');
-    }
-    record.raw = raw;
-    written
-}
-
 fn writer_loop(
     rx: mpsc::Receiver<Job>,
     mut segments: SegmentWriter,
@@ -528,11 +462,6 @@ fn writer_loop(
 ) -> Option<String> {
     let mut failure = None;
     let mut buf = Vec::with_capacity(256 * 1024);
-    let placeholder = Location {
-        segment: 0,
-        offset: 0,
-        len: 0,
-    };
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         let mut records = batch[0].entries.len();
@@ -555,22 +484,22 @@ fn writer_loop(
                 failure: None,
             };
             for entry in job.entries {
-                courtesy.give_way();
-                let mut record = entry.record;
-                finish_record(&mut record, entry.raw);
                 let number = next + pending.len() as u64;
-                record.number = number;
-                let start = buf.len();
-                match write_line(&mut buf, &mut record) {
-                    Ok(strings_clean) => {
+                let prepared = match entry {
+                    Entry::Record { record, raw } => {
+                        courtesy.give_way();
+                        PreparedRecord::new(*record, raw, cache.is_some())
+                    }
+                    Entry::Prepared(prepared) => prepared,
+                };
+                match prepared {
+                    Ok(prepared) => {
+                        let start = buf.len();
+                        let (row, entry) = prepared.place(&mut buf, number);
                         let len = buf.len() - start;
                         buf.push(b'\n');
-                        // The cache's entry first: the row takes the record's strings.
-                        let entry = cache
-                            .as_ref()
-                            .and_then(|_| crate::cache::Entry::of(&record, None));
                         pending.push(Pending {
-                            row: IndexRow::taking(&mut record, placeholder, strings_clean),
+                            row,
                             start,
                             len,
                             entry,
@@ -578,7 +507,6 @@ fn writer_loop(
                         state.last = Some(number);
                     }
                     Err(e) => {
-                        buf.truncate(start);
                         let m = format!("recording: cannot serialise call {number}: {e}");
                         failure.get_or_insert_with(|| m.clone());
                         state.failure.get_or_insert(m);
@@ -654,7 +582,7 @@ pub(crate) fn write_atomic(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::record::{first_too_deep, read_record, read_records, CallRecord};
+    use crate::record::{first_too_deep, read_record, read_records, CallRecord, MAX_RECORD_DEPTH};
     use serde_json::Value;
 
     /// A record as the recorder wrote it (the example run's first call).

@@ -9,6 +9,7 @@
 pub(crate) mod access_log;
 mod books;
 pub(crate) mod kept_metrics;
+pub(crate) mod lane_load;
 pub mod metrics;
 pub(crate) mod otel;
 pub(crate) mod refused_calls;
@@ -57,6 +58,8 @@ pub(crate) struct Meter {
     /// The stream was stopped at its reservation.
     stopped: bool,
     in_flight: Option<InFlight>,
+    /// Counts the call among those open on its lane while it is open.
+    open_here: Option<lane_load::OpenHere>,
     seen: SeenSoFar,
     record: bool,
     draft: Draft,
@@ -108,6 +111,7 @@ impl Meter {
             running: budget_stop::Running::default(),
             stopped: false,
             in_flight: None,
+            open_here: Some(lane_load::OpenHere::count()),
             seen: SeenSoFar::default(),
             record: true,
             draft,
@@ -389,6 +393,7 @@ impl Meter {
             running: self.running,
             stopped: self.stopped,
             in_flight: self.in_flight.take(),
+            open_here: self.open_here.take(),
             seen: self.seen,
             record: self.record,
             draft: std::mem::take(&mut self.draft),
@@ -489,6 +494,7 @@ impl Meter {
         }
         let kept = self.keep(&books);
         let record = self.record_into(&books, may_wait);
+        self.open_here.take();
         match kept {
             Some(kept) if may_wait => Some(after_both(kept, record)),
             _ => record,
@@ -539,7 +545,8 @@ impl Meter {
         if may_wait && store.must_wait() {
             Some(store.submit_and_wait(finished))
         } else {
-            store.submit(finished);
+            let lane_busy = self.open_here.as_ref().is_some_and(|o| o.others());
+            store.submit(finished, lane_busy);
             None
         }
     }

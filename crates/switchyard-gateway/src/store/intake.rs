@@ -1,15 +1,18 @@
 //! How a finished call's record reaches the store's thread: built and serialised by the
 //! thread the call ended on, then queued in the intake the store's thread takes in batches.
 //!
-//! In the fast mode a record is prepared after the call's reply has gone out: the meter
-//! closes as the reply's last bytes are about to be written, so [`Handover::defer`] spawns
-//! the work on the lane's runtime, which runs it once the connection's task has written
-//! them and waits for the next request. Preparing a record is most of what recording costs
-//! a call (building it, serialising it, escaping its bytes, redacting it); done on the
-//! lanes it is spread evenly over the calls, where a recording thread woken for a batch
-//! took a core from the lanes for the whole batch, which made the calls' tail latency
-//! (`docs/performance.md`, *What stalls the lanes*). A call whose reply waits for its
-//! record (the `answered` and `synced` modes, a backlog at its bound) prepares it at once.
+//! Preparing a record is most of what recording costs a call (building it, serialising
+//! it, escaping its bytes, redacting it). In the fast mode, a call that ends while others
+//! are open on its lane prepares it there, after its reply has gone out: the meter closes
+//! as the reply's last bytes are about to be written, so [`Handover::defer`] spawns the
+//! work on the lane's runtime, which runs it once the connection's task has written them.
+//! On busy lanes the work is then spread evenly over the calls, where the store's thread,
+//! woken for a batch, took a core from the lanes for the whole batch, which made the
+//! calls' tail latency (`docs/performance.md`, *What stalls the lanes*). A call that ends
+//! alone on its lane leaves its record to the store's thread ([`Handover::to_thread`]),
+//! on an otherwise idle core: its lane is then free at once for the client's next
+//! request. A call whose reply waits for its record (the `answered` and `synced` modes, a
+//! backlog at its bound) prepares it at once.
 
 use super::{build, Finished, Outcome};
 use std::path::PathBuf;
@@ -20,11 +23,21 @@ use switchyard::record::PreparedRecord;
 use switchyard::Recorder;
 use tokio::sync::oneshot;
 
-/// A record in the intake (or why it could not be prepared), with the answer its reply
-/// waits for (`true`: written).
+/// A call in the intake, with the answer its reply waits for (`true`: written).
 pub(super) struct Queued {
-    pub(super) record: Result<PreparedRecord, String>,
+    pub(super) record: Record,
     pub(super) ack: Option<oneshot::Sender<bool>>,
+}
+
+/// A call's record as the intake holds it.
+// Unboxed: a prepared record is a busy gateway's every call, and a box would cost each
+// one an allocation; the intake moves them, it does not copy them.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Record {
+    /// Prepared where the call ended (or why it could not be).
+    Prepared(Result<PreparedRecord, String>),
+    /// For the store's thread to prepare: the call ended alone on its lane.
+    ToPrepare(Box<Finished>),
 }
 
 /// Records waiting for the store's thread.
@@ -106,6 +119,15 @@ impl Handover {
         }
     }
 
+    /// Hands `call` over for the store's thread to prepare.
+    pub(super) fn to_thread(&self, call: Finished) {
+        self.pending.fetch_add(1, Ordering::Relaxed);
+        self.queue(Queued {
+            record: Record::ToPrepare(Box::new(call)),
+            ack: None,
+        });
+    }
+
     /// Hands `call` over, its record prepared now, and gives the answer its reply waits
     /// for.
     pub(super) fn now(&self, call: Finished) -> oneshot::Receiver<bool> {
@@ -121,7 +143,7 @@ impl Handover {
     }
 
     fn prepare_and_queue(&self, call: Finished, ack: Option<oneshot::Sender<bool>>) {
-        let record = self.recorder.prepare(build::build_record(call));
+        let record = Record::Prepared(self.recorder.prepare(build::build_record(call)));
         self.queue(Queued { record, ack });
         self.preparing.fetch_sub(1, Ordering::Release);
     }

@@ -44,7 +44,7 @@ pub mod pg;
 pub mod pg;
 
 pub(crate) use build::{attempt_records, decode_reply};
-use intake::{Handover, Intake, FULL};
+use intake::{Handover, Intake, Record, FULL};
 
 use crate::meter::metrics::CallSummary;
 use bytes::Bytes;
@@ -467,12 +467,17 @@ impl Store {
         }
     }
 
-    /// Hands a finished call to the store (never blocks on the store's work): its record
-    /// is prepared once the caller's task yields (on a lane, after the reply's last bytes
-    /// are written), and the store's thread is woken only for the first call of a batch
-    /// or a full intake.
-    pub(crate) fn submit(&self, call: Finished) {
-        self.handover.defer(call);
+    /// Hands a finished call to the store (never blocks on the store's work). With
+    /// `lane_busy` (other calls are open on the caller's lane) its record is prepared on
+    /// the lane once the caller's task yields, after the reply's last bytes are written;
+    /// otherwise the store's thread prepares it (`intake.rs` says why). The store's thread
+    /// is woken only for the first call of a batch or a full intake.
+    pub(crate) fn submit(&self, call: Finished, lane_busy: bool) {
+        if lane_busy {
+            self.handover.defer(call);
+        } else {
+            self.handover.to_thread(call);
+        }
     }
 
     /// Hands a finished call to the store, its record prepared now, and gives the answer
@@ -565,7 +570,15 @@ fn store_loop(intake: &Intake, recorder: &Arc<Recorder>, pace: &Pace) {
                 if let Some(ack) = queued.ack {
                     waiting.push(ack);
                 }
-                queued.record
+                match queued.record {
+                    Record::Prepared(prepared) => prepared,
+                    Record::ToPrepare(call) => {
+                        // Calls are served first: a call's thread waiting for this core
+                        // gets it between two records, not at the end of the batch.
+                        pace.courtesy.give_way();
+                        recorder.prepare(build::build_record(*call))
+                    }
+                }
             })
             .collect();
         in_flight.push_back(Batch {
@@ -717,7 +730,7 @@ mod tests {
             .map(|t| {
                 let store = store.clone();
                 std::thread::spawn(move || {
-                    (0..500).for_each(|i| store.submit(finished(t * 500 + i)))
+                    (0..500).for_each(|i| store.submit(finished(t * 500 + i), t % 2 == 0))
                 })
             })
             .collect();
@@ -768,7 +781,7 @@ mod tests {
         let start = std::time::Instant::now();
         let calls = 800;
         for i in 0..calls {
-            store.submit(finished(i));
+            store.submit(finished(i), false);
             // 50 µs apart, spun rather than slept (a sleep lasts at least a timer tick).
             let next = start + Duration::from_micros(50) * (i as u32 + 1);
             while std::time::Instant::now() < next {
@@ -801,7 +814,7 @@ mod tests {
             .build()
             .unwrap();
         runtime.block_on(async {
-            store.submit(finished(0));
+            store.submit(finished(0), true);
             assert_eq!(store.backlog(), 1, "counted from the hand-over");
             assert!(
                 store.handover.intake.lock().calls.is_empty(),
@@ -811,7 +824,7 @@ mod tests {
         });
         runtime.block_on(async {
             for i in 1..5 {
-                store.submit(finished(i));
+                store.submit(finished(i), true);
             }
         });
         drop(runtime);

@@ -4,10 +4,10 @@
 //!
 //! When a call ends (its last byte is going out, or the client left), its meter hands the
 //! store a [`Finished`] — the bytes it kept as they passed (see [`compact`]) and what the
-//! meter knows. The thread the call ended on builds the record from them ([`build`];
-//! record format 3, whose readers derive the canonical request and reply, so nothing is
-//! decoded here) and serialises it, after the reply has gone out in the fast mode
-//! (`intake.rs` says why there); the store's thread takes the serialised records in
+//! meter knows. The record is built from them ([`build`]; record format 3, whose readers
+//! derive the canonical request and reply, so nothing is decoded here) and serialised on
+//! the call's lane once its reply has gone out, or by the store's thread for a call that
+//! ended alone on its lane (`intake.rs` says why). The store's thread takes the records in
 //! batches and hands each batch to the [`Recorder`], whose writer numbers and writes
 //! them. [`Store::close`] (on shutdown, after the drain) waits for every one of them.
 //!

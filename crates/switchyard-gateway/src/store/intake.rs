@@ -29,6 +29,21 @@ pub(super) struct Queued {
     pub(super) ack: Option<oneshot::Sender<bool>>,
 }
 
+impl Record {
+    /// The prepared record, preparing it now if it is still to be.
+    pub(super) fn prepared(self, recorder: &Recorder) -> Result<PreparedRecord, String> {
+        match self {
+            Record::Prepared(prepared) => prepared,
+            Record::ToPrepare(call) => prepare(recorder, *call),
+        }
+    }
+}
+
+/// A finished call's record built and serialised (the one way either thread prepares it).
+fn prepare(recorder: &Recorder, call: Finished) -> Result<PreparedRecord, String> {
+    recorder.prepare(build::build_record(call))
+}
+
 /// A call's record as the intake holds it.
 // Unboxed: a prepared record is a busy gateway's every call, and a box would cost each
 // one an allocation; the intake moves them, it does not copy them.
@@ -143,7 +158,7 @@ impl Handover {
     }
 
     fn prepare_and_queue(&self, call: Finished, ack: Option<oneshot::Sender<bool>>) {
-        let record = Record::Prepared(self.recorder.prepare(build::build_record(call)));
+        let record = Record::Prepared(prepare(&self.recorder, call));
         self.queue(Queued { record, ack });
         self.preparing.fetch_sub(1, Ordering::Release);
     }

@@ -570,15 +570,12 @@ fn store_loop(intake: &Intake, recorder: &Arc<Recorder>, pace: &Pace) {
                 if let Some(ack) = queued.ack {
                     waiting.push(ack);
                 }
-                match queued.record {
-                    Record::Prepared(prepared) => prepared,
-                    Record::ToPrepare(call) => {
-                        // Calls are served first: a call's thread waiting for this core
-                        // gets it between two records, not at the end of the batch.
-                        pace.courtesy.give_way();
-                        recorder.prepare(build::build_record(*call))
-                    }
+                if let Record::ToPrepare(_) = queued.record {
+                    // Calls are served first: a call's thread waiting for this core gets
+                    // it between two records, not at the end of the batch.
+                    pace.courtesy.give_way();
                 }
+                queued.record.prepared(recorder)
             })
             .collect();
         in_flight.push_back(Batch {

@@ -88,11 +88,6 @@ impl PreparedRecord {
         })
     }
 
-    /// The line's length once numbered `number` (no newline).
-    fn numbered_len(&self, number: u64) -> usize {
-        self.line.len() - 1 + digits(number)
-    }
-
     /// Appends the line numbered `number` to `buf` (no newline); gives the record's row
     /// and cache entry, numbered too (their place is the writer's to set).
     pub(crate) fn place(
@@ -100,7 +95,8 @@ impl PreparedRecord {
         buf: &mut Vec<u8>,
         number: u64,
     ) -> (IndexRow, Option<(String, crate::cache::Entry)>) {
-        buf.reserve(self.numbered_len(number));
+        // The placeholder's one digit becomes at most 20 (`u64::MAX`).
+        buf.reserve(self.line.len() + 19);
         buf.extend_from_slice(&self.line[..self.number_at]);
         // Writing into a `Vec` cannot fail.
         let _ = write!(buf, "{number}");
@@ -113,11 +109,6 @@ impl PreparedRecord {
         });
         (row, cache_entry)
     }
-}
-
-/// How many decimal digits `n` has.
-fn digits(n: u64) -> usize {
-    n.checked_ilog10().map_or(1, |d| d as usize + 1)
 }
 
 /// Where the placeholder's digit is in a line: every line begins with its format, then
@@ -304,14 +295,6 @@ mod tests {
             b"",
         ] {
             assert_eq!(number_at(line), None, "{}", String::from_utf8_lossy(line));
-        }
-    }
-
-    #[test]
-    fn digits_counts_every_width() {
-        for (n, d) in [(0, 1), (9, 1), (10, 2), (99, 2), (100, 3), (u64::MAX, 20)] {
-            assert_eq!(digits(n), d);
-            assert_eq!(n.to_string().len(), d);
         }
     }
 }

@@ -5,8 +5,8 @@
 //! gives each the next number and appends it as one line to the current segment
 //! (`llm_log/segment-NNNNNN.jsonl`). A record comes whole, and the writer completes and
 //! serialises it, or already serialised by the thread its call ended on (`prepare.rs`;
-//! the gateway's lanes), and the writer only numbers its line. Records that queued up while it wrote are written
-//! together, in one `write` (group commit). A call's future waits until its line is
+//! the gateway's lanes), and the writer only numbers its line. Records that queued up
+//! while it wrote are written together, in one `write` (group commit). A call's future waits until its line is
 //! written before it returns, so a call the program saw finish is on disk; lines are
 //! appended in number order by one thread, so a `kill -9` leaves a gap-free prefix, and
 //! a line cut short (a write interrupted by the kill) has no newline and is not a record

@@ -219,6 +219,9 @@ impl Drop for Deferred {
     fn drop(&mut self) {
         if let Some(call) = self.call.take() {
             self.handover.prepare_and_queue(call, None);
+            // A busy lane also inserts the calls index's rows, for the reason it prepares
+            // records (see the module's doc; `record/index_feed.rs`).
+            self.handover.recorder.help_index();
         }
     }
 }

@@ -70,11 +70,24 @@ pub(crate) struct IndexWriter {
     pub(crate) set_aside: Vec<super::read::SetAside>,
 }
 
+/// No index to feed.
+pub(crate) fn open_writer(_dir: &Path, _last: u64, _courtesy: Courtesy) -> Result<IndexWriter> {
+    Ok(IndexWriter {
+        set_aside: Vec::new(),
+    })
+}
+
+/// No index to help feed.
+#[derive(Clone)]
+pub(crate) struct IndexFeed;
+
+impl IndexFeed {
+    pub(crate) fn help(&self) {}
+}
+
 impl IndexWriter {
-    pub(crate) fn open(_dir: &Path, _last: u64, _courtesy: Courtesy) -> Result<IndexWriter> {
-        Ok(IndexWriter {
-            set_aside: Vec::new(),
-        })
+    pub(crate) fn feed(&self) -> IndexFeed {
+        IndexFeed
     }
 
     pub(crate) fn push(&self, _rows: Vec<IndexRow>) {}

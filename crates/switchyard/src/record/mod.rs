@@ -13,6 +13,10 @@ mod index;
 #[cfg(not(feature = "sqlite"))]
 #[path = "index_off.rs"]
 mod index;
+#[cfg(feature = "sqlite")]
+mod index_feed;
+#[cfg(feature = "sqlite")]
+mod index_insert;
 mod index_row;
 mod line;
 mod observe;

@@ -13,7 +13,7 @@
 //! to any reader. The SQLite index is fed from there by a second thread, in batched
 //! transactions, off every caller's path.
 
-use super::index::IndexWriter;
+use super::index::{open_writer, IndexFeed, IndexWriter};
 use super::index_row::IndexRow;
 use super::prepare::PreparedRecord;
 use super::read::{last_record, log_dir};
@@ -88,6 +88,8 @@ pub struct Recorder {
     quarantined: u64,
     /// Whether the writer feeds a response cache (a prepared record brings its entry).
     feeds_cache: bool,
+    /// The calls index's feed, which the threads serving calls help ([`Recorder::help_index`]).
+    index_feed: IndexFeed,
 }
 
 /// The recording failures of a run: the first one, kept for [`Recorder::failure`], and
@@ -146,7 +148,8 @@ impl Recorder {
         }
         let next = last.map_or(0, |(n, _)| n) + 1;
         let segments = SegmentWriter::open(&log, options.durability)?;
-        let index = IndexWriter::open(dir, next - 1, options.courtesy.clone())?;
+        let index = open_writer(dir, next - 1, options.courtesy.clone())?;
+        let index_feed = index.feed();
         // The lines that do not read, found on the way (the log's tail after a killed
         // run, a whole log without an index): listed and counted, never fatal.
         set_aside.extend(index.set_aside.iter().cloned());
@@ -168,6 +171,7 @@ impl Recorder {
             failure,
             quarantined,
             feeds_cache,
+            index_feed,
         }))
     }
 
@@ -264,6 +268,13 @@ impl Recorder {
     /// submitted).
     pub fn prepare(&self, record: CallRecord) -> std::result::Result<PreparedRecord, String> {
         PreparedRecord::new(record, None, self.feeds_cache)
+    }
+
+    /// Inserts a statement's worth of the calls index's waiting rows, when they wait and
+    /// nothing else is inserting them; never waits (`record/index_feed.rs`). For a busy
+    /// program's threads serving calls, between two calls (the gateway's lanes).
+    pub fn help_index(&self) {
+        self.index_feed.help();
     }
 
     /// As [`Recorder::submit_many`], for records already prepared ([`Recorder::prepare`]).

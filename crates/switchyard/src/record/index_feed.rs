@@ -2,8 +2,7 @@
 //!
 //! The writer hands each batch's rows, numbered, to a queue. The index's own thread takes
 //! the queue whole when a batch has gathered (the first row, then up to [`BATCH_WAIT`] or
-//! [`BATCH_ROWS`]), inserts and commits it, and checkpoints the WAL into the database
-//! now and then ([`CHECKPOINT_ROWS`]). No caller waits on any of it.
+//! [`BATCH_ROWS`]), inserts and commits it. No caller waits on any of it.
 //!
 //! On a busy gateway, the threads serving calls also take rows, a statement's worth at a
 //! time, between two calls ([`IndexFeed::help`]): woken for its batch, the index's thread
@@ -11,11 +10,17 @@
 //! (docs/performance.md, *What stalls the lanes*). A helper never waits: it inserts only
 //! when the connection is free (the index's thread or another lane holds it otherwise),
 //! rows wait, and SQLite's write lock is free. It commits once the open transaction holds
-//! [`COMMIT_ROWS`]. The checkpoint, which writes the database file and syncs it, and the
-//! commit after it, which starts the WAL again and syncs its header, are the index's
-//! thread's alone. Rows are taken from the queue's front by whoever holds the
+//! [`COMMIT_ROWS`]. Rows are taken from the queue's front by whoever holds the
 //! connection, so they are inserted in number order and a killed process leaves the index
 //! a prefix of the log, caught up from the log when it is opened again.
+//!
+//! The WAL's checkpoint (its pages copied into the database file, which is synced) is the
+//! index's thread's: once the feed is [`QUIET`], and after [`CHECKPOINT_ROWS`] for a feed
+//! that never is. It is what is left of the index in a busy gateway's tail latency (run
+//! on this thread, not on a lane, it still lengthened the lanes' p99 by a fifth to a
+//! half), so it waits for a pause when there is one. So is the write after it, which
+//! starts the WAL again from its beginning and syncs its header: the helpers leave the
+//! rows to the thread until it has made it.
 
 use super::index_insert::{Inserter, Refused, ROWS_PER_STATEMENT};
 use super::index_row::IndexRow;
@@ -35,9 +40,14 @@ const BATCH_WAIT: Duration = Duration::from_millis(100);
 /// them commits it (the index's thread commits at each batch it takes).
 const COMMIT_ROWS: usize = 512;
 
-/// Rows inserted between two checkpoints: about SQLite's own 1,000 pages of WAL, whose
-/// automatic checkpoint is off on this connection so that no commit, and so no thread
-/// serving calls, runs one.
+/// How long no row comes before the feed is quiet and its WAL checkpointed. SQLite's own
+/// checkpoint (at each commit past 1,000 pages) is off on this connection, so that no
+/// commit, and so no thread serving calls, runs one.
+const QUIET: Duration = Duration::from_millis(250);
+
+/// The most rows inserted between two checkpoints, for a feed never quiet: a WAL of about
+/// 7 MB (some 430 bytes of WAL a row, each commit writing its pages again), near SQLite's
+/// own 1,000 pages. Rarer, larger checkpoints stalled the busy lanes longer.
 const CHECKPOINT_ROWS: usize = 16_384;
 
 /// How long a checkpoint waits for readers to be done with the WAL.
@@ -59,6 +69,16 @@ struct Feed {
     /// The first failure, reported at the close.
     failure: Mutex<Option<String>>,
     path: PathBuf,
+    /// [`CHECKPOINT_ROWS`] (fewer in tests).
+    checkpoint_rows: usize,
+}
+
+/// What the index's thread waited for.
+enum Waited {
+    /// A batch gathered (or helpers took rows, or the close came: `closed`).
+    Batch { closed: bool },
+    /// No row for [`QUIET`].
+    Quiet,
 }
 
 #[derive(Default)]
@@ -78,6 +98,10 @@ struct Inserting {
     taken: Vec<IndexRow>,
     /// Rows inserted since the last checkpoint.
     since_checkpoint: usize,
+    /// The WAL was checkpointed whole while the feed was quiet: its next write starts it
+    /// again and syncs its header, and that is the index's thread's to make, so helpers
+    /// insert nothing until it has.
+    restart_pending: bool,
 }
 
 /// Feeds the index: [`IndexWriter::push`] from the writer's thread, the inserting from a
@@ -102,7 +126,15 @@ impl IndexWriter {
         courtesy: Courtesy,
         set_aside: Vec<super::read::SetAside>,
     ) -> crate::error::Result<IndexWriter> {
-        let feed = Arc::new(Feed::new(inserter, path));
+        IndexWriter::spawn(Feed::new(inserter, path), courtesy, set_aside)
+    }
+
+    fn spawn(
+        feed: Feed,
+        courtesy: Courtesy,
+        set_aside: Vec<super::read::SetAside>,
+    ) -> crate::error::Result<IndexWriter> {
+        let feed = Arc::new(feed);
         let shared = feed.clone();
         let thread = std::thread::Builder::new()
             .name("switchyard-index".into())
@@ -160,7 +192,7 @@ impl IndexFeed {
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
             Err(TryLockError::WouldBlock) => return,
         };
-        let Some(inserting) = inserting.as_mut() else {
+        let Some(inserting) = inserting.as_mut().filter(|i| !i.restart_pending) else {
             return;
         };
         if !feed.take_statement(&mut inserting.taken) {
@@ -183,9 +215,11 @@ impl Feed {
                 inserter,
                 taken: Vec::new(),
                 since_checkpoint: 0,
+                restart_pending: false,
             })),
             failure: Mutex::new(None),
             path,
+            checkpoint_rows: CHECKPOINT_ROWS,
         }
     }
 
@@ -248,9 +282,10 @@ impl Feed {
     }
 
     /// Inserts the rows taken; rows refused because another connection writes go back to
-    /// the queue's front, for later.
-    fn insert(&self, inserting: &mut Inserting, courtesy: &Courtesy) {
+    /// the queue's front, for later. `true` when rows went in.
+    fn insert(&self, inserting: &mut Inserting, courtesy: &Courtesy) -> bool {
         let taken = &mut inserting.taken;
+        let inserted = !taken.is_empty();
         match inserting.inserter.insert(taken, courtesy) {
             Ok(()) => inserting.since_checkpoint += taken.len(),
             Err(Refused::Busy) => {
@@ -259,10 +294,16 @@ impl Feed {
                     queue.rows.push_front(row);
                 }
                 self.queued.store(queue.rows.len(), Ordering::Relaxed);
+                return false;
             }
-            Err(Refused::Failed(e)) => self.failed("insert rows", &e),
+            Err(Refused::Failed(e)) => {
+                self.failed("insert rows", &e);
+                taken.clear();
+                return false;
+            }
         }
         taken.clear();
+        inserted
     }
 
     fn commit(&self, inserting: &mut Inserting) {
@@ -280,27 +321,25 @@ impl Feed {
         }
     }
 
-    /// The index's thread: a batch at a time until the close, then what is left; gives
-    /// the first failure.
+    /// The index's thread: a batch at a time until the close, then what is left, and a
+    /// checkpoint when the feed is quiet; gives the first failure.
     fn run(&self, courtesy: &Courtesy) -> Option<String> {
+        let mut quiet_checkpoint = false;
         loop {
-            let closed = self.wait_for_batch();
+            let waited = self.wait(quiet_checkpoint);
             let mut slot = self.lock_inserting();
             if let Some(inserting) = slot.as_mut() {
                 let _ = inserting.inserter.conn().busy_timeout(BUSY_WAIT);
-                self.take_all(&mut inserting.taken);
-                // The checkpoint comes before a batch's insert, so that the batch's commit
-                // is the first after it: that commit writes the WAL again from its start,
-                // and syncs its header, here rather than on a lane.
-                if inserting.since_checkpoint >= CHECKPOINT_ROWS && !inserting.taken.is_empty() {
-                    self.commit(inserting);
-                    self.checkpoint(inserting);
+                match waited {
+                    Waited::Quiet => self.quiet(inserting),
+                    Waited::Batch { .. } => self.batch(inserting, courtesy),
                 }
-                self.insert(inserting, courtesy);
-                self.commit(inserting);
                 let _ = inserting.inserter.conn().busy_timeout(Duration::ZERO);
+                // Once per quiet spell: a reader holding the WAL waits for the next.
+                quiet_checkpoint =
+                    inserting.since_checkpoint > 0 && !matches!(waited, Waited::Quiet);
             }
-            if closed {
+            if let Waited::Batch { closed: true } = waited {
                 // The connection closes here, with its last checkpoint.
                 *slot = None;
                 return self
@@ -312,12 +351,48 @@ impl Feed {
         }
     }
 
-    /// Waits for a batch's first row, then for the batch to gather; `true` at the close.
-    fn wait_for_batch(&self) -> bool {
+    /// Takes every queued row, inserts and commits them (with what helpers left open).
+    /// Past [`CHECKPOINT_ROWS`] the checkpoint comes first, so that this batch's commit is
+    /// the WAL's first write after it.
+    fn batch(&self, inserting: &mut Inserting, courtesy: &Courtesy) {
+        self.take_all(&mut inserting.taken);
+        if inserting.since_checkpoint >= self.checkpoint_rows && !inserting.taken.is_empty() {
+            self.commit(inserting);
+            self.checkpoint(inserting);
+        }
+        if self.insert(inserting, courtesy) {
+            inserting.restart_pending = false;
+        }
+        self.commit(inserting);
+    }
+
+    /// The feed is quiet: checkpoints, and keeps the WAL's restart for the next batch.
+    fn quiet(&self, inserting: &mut Inserting) {
+        self.commit(inserting);
+        if self.checkpoint(inserting) {
+            inserting.restart_pending = true;
+        }
+    }
+
+    /// Waits for a batch's first row, then for the batch to gather; with
+    /// `quiet_checkpoint`, for at most [`QUIET`] before the first row.
+    fn wait(&self, quiet_checkpoint: bool) -> Waited {
         let mut queue = self.lock_queue();
         while queue.rows.is_empty() && !queue.helped && !queue.closed {
             queue.idle = true;
-            queue = self.ready.wait(queue).unwrap_or_else(|p| p.into_inner());
+            if !quiet_checkpoint {
+                queue = self.ready.wait(queue).unwrap_or_else(|p| p.into_inner());
+                continue;
+            }
+            let (back, waited) = self
+                .ready
+                .wait_timeout(queue, QUIET)
+                .unwrap_or_else(|p| p.into_inner());
+            queue = back;
+            if waited.timed_out() && queue.rows.is_empty() && !queue.helped && !queue.closed {
+                queue.idle = false;
+                return Waited::Quiet;
+            }
         }
         queue.idle = false;
         let (queue, _) = self
@@ -327,21 +402,30 @@ impl Feed {
             })
             .unwrap_or_else(|p| p.into_inner());
         // The close comes after the writer's last rows, which are taken with it.
-        queue.closed
+        Waited::Batch {
+            closed: queue.closed,
+        }
     }
 
     /// Copies the WAL's pages into the database, and waits (at most [`RESTART_WAIT`]) for
     /// readers to be done with the WAL, so that the next commit writes it again from its
     /// start. A reader that holds on makes the WAL grow until a later checkpoint.
-    fn checkpoint(&self, inserting: &mut Inserting) {
+    /// `true` when the WAL was checkpointed whole.
+    fn checkpoint(&self, inserting: &mut Inserting) -> bool {
         let conn = inserting.inserter.conn();
         let _ = conn.busy_timeout(RESTART_WAIT);
         let done = conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |r| r.get::<_, i64>(0));
         let _ = conn.busy_timeout(BUSY_WAIT);
         match done {
-            Ok(0) => inserting.since_checkpoint = 0,
-            Ok(_) => {} // a reader held on: again at the next batch
-            Err(e) => self.failed("checkpoint its WAL", &e),
+            Ok(0) => {
+                inserting.since_checkpoint = 0;
+                true
+            }
+            Ok(_) => false, // a reader held on: again later
+            Err(e) => {
+                self.failed("checkpoint its WAL", &e);
+                false
+            }
         }
     }
 }
@@ -354,11 +438,27 @@ mod tests {
     use crate::record::index_row::INDEX_FILE;
     use std::time::Instant;
 
+    /// A feed's connection, set up as `open_writer` sets it.
+    fn inserter(path: &std::path::Path) -> Inserter {
+        let inserter = Inserter::new(open(path).unwrap());
+        let conn = inserter.conn();
+        conn.execute_batch("PRAGMA wal_autocheckpoint=0;").unwrap();
+        conn.busy_timeout(Duration::ZERO).unwrap();
+        inserter
+    }
+
     /// A feed with no thread of its own, so that only the test inserts.
     fn feed(path: &std::path::Path) -> IndexFeed {
-        let inserter = Inserter::new(open(path).unwrap());
-        inserter.conn().busy_timeout(Duration::ZERO).unwrap();
-        IndexFeed(Arc::new(Feed::new(inserter, path.to_path_buf())))
+        IndexFeed(Arc::new(Feed::new(inserter(path), path.to_path_buf())))
+    }
+
+    /// The bytes of the database file and of its WAL.
+    fn sizes(path: &std::path::Path) -> (u64, u64) {
+        let size = |p: std::path::PathBuf| std::fs::metadata(p).map_or(0, |m| m.len());
+        (
+            size(path.to_path_buf()),
+            size(path.with_extension("sqlite-wal")),
+        )
     }
 
     fn push(feed: &IndexFeed, numbers: std::ops::RangeInclusive<u64>) {
@@ -450,8 +550,11 @@ mod tests {
         assert!(queued(&feed).is_empty());
         let (done, waited) = std::sync::mpsc::channel();
         let thread = feed.clone();
-        std::thread::spawn(move || done.send(thread.0.wait_for_batch()).unwrap());
-        assert_eq!(waited.recv_timeout(Duration::from_secs(20)), Ok(false));
+        std::thread::spawn(move || {
+            let batch = matches!(thread.0.wait(false), Waited::Batch { closed: false });
+            done.send(batch).unwrap()
+        });
+        assert_eq!(waited.recv_timeout(Duration::from_secs(20)), Ok(true));
         let mut batch = Vec::new();
         feed.0.take_all(&mut batch);
         assert!(batch.is_empty());
@@ -478,16 +581,76 @@ mod tests {
         assert_eq!(committed(&path).len(), last as usize);
     }
 
-    /// The writer hands rows over while helpers on three threads and the index's thread
-    /// insert them: every row is inserted once, what readers see is always the log's
-    /// first rows (a prefix, as a kill must leave it), the thread's checkpoints keep the
-    /// WAL far below the rows' size, and the index ends as one fed by its thread alone.
+    /// Once the feed is quiet, the thread checkpoints the WAL (the rows reach the database
+    /// file) and keeps its restart for itself: helpers insert nothing until its next
+    /// batch has written, then help again.
     #[test]
-    fn helpers_and_the_thread_insert_every_row_once_in_order_with_the_wal_bounded() {
-        let total = 3 * CHECKPOINT_ROWS as u64;
+    fn a_quiet_feed_is_checkpointed_and_its_next_write_is_the_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(INDEX_FILE);
+        let feed = feed(&path);
+        push(&feed, 1..=2000);
+        while !queued(&feed).is_empty() {
+            feed.help();
+        }
+        let mut slot = feed.0.lock_inserting();
+        let inserting = slot.as_mut().unwrap();
+        feed.0.commit(inserting);
+        let (database, wal) = sizes(&path);
+        assert!(wal > 2000 * 100, "the WAL holds the rows: {wal} bytes");
+        feed.0.quiet(inserting);
+        assert!(inserting.restart_pending);
+        assert!(sizes(&path).0 > database + 2000 * 100, "checkpointed");
+        drop(slot);
+        push(&feed, 2001..=2032);
+        feed.help();
+        assert_eq!(
+            queued(&feed).len(),
+            32,
+            "a helper waits for the thread's write"
+        );
+        let mut slot = feed.0.lock_inserting();
+        feed.0.batch(slot.as_mut().unwrap(), &Courtesy::default());
+        assert!(!slot.as_ref().unwrap().restart_pending);
+        drop(slot);
+        push(&feed, 2033..=2048);
+        feed.help();
+        assert!(queued(&feed).is_empty());
+        assert_eq!(committed(&path).len(), 2032);
+    }
+
+    /// The same with the thread: rows handed over, then nothing; within the quiet wait the
+    /// WAL is checkpointed without a close.
+    #[test]
+    fn the_thread_checkpoints_once_the_feed_is_quiet() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(INDEX_FILE);
         let writer = open_writer(dir.path(), 0, Courtesy::default()).unwrap();
+        let (empty, _) = sizes(&path);
+        writer.push((1..=2000).map(row).collect());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while sizes(&path).0 < empty + 2000 * 100 {
+            assert!(Instant::now() < deadline, "not checkpointed");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(committed(&path).len(), 2000);
+        writer.close().unwrap();
+    }
+
+    /// The writer hands rows over without a pause while helpers on three threads and the
+    /// index's thread insert them: every row is inserted once, what readers see is always
+    /// the log's first rows (a prefix, as a kill must leave it), the checkpoints every
+    /// `checkpoint_rows` keep the WAL from growing with the rows, and the index ends as
+    /// one fed by its thread alone.
+    #[test]
+    fn helpers_and_the_thread_insert_every_row_once_in_order_with_the_wal_bounded() {
+        let every = 16_384;
+        let total = 3 * every as u64;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(INDEX_FILE);
+        let mut feed = Feed::new(inserter(&path), path.clone());
+        feed.checkpoint_rows = every;
+        let writer = IndexWriter::spawn(feed, Courtesy::default(), Vec::new()).unwrap();
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let helpers: Vec<_> = (0..3)
             .map(|_| {
@@ -520,9 +683,8 @@ mod tests {
                 )
                 .unwrap();
             assert_eq!(count, max, "the index is not a prefix of the log");
-            let wal = std::fs::metadata(dir.path().join(format!("{INDEX_FILE}-wal")));
             let third = &mut largest_wal[((next - 2) * 3 / total) as usize];
-            *third = (*third).max(wal.map_or(0, |m| m.len()));
+            *third = (*third).max(sizes(&path).1);
         }
         stop.store(true, Ordering::Relaxed);
         helpers.into_iter().for_each(|h| h.join().unwrap());

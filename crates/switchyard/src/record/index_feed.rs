@@ -36,6 +36,10 @@ use std::time::Duration;
 pub(super) const BATCH_ROWS: usize = 500;
 const BATCH_WAIT: Duration = Duration::from_millis(100);
 
+/// Room for rows the queue and the thread's buffer keep between two batches: a backlog
+/// (the index locked by another process, say) does not pin its size for good.
+const KEPT_ROWS: usize = 4 * BATCH_ROWS;
+
 /// The most rows a transaction opened by the threads serving calls holds before one of
 /// them commits it (the index's thread commits at each batch it takes).
 const COMMIT_ROWS: usize = 512;
@@ -273,10 +277,12 @@ impl Feed {
         true
     }
 
-    /// Moves every queued row into `taken`, for the index's thread.
+    /// Moves every queued row into `taken`, for the index's thread. The queue gives back
+    /// the room a backlog made it take (past [`KEPT_ROWS`]).
     fn take_all(&self, taken: &mut Vec<IndexRow>) {
         let mut queue = self.lock_queue();
         taken.extend(queue.rows.drain(..));
+        queue.rows.shrink_to(KEPT_ROWS);
         self.queued.store(0, Ordering::Relaxed);
         queue.helped = false;
     }
@@ -363,6 +369,7 @@ impl Feed {
         if self.insert(inserting, courtesy) {
             inserting.restart_pending = false;
         }
+        inserting.taken.shrink_to(KEPT_ROWS);
         self.commit(inserting);
     }
 

@@ -12,13 +12,12 @@ use crate::error::{Error, Result};
 use crate::internal::background::Courtesy;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::Path;
-use std::time::Duration;
 
 pub(crate) use super::index_feed::{IndexFeed, IndexWriter};
 use super::index_insert::Inserter;
 use super::index_row::{IndexRow, INDEX_FILE, INDEX_SCHEMA, INDEX_VERSION};
 
-fn db_error(path: &Path, e: rusqlite::Error) -> Error {
+pub(super) fn db_error(path: &Path, e: rusqlite::Error) -> Error {
     Error::Config(format!("calls index {}: {e}", path.display()))
 }
 
@@ -342,13 +341,6 @@ pub(crate) fn open_writer(dir: &Path, last: u64, courtesy: Courtesy) -> Result<I
     drop_rows_after(&conn, last, &path)?;
     let mut inserter = Inserter::new(conn);
     let set_aside = catch_up(&mut inserter, dir)?;
-    // From here no commit checkpoints the WAL (the feed's thread does), and a busy write
-    // lock is not waited for: the threads serving calls insert through this connection.
-    inserter
-        .conn()
-        .execute_batch("PRAGMA wal_autocheckpoint=0;")
-        .and_then(|()| inserter.conn().busy_timeout(Duration::ZERO))
-        .map_err(|e| db_error(&path, e))?;
     IndexWriter::start(inserter, path, courtesy, set_aside)
 }
 

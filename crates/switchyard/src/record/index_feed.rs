@@ -130,7 +130,9 @@ impl IndexWriter {
         courtesy: Courtesy,
         set_aside: Vec<super::read::SetAside>,
     ) -> crate::error::Result<IndexWriter> {
-        IndexWriter::spawn(Feed::new(inserter, path), courtesy, set_aside)
+        let feed =
+            Feed::new(inserter, path.clone()).map_err(|e| super::index::db_error(&path, e))?;
+        IndexWriter::spawn(feed, courtesy, set_aside)
     }
 
     fn spawn(
@@ -210,8 +212,14 @@ impl IndexFeed {
 }
 
 impl Feed {
-    fn new(inserter: Inserter, path: PathBuf) -> Feed {
-        Feed {
+    /// The feed of `inserter`'s connection. From here no commit checkpoints the WAL (the
+    /// index's thread does), and a busy write lock is not waited for: the threads serving
+    /// calls insert through this connection.
+    fn new(inserter: Inserter, path: PathBuf) -> rusqlite::Result<Feed> {
+        let conn = inserter.conn();
+        conn.execute_batch("PRAGMA wal_autocheckpoint=0;")?;
+        conn.busy_timeout(Duration::ZERO)?;
+        Ok(Feed {
             queue: Mutex::new(Queue::default()),
             ready: Condvar::new(),
             queued: AtomicUsize::new(0),
@@ -224,7 +232,7 @@ impl Feed {
             failure: Mutex::new(None),
             path,
             checkpoint_rows: CHECKPOINT_ROWS,
-        }
+        })
     }
 
     fn lock_queue(&self) -> MutexGuard<'_, Queue> {
@@ -294,7 +302,7 @@ impl Feed {
         let inserted = !taken.is_empty();
         match inserting.inserter.insert(taken, courtesy) {
             Ok(()) => inserting.since_checkpoint += taken.len(),
-            Err(Refused::Busy) => {
+            Err(Refused::Busy(_)) => {
                 let mut queue = self.lock_queue();
                 for row in taken.drain(..).rev() {
                     queue.rows.push_front(row);
@@ -445,18 +453,18 @@ mod tests {
     use crate::record::index_row::INDEX_FILE;
     use std::time::Instant;
 
-    /// A feed's connection, set up as `open_writer` sets it.
-    fn inserter(path: &std::path::Path) -> Inserter {
-        let inserter = Inserter::new(open(path).unwrap());
-        let conn = inserter.conn();
-        conn.execute_batch("PRAGMA wal_autocheckpoint=0;").unwrap();
-        conn.busy_timeout(Duration::ZERO).unwrap();
-        inserter
+    /// The feed of a new index at `path`, its thread not started.
+    fn new_feed(path: &std::path::Path) -> Feed {
+        Feed::new(Inserter::new(open(path).unwrap()), path.to_path_buf()).unwrap()
     }
 
-    /// A feed with no thread of its own, so that only the test inserts.
-    fn feed(path: &std::path::Path) -> IndexFeed {
-        IndexFeed(Arc::new(Feed::new(inserter(path), path.to_path_buf())))
+    /// A feed with no thread of its own, so that only the test inserts, on a new index in
+    /// a directory of its own (kept while the directory lives).
+    fn feed() -> (tempfile::TempDir, PathBuf, IndexFeed) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(INDEX_FILE);
+        let feed = IndexFeed(Arc::new(new_feed(&path)));
+        (dir, path, feed)
     }
 
     /// The bytes of the database file and of its WAL.
@@ -489,9 +497,7 @@ mod tests {
     /// fewer wait, and commits once the open transaction holds `COMMIT_ROWS`.
     #[test]
     fn a_helper_inserts_a_statements_worth_and_commits_at_commit_rows() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(INDEX_FILE);
-        let feed = feed(&path);
+        let (_dir, path, feed) = feed();
         push(&feed, 1..=15);
         feed.help();
         assert_eq!(queued(&feed).len(), 15);
@@ -519,9 +525,7 @@ mod tests {
     /// order, and go in once the lock is free.
     #[test]
     fn a_helper_never_waits_and_rows_it_could_not_insert_stay_queued_in_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(INDEX_FILE);
-        let feed = feed(&path);
+        let (_dir, path, feed) = feed();
         push(&feed, 1..=40);
         let held = feed.0.lock_inserting();
         let helper = feed.clone();
@@ -550,8 +554,7 @@ mod tests {
     /// for a next row that may never come.
     #[test]
     fn rows_a_helper_took_end_the_threads_wait_for_a_batch() {
-        let dir = tempfile::tempdir().unwrap();
-        let feed = feed(&dir.path().join(INDEX_FILE));
+        let (_dir, _, feed) = feed();
         push(&feed, 1..=16);
         feed.help();
         assert!(queued(&feed).is_empty());
@@ -593,9 +596,7 @@ mod tests {
     /// batch has written, then help again.
     #[test]
     fn a_quiet_feed_is_checkpointed_and_its_next_write_is_the_threads() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(INDEX_FILE);
-        let feed = feed(&path);
+        let (_dir, path, feed) = feed();
         push(&feed, 1..=2000);
         while !queued(&feed).is_empty() {
             feed.help();
@@ -655,7 +656,7 @@ mod tests {
         let total = 3 * every as u64;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(INDEX_FILE);
-        let mut feed = Feed::new(inserter(&path), path.clone());
+        let mut feed = new_feed(&path);
         feed.checkpoint_rows = every;
         let writer = IndexWriter::spawn(feed, Courtesy::default(), Vec::new()).unwrap();
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -77,7 +77,7 @@ unsafe impl Send for Inserter {}
 pub(super) enum Refused {
     /// Another connection holds the index's write lock (a `sqlite3` shell writing, say):
     /// nothing was inserted and nothing is lost; the rows can be inserted later.
-    Busy,
+    Busy(rusqlite::Error),
     /// Anything else: the open transaction was rolled back, with the rows the index had
     /// taken since its last commit (the log holds them).
     Failed(rusqlite::Error),
@@ -131,7 +131,7 @@ impl Inserter {
             // can it be busy: nothing of this transaction was written.
             Err(e) if began && is_busy(&e) => {
                 self.rollback();
-                Err(Refused::Busy)
+                Err(Refused::Busy(e))
             }
             Err(e) => {
                 self.rollback();
@@ -157,11 +157,7 @@ impl Inserter {
     pub(super) fn insert_all(&mut self, rows: &[IndexRow]) -> rusqlite::Result<()> {
         match self.insert(rows, &Courtesy::default()) {
             Ok(()) => self.commit(),
-            Err(Refused::Busy) => Err(rusqlite::Error::SqliteFailure(
-                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
-                Some("the calls index is locked by another connection".into()),
-            )),
-            Err(Refused::Failed(e)) => Err(e),
+            Err(Refused::Busy(e) | Refused::Failed(e)) => Err(e),
         }
     }
 
@@ -399,7 +395,7 @@ pub(super) mod tests {
         let since = Instant::now();
         assert!(matches!(
             inserter.insert(&rows, &Courtesy::default()),
-            Err(Refused::Busy)
+            Err(Refused::Busy(_))
         ));
         assert!(since.elapsed() < Duration::from_secs(1));
         assert_eq!(inserter.uncommitted(), 0);

@@ -2,7 +2,8 @@
 # logs and temporary files in a folder of its own.
 
 # nginx_start DIR HTTP_LINES: writes DIR/nginx.conf around HTTP_LINES (the `server` and
-# `upstream` blocks) and starts it in the background; its pid is left in NGINX_STARTED.
+# `upstream` blocks), starts it in the background and returns once it listens; its pid is
+# left in NGINX_STARTED.
 nginx_start() {
   local dir=$1 lines=$2
   mkdir -p "$dir/tmp"
@@ -25,6 +26,17 @@ $lines
 CONF
   nginx -c "$dir/nginx.conf" &
   NGINX_STARTED=$!
+  # nginx writes its pid file once its sockets listen: a measurement started before
+  # then fails, and a script would read its empty result as zero.
+  local waited=0
+  until [ -s "$dir/nginx.pid" ]; do
+    if ! kill -0 "$NGINX_STARTED" 2>/dev/null || [ $waited -ge 100 ]; then
+      echo "nginx did not start (see $dir/error.log)" >&2
+      return 1
+    fi
+    sleep 0.05
+    waited=$((waited + 1))
+  done
 }
 
 # fixed_bodies [CHUNKS]: sets CHAT (a chat completion), MESSAGES (a Messages reply) and SSE

@@ -7,7 +7,7 @@
 //!                                   #     header_timeout_seconds, body_timeout_seconds, idle_timeout_seconds,
 //!                                   #     max_connections, max_calls_in_flight, max_streams_per_connection,
 //!                                   #     max_header_bytes, max_uri_bytes, max_headers, max_json_depth,
-//!                                   #     allowed_hosts, cors_origins, lanes}
+//!                                   #     allowed_hosts, cors_origins, lanes, pin_lanes}
 //! models:                           # client-visible name → reference
 //!   claude-sonnet-4-5: vllm/qwen3
 //!   gpt-5.4: mock/echo
@@ -104,7 +104,7 @@ pub const MAX_HEADERS_CEILING: usize = 1000;
 const LISTEN_FIELDS: &str = "address, max_body_bytes, drain_timeout_seconds, \
      header_timeout_seconds, body_timeout_seconds, idle_timeout_seconds, max_connections, \
      max_calls_in_flight, max_streams_per_connection, max_header_bytes, max_uri_bytes, \
-     max_headers, max_json_depth, allowed_hosts, cors_origins, lanes";
+     max_headers, max_json_depth, allowed_hosts, cors_origins, lanes, pin_lanes";
 
 /// The most lanes `listen.lanes` (and `serve --lanes`) may ask for.
 pub const MAX_LANES: usize = 1024;
@@ -157,6 +157,9 @@ pub struct GatewayConfig {
     /// Threads serving connections (`listen.lanes`; `serve --lanes` wins); `None`: one per
     /// core. 0: every connection on the runtime that serves (docs/gateway.md, *Threads*).
     pub lanes: Option<usize>,
+    /// Whether lanes run one to a core, with the background threads off the first lane's
+    /// (`listen.pin_lanes`, on by default; docs/gateway.md, *Threads*).
+    pub pin_lanes: bool,
     /// Retries of upstream calls (the run config's `retry:`, as everywhere): whole calls,
     /// and streams before their first byte.
     pub retry: RetryPolicy,
@@ -210,6 +213,7 @@ impl Default for GatewayConfig {
             allowed_hosts: Vec::new(),
             cors_origins: Vec::new(),
             lanes: None,
+            pin_lanes: true,
             retry: RetryPolicy::default(),
             timeouts: GATEWAY_TIMEOUTS,
             store_options: StoreOptions::default(),
@@ -522,6 +526,12 @@ fn read_listen(
                             "listen.lanes: expected a whole number of threads from 0 to {MAX_LANES} (0: no lanes), found {v}"
                         )),
                     },
+                    ("pin_lanes", v) => match v.as_bool() {
+                        Some(pin) => config.pin_lanes = pin,
+                        None => errors.push(format!(
+                            "listen.pin_lanes: expected true or false, found {v}"
+                        )),
+                    },
                     (other, _) => errors.push(format!(
                         "listen.{other}: unknown field; accepted: {LISTEN_FIELDS}"
                     )),
@@ -752,6 +762,19 @@ mod tests {
                 [format!("listen.lanes: expected a whole number of threads from 0 to 1024 (0: no lanes), found {wrong}")]
             );
         }
+    }
+
+    #[test]
+    fn listen_pin_lanes_is_on_unless_turned_off() {
+        assert!(GatewayConfig::default().pin_lanes);
+        let off = GatewayConfig::from_sections(&sections(json!({"listen": {"pin_lanes": false}})));
+        assert!(!off.unwrap().pin_lanes);
+        let e = GatewayConfig::from_sections(&sections(json!({"listen": {"pin_lanes": "no"}})))
+            .unwrap_err();
+        assert_eq!(
+            e,
+            ["listen.pin_lanes: expected true or false, found \"no\""]
+        );
     }
 
     #[test]

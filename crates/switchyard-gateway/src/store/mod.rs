@@ -522,6 +522,7 @@ type InFlight = std::collections::VecDeque<Batch>;
 fn store_loop(intake: &Intake, recorder: &Arc<Recorder>, pace: &Pace) {
     let mut in_flight = InFlight::new();
     loop {
+        switchyard::internal::placement::keep_off_lanes();
         let mut queue = intake.lock();
         if queue.calls.is_empty() && !in_flight.is_empty() {
             // Nothing to build: wait for the writer, so the backlog reads zero when idle

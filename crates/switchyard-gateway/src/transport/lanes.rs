@@ -1,6 +1,9 @@
 //! The lanes connections are served on: threads of one single-threaded tokio runtime
-//! each. An accepted connection goes to the lane serving the fewest connections and is
-//! served there to its end (see `switchyard::internal::lanes` for why).
+//! each. An accepted connection goes to the lane serving the fewest connections, the
+//! first of them on a tie, and is served there to its end (see
+//! `switchyard::internal::lanes` for why). Unless told not to, the lanes are pinned one to
+//! a core and the background threads kept off the first lane's
+//! (`switchyard::internal::placement`).
 //!
 //! A lane's runtime stops when [`Lanes`] is dropped, after the listener's drain: by then
 //! no connection is left on it, only the idle upstream connections of its pools, which
@@ -11,12 +14,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use switchyard::internal::lanes;
+use switchyard::internal::placement::Placement;
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
 /// The running lanes.
 pub(crate) struct Lanes {
     lanes: Vec<Lane>,
+    /// Where they run, when pinned.
+    placement: Option<Arc<Placement>>,
 }
 
 struct Lane {
@@ -39,8 +45,14 @@ impl Drop for Place {
 impl Lanes {
     /// Starts `count` lanes (at least one), each a thread named `switchyard-lane-N`, and
     /// returns once every one of them runs (so a lane never shows up late, unnamed, to
-    /// whoever counts the process's threads).
-    pub(crate) fn start(count: usize) -> io::Result<Lanes> {
+    /// whoever counts the process's threads). With `pin`, each runs on a core of its own
+    /// where [`Placement::pin`] finds that safe.
+    pub(crate) fn start(count: usize, pin: bool) -> io::Result<Lanes> {
+        let placement = if pin {
+            Placement::pin().map(Arc::new)
+        } else {
+            None
+        };
         let mut started = Vec::with_capacity(count.max(1));
         let (running, all_running) = std::sync::mpsc::channel::<()>();
         for lane in 0..count.max(1) {
@@ -50,10 +62,14 @@ impl Lanes {
             let handle = runtime.handle().clone();
             let (stop, stopped) = oneshot::channel::<()>();
             let running = running.clone();
+            let placement = placement.clone();
             let thread = std::thread::Builder::new()
                 .name(format!("switchyard-lane-{lane}"))
                 .spawn(move || {
                     lanes::enter(lane);
+                    if let Some(placement) = &placement {
+                        placement.enter(lane);
+                    }
                     let _ = running.send(());
                     drop(running);
                     runtime.block_on(async {
@@ -75,7 +91,10 @@ impl Lanes {
                 break;
             }
         }
-        Ok(Lanes { lanes: started })
+        Ok(Lanes {
+            lanes: started,
+            placement,
+        })
     }
 
     /// Where the next connection goes: the runtime of the lane with the fewest, and its
@@ -112,16 +131,19 @@ impl Drop for Lanes {
                 let _ = thread.join();
             }
         }
+        // The lanes are gone: the background threads may run on their core again.
+        drop(self.placement.take());
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use switchyard::internal::placement;
 
     #[test]
     fn a_connection_goes_to_the_lane_serving_the_fewest() {
-        let lanes = Lanes::start(2).unwrap();
+        let lanes = Lanes::start(2, false).unwrap();
         let mut places: Vec<Place> = (0..4).map(|_| lanes.choose().1).collect();
         assert_eq!(lanes.open(), [2, 2]);
         drop(places.remove(0));
@@ -130,9 +152,35 @@ mod tests {
         assert_eq!(lanes.open(), [2, 2]);
     }
 
+    /// Pinned lanes run on a core each, in order; on a machine where the placement
+    /// declines to pin (one core, a CPU quota), they run where they were.
+    #[test]
+    fn pinned_lanes_run_one_to_a_core() {
+        let before = placement::cores_of_this_thread();
+        let planned = Placement::pin();
+        let lanes = Lanes::start(3, true).unwrap();
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            let (handle, place) = lanes.choose();
+            let (tx, rx) = std::sync::mpsc::channel();
+            handle.spawn(async move {
+                let _ = tx.send(placement::cores_of_this_thread());
+            });
+            seen.push(rx.recv().unwrap());
+            std::mem::forget(place);
+        }
+        let expected: Vec<_> = (0..3)
+            .map(|lane| match &planned {
+                Some(p) => Some(vec![p.core(lane)]),
+                None => before.clone(),
+            })
+            .collect();
+        assert_eq!(seen, expected);
+    }
+
     #[test]
     fn a_task_on_a_lane_runs_on_that_lanes_thread() {
-        let lanes = Lanes::start(2).unwrap();
+        let lanes = Lanes::start(2, false).unwrap();
         let mut seen = Vec::new();
         for _ in 0..2 {
             let (handle, place) = lanes.choose();
@@ -159,6 +207,6 @@ mod tests {
 
     #[test]
     fn zero_lanes_asked_is_one_lane() {
-        assert_eq!(Lanes::start(0).unwrap().open(), [0]);
+        assert_eq!(Lanes::start(0, false).unwrap().open(), [0]);
     }
 }

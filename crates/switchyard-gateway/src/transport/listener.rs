@@ -71,6 +71,8 @@ pub(crate) struct Options {
     pub cors_origins: Vec<String>,
     /// Lanes to serve connections on (`lanes.rs`); 0: on the runtime that serves.
     pub lanes: usize,
+    /// Whether lanes are pinned to cores (`listen.pin_lanes`).
+    pub pin_lanes: bool,
 }
 
 impl Options {
@@ -94,6 +96,7 @@ impl Options {
             // A gateway inside a program serves on that program's runtime unless its
             // config asks for lanes; `switchyard serve` asks for one per core by default.
             lanes: config.lanes.unwrap_or(0),
+            pin_lanes: config.pin_lanes,
         }
     }
 }
@@ -153,7 +156,7 @@ pub(crate) async fn serve(
     let overflow = Arc::new(Semaphore::new(OVERFLOW));
     let lanes = match options.lanes {
         0 => None,
-        n => Some(Lanes::start(n).map_err(|e| {
+        n => Some(Lanes::start(n, options.pin_lanes).map_err(|e| {
             io::Error::other(format!("cannot start the gateway's {n} lane threads: {e}"))
         })?),
     };

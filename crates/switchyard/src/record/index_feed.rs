@@ -341,6 +341,7 @@ impl Feed {
         let mut quiet_checkpoint = false;
         loop {
             let waited = self.wait(quiet_checkpoint);
+            crate::internal::placement::keep_off_lanes();
             let mut slot = self.lock_inserting();
             if let Some(inserting) = slot.as_mut() {
                 let _ = inserting.inserter.conn().busy_timeout(BUSY_WAIT);

@@ -474,6 +474,7 @@ fn writer_loop(
     let mut failure = None;
     let mut buf = Vec::with_capacity(256 * 1024);
     while let Ok(first) = rx.recv() {
+        crate::internal::placement::keep_off_lanes();
         let mut batch = vec![first];
         let mut records = batch[0].entries.len();
         while records < BATCH_RECORDS {

@@ -14,6 +14,11 @@
 //! Kept off it, it added nothing; with the lanes pinned too, the p99 at 32 connections
 //! also came closer to its p50.
 //!
+//! A background thread of a gateway with pinned lanes also asks the scheduler for a short
+//! slice ([`BACKGROUND_SLICE`]; Linux 6.12 and later honour it): when a lane wakes on its
+//! core, it waits that long at most, where the calls index's WAL checkpoint, a few
+//! milliseconds of copying pages, otherwise held the core for a whole default slice.
+//!
 //! Pinning is done only where it cannot take cores from someone else: with at least two
 //! cores to run on, and no CPU quota below them (a container limited to 2 CPUs on a
 //! 64-core host is allowed all 64, and shares them). A thread only ever sets its own
@@ -23,9 +28,20 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::Duration;
 
-/// The cores background threads may run on, `None` when nothing is pinned.
-static BACKGROUND: Mutex<Option<Vec<usize>>> = Mutex::new(None);
+/// The slice background threads ask for while lanes are pinned (the least Linux grants).
+pub const BACKGROUND_SLICE: Duration = Duration::from_micros(100);
+
+/// Where background threads run, `None` when nothing was ever pinned.
+static BACKGROUND: Mutex<Option<Background>> = Mutex::new(None);
+
+#[derive(Clone)]
+struct Background {
+    cores: Vec<usize>,
+    /// Whether they ask for [`BACKGROUND_SLICE`] (while the lanes are pinned).
+    short_slice: bool,
+}
 /// Changes to [`BACKGROUND`], which background threads compare with what they last saw.
 static CHANGES: AtomicU64 = AtomicU64::new(0);
 
@@ -81,7 +97,7 @@ impl Placement {
 
     fn keep_background_off(&mut self, core: usize) {
         let others: Vec<usize> = self.cores.iter().copied().filter(|&c| c != core).collect();
-        set_background(Some(others));
+        set_background(others, true);
         self.moved = true;
     }
 }
@@ -89,13 +105,13 @@ impl Placement {
 impl Drop for Placement {
     fn drop(&mut self) {
         if self.moved {
-            set_background(Some(self.cores.clone()));
+            set_background(self.cores.clone(), false);
         }
     }
 }
 
-fn set_background(cores: Option<Vec<usize>>) {
-    *BACKGROUND.lock().unwrap_or_else(|p| p.into_inner()) = cores;
+fn set_background(cores: Vec<usize>, short_slice: bool) {
+    *BACKGROUND.lock().unwrap_or_else(|p| p.into_inner()) = Some(Background { cores, short_slice });
     CHANGES.fetch_add(1, Ordering::Release);
 }
 
@@ -112,9 +128,14 @@ pub fn keep_off_lanes() {
         return;
     }
     let cores = BACKGROUND.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    if let Some(cores) = cores {
-        if let Err(e) = affinity::set(&cores) {
+    if let Some(background) = cores {
+        if let Err(e) = affinity::set(&background.cores) {
+            let cores = &background.cores;
             tracing::debug!("a background thread not moved to cores {cores:?}: {e}");
+        }
+        let slice = background.short_slice.then_some(BACKGROUND_SLICE);
+        if let Err(e) = affinity::set_slice(slice) {
+            tracing::debug!("a background thread's slice not set: {e}");
         }
     }
 }
@@ -124,10 +145,54 @@ pub fn cores_of_this_thread() -> Option<Vec<usize>> {
     affinity::get()
 }
 
+/// The slice the scheduler runs the calling thread in, where the kernel says (Linux 6.12
+/// and later: its default, or the one the thread asked for).
+pub fn slice_of_this_thread() -> Option<Duration> {
+    affinity::slice()
+}
+
 #[cfg(target_os = "linux")]
 mod affinity {
     use std::io;
     use std::mem::{size_of, zeroed};
+    use std::time::Duration;
+
+    /// Asks the scheduler to run the calling thread in slices of `slice` (`None`: its
+    /// default), keeping its policy and nice value. Kernels before 6.12 ignore it.
+    pub(super) fn set_slice(slice: Option<Duration>) -> io::Result<()> {
+        let mut attr = this_thread_attr()?;
+        attr.size = size_of::<libc::sched_attr>() as u32;
+        attr.sched_flags = 0;
+        attr.sched_runtime = slice.map_or(0, |s| s.as_nanos() as u64);
+        // SAFETY: the kernel reads `attr.size` bytes of `attr`, which lives for the call;
+        // pid 0 is the calling thread.
+        let done = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr, 0u32) };
+        if done == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    /// The calling thread's slice, where the kernel reports one.
+    pub(super) fn slice() -> Option<Duration> {
+        let attr = this_thread_attr().ok()?;
+        (attr.sched_runtime > 0).then(|| Duration::from_nanos(attr.sched_runtime))
+    }
+
+    fn this_thread_attr() -> io::Result<libc::sched_attr> {
+        // SAFETY: sched_attr is plain integers, for which all-zero is a value.
+        let mut attr: libc::sched_attr = unsafe { zeroed() };
+        let size = size_of::<libc::sched_attr>() as u32;
+        // SAFETY: the kernel writes at most `size` bytes into `attr`, which lives for the
+        // call; pid 0 is the calling thread.
+        let got = unsafe { libc::syscall(libc::SYS_sched_getattr, 0, &mut attr, size, 0u32) };
+        if got == 0 {
+            Ok(attr)
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
 
     /// The cores the calling thread may run on.
     pub(super) fn get() -> Option<Vec<usize>> {
@@ -168,6 +233,15 @@ mod affinity {
 #[cfg(not(target_os = "linux"))]
 mod affinity {
     use std::io;
+    use std::time::Duration;
+
+    pub(super) fn set_slice(_slice: Option<Duration>) -> io::Result<()> {
+        Ok(())
+    }
+
+    pub(super) fn slice() -> Option<Duration> {
+        None
+    }
 
     pub(super) fn get() -> Option<Vec<usize>> {
         None
@@ -219,10 +293,20 @@ mod tests {
             placement.keep_background_off(all[0]);
             keep_off_lanes();
             assert_eq!(cores_of_this_thread().unwrap(), all[1..]);
+            // Kernels before 6.12 keep no slice of a thread's own.
+            let short = slice_of_this_thread();
+            assert!(
+                short.is_none() || short == Some(BACKGROUND_SLICE),
+                "{short:?}"
+            );
             keep_off_lanes(); // nothing changed: nothing done
             drop(placement);
             keep_off_lanes();
             assert_eq!(cores_of_this_thread().unwrap(), all);
+            assert_eq!(
+                slice_of_this_thread().filter(|&s| s == BACKGROUND_SLICE),
+                None
+            );
         })
         .join()
         .unwrap();

@@ -33,8 +33,19 @@ use std::time::Duration;
 /// The slice background threads ask for while lanes are pinned (the least Linux grants).
 pub const BACKGROUND_SLICE: Duration = Duration::from_micros(100);
 
-/// Where background threads run, `None` when nothing was ever pinned.
-static BACKGROUND: Mutex<Option<Background>> = Mutex::new(None);
+/// Where background threads run, and how many placements keep them there.
+static BACKGROUND: Mutex<Held> = Mutex::new(Held {
+    current: None,
+    holders: 0,
+});
+
+struct Held {
+    /// `None` when nothing was ever pinned.
+    current: Option<Background>,
+    /// Placements keeping the background threads off their first lane (gateways running
+    /// in one process): the threads are let go when the last one is dropped.
+    holders: usize,
+}
 
 #[derive(Clone)]
 struct Background {
@@ -96,23 +107,33 @@ impl Placement {
     }
 
     fn keep_background_off(&mut self, core: usize) {
-        let others: Vec<usize> = self.cores.iter().copied().filter(|&c| c != core).collect();
-        set_background(others, true);
+        let cores: Vec<usize> = self.cores.iter().copied().filter(|&c| c != core).collect();
+        let mut held = BACKGROUND.lock().unwrap_or_else(|p| p.into_inner());
+        held.holders += 1;
+        held.current = Some(Background {
+            cores,
+            short_slice: true,
+        });
+        CHANGES.fetch_add(1, Ordering::Release);
         self.moved = true;
     }
 }
 
 impl Drop for Placement {
     fn drop(&mut self) {
-        if self.moved {
-            set_background(self.cores.clone(), false);
+        if !self.moved {
+            return;
+        }
+        let mut held = BACKGROUND.lock().unwrap_or_else(|p| p.into_inner());
+        held.holders -= 1;
+        if held.holders == 0 {
+            held.current = Some(Background {
+                cores: self.cores.clone(),
+                short_slice: false,
+            });
+            CHANGES.fetch_add(1, Ordering::Release);
         }
     }
-}
-
-fn set_background(cores: Vec<usize>, short_slice: bool) {
-    *BACKGROUND.lock().unwrap_or_else(|p| p.into_inner()) = Some(Background { cores, short_slice });
-    CHANGES.fetch_add(1, Ordering::Release);
 }
 
 /// Called by a background thread when it wakes for work: moves it to the cores
@@ -127,8 +148,12 @@ pub fn keep_off_lanes() {
     if super::lanes::current().is_some() {
         return;
     }
-    let cores = BACKGROUND.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    if let Some(background) = cores {
+    let current = BACKGROUND
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .current
+        .clone();
+    if let Some(background) = current {
         if let Err(e) = affinity::set(&background.cores) {
             let cores = &background.cores;
             tracing::debug!("a background thread not moved to cores {cores:?}: {e}");
@@ -307,6 +332,29 @@ mod tests {
                 slice_of_this_thread().filter(|&s| s == BACKGROUND_SLICE),
                 None
             );
+        })
+        .join()
+        .unwrap();
+    }
+
+    /// Two gateways in one process: the background threads stay off the first lane until
+    /// both have stopped.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn background_threads_are_let_go_when_the_last_placement_is_dropped() {
+        let Some(all) = all_cores() else { return };
+        let _one = MOVING.lock().unwrap_or_else(|p| p.into_inner());
+        std::thread::spawn(move || {
+            let mut first = Placement::over(all.clone(), all.len()).unwrap();
+            let mut second = Placement::over(all.clone(), all.len()).unwrap();
+            first.keep_background_off(all[0]);
+            second.keep_background_off(all[0]);
+            drop(first);
+            keep_off_lanes();
+            assert_eq!(cores_of_this_thread().unwrap(), all[1..]);
+            drop(second);
+            keep_off_lanes();
+            assert_eq!(cores_of_this_thread().unwrap(), all);
         })
         .join()
         .unwrap();

@@ -61,8 +61,9 @@ thread_local! {
     static SEEN: Cell<u64> = const { Cell::new(0) };
 }
 
-/// Where a gateway's lanes run: lane `i` on `cores[i % cores.len()]`. Dropping it lets the
-/// background threads run anywhere again (the lanes have stopped).
+/// Where a gateway's lanes run: lane `i` on `cores[i % cores.len()]`. Dropping the last
+/// one in the process (its lanes have stopped) lets the background threads run anywhere
+/// again.
 #[derive(Debug)]
 pub struct Placement {
     cores: Vec<usize>,

@@ -141,6 +141,22 @@ mod tests {
     use super::*;
     use switchyard::internal::placement;
 
+    /// What `probe` returns on each of the first `n` lanes connections are given (each
+    /// place kept: the next goes to the next lane).
+    fn on_each_lane<T: Send + 'static>(lanes: &Lanes, n: usize, probe: fn() -> T) -> Vec<T> {
+        (0..n)
+            .map(|_| {
+                let (handle, place) = lanes.choose();
+                let (tx, rx) = std::sync::mpsc::channel();
+                handle.spawn(async move {
+                    let _ = tx.send(probe());
+                });
+                std::mem::forget(place);
+                rx.recv().unwrap()
+            })
+            .collect()
+    }
+
     #[test]
     fn a_connection_goes_to_the_lane_serving_the_fewest() {
         let lanes = Lanes::start(2, false).unwrap();
@@ -159,16 +175,7 @@ mod tests {
         let before = placement::cores_of_this_thread();
         let planned = Placement::pin();
         let lanes = Lanes::start(3, true).unwrap();
-        let mut seen = Vec::new();
-        for _ in 0..3 {
-            let (handle, place) = lanes.choose();
-            let (tx, rx) = std::sync::mpsc::channel();
-            handle.spawn(async move {
-                let _ = tx.send(placement::cores_of_this_thread());
-            });
-            seen.push(rx.recv().unwrap());
-            std::mem::forget(place);
-        }
+        let seen = on_each_lane(&lanes, 3, placement::cores_of_this_thread);
         let expected: Vec<_> = (0..3)
             .map(|lane| match &planned {
                 Some(p) => Some(vec![p.core(lane)]),
@@ -181,19 +188,12 @@ mod tests {
     #[test]
     fn a_task_on_a_lane_runs_on_that_lanes_thread() {
         let lanes = Lanes::start(2, false).unwrap();
-        let mut seen = Vec::new();
-        for _ in 0..2 {
-            let (handle, place) = lanes.choose();
-            let (tx, rx) = std::sync::mpsc::channel();
-            handle.spawn(async move {
-                let _ = tx.send((
-                    lanes::current(),
-                    std::thread::current().name().map(str::to_owned),
-                ));
-            });
-            seen.push(rx.recv().unwrap());
-            std::mem::forget(place);
-        }
+        let seen = on_each_lane(&lanes, 2, || {
+            (
+                lanes::current(),
+                std::thread::current().name().map(str::to_owned),
+            )
+        });
         assert_eq!(
             seen,
             [

@@ -81,7 +81,7 @@ impl Placement {
         let cores = affinity::get()?;
         let usable = std::thread::available_parallelism().map_or(1, usize::from);
         let mut placement = Placement::over(cores, usable)?;
-        placement.keep_background_off(placement.cores[0]);
+        placement.keep_background_off();
         Some(placement)
     }
 
@@ -107,15 +107,14 @@ impl Placement {
         }
     }
 
-    fn keep_background_off(&mut self, core: usize) {
-        let cores: Vec<usize> = self.cores.iter().copied().filter(|&c| c != core).collect();
-        let mut held = BACKGROUND.lock().unwrap_or_else(|p| p.into_inner());
+    /// Keeps the background threads off the first lane's core, in short slices, until
+    /// this placement (or the last of several) is dropped.
+    fn keep_background_off(&mut self) {
+        let first = self.core(0);
+        let cores: Vec<usize> = self.cores.iter().copied().filter(|&c| c != first).collect();
+        let mut held = held();
         held.holders += 1;
-        held.current = Some(Background {
-            cores,
-            short_slice: true,
-        });
-        CHANGES.fetch_add(1, Ordering::Release);
+        held.set(cores, true);
         self.moved = true;
     }
 }
@@ -125,15 +124,23 @@ impl Drop for Placement {
         if !self.moved {
             return;
         }
-        let mut held = BACKGROUND.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held = held();
         held.holders -= 1;
         if held.holders == 0 {
-            held.current = Some(Background {
-                cores: self.cores.clone(),
-                short_slice: false,
-            });
-            CHANGES.fetch_add(1, Ordering::Release);
+            held.set(self.cores.clone(), false);
         }
+    }
+}
+
+fn held() -> std::sync::MutexGuard<'static, Held> {
+    BACKGROUND.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Held {
+    /// Sets where background threads run, which each applies when it next wakes.
+    fn set(&mut self, cores: Vec<usize>, short_slice: bool) {
+        self.current = Some(Background { cores, short_slice });
+        CHANGES.fetch_add(1, Ordering::Release);
     }
 }
 
@@ -149,11 +156,7 @@ pub fn keep_off_lanes() {
     if super::lanes::current().is_some() {
         return;
     }
-    let current = BACKGROUND
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .current
-        .clone();
+    let current = held().current.clone();
     if let Some(background) = current {
         if let Err(e) = affinity::set(&background.cores) {
             let cores = &background.cores;
@@ -286,11 +289,19 @@ mod tests {
     use super::*;
 
     /// The tests that move threads share the process's placement: one at a time.
+    #[cfg(target_os = "linux")]
     static MOVING: Mutex<()> = Mutex::new(());
 
-    fn all_cores() -> Option<Vec<usize>> {
-        let all = cores_of_this_thread()?;
-        (all.len() >= 2).then_some(all) // with one core there is nothing to move off
+    /// Runs `test` with every core this thread may use, on a thread of its own (no lane,
+    /// and one whose cores the test may change), one such test at a time: they share the
+    /// process's placement. With one core there is nothing to move off, and no test.
+    #[cfg(target_os = "linux")]
+    fn on_a_thread_of_its_own(test: impl FnOnce(Vec<usize>) + Send + 'static) {
+        let Some(all) = cores_of_this_thread().filter(|all| all.len() >= 2) else {
+            return;
+        };
+        let _one = MOVING.lock().unwrap_or_else(|p| p.into_inner());
+        std::thread::spawn(move || test(all)).join().unwrap();
     }
 
     #[test]
@@ -311,12 +322,9 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn a_background_thread_moves_off_the_first_lanes_core_and_back() {
-        let Some(all) = all_cores() else { return };
-        let _one = MOVING.lock().unwrap_or_else(|p| p.into_inner());
-        // On a thread of its own, which is no lane and whose cores the test may change.
-        std::thread::spawn(move || {
+        on_a_thread_of_its_own(|all| {
             let mut placement = Placement::over(all.clone(), all.len()).unwrap();
-            placement.keep_background_off(all[0]);
+            placement.keep_background_off();
             keep_off_lanes();
             assert_eq!(cores_of_this_thread().unwrap(), all[1..]);
             // Kernels before 6.12 keep no slice of a thread's own.
@@ -333,9 +341,7 @@ mod tests {
                 slice_of_this_thread().filter(|&s| s == BACKGROUND_SLICE),
                 None
             );
-        })
-        .join()
-        .unwrap();
+        });
     }
 
     /// Two gateways in one process: the background threads stay off the first lane until
@@ -343,41 +349,33 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn background_threads_are_let_go_when_the_last_placement_is_dropped() {
-        let Some(all) = all_cores() else { return };
-        let _one = MOVING.lock().unwrap_or_else(|p| p.into_inner());
-        std::thread::spawn(move || {
+        on_a_thread_of_its_own(|all| {
             let mut first = Placement::over(all.clone(), all.len()).unwrap();
             let mut second = Placement::over(all.clone(), all.len()).unwrap();
-            first.keep_background_off(all[0]);
-            second.keep_background_off(all[0]);
+            first.keep_background_off();
+            second.keep_background_off();
             drop(first);
             keep_off_lanes();
             assert_eq!(cores_of_this_thread().unwrap(), all[1..]);
             drop(second);
             keep_off_lanes();
             assert_eq!(cores_of_this_thread().unwrap(), all);
-        })
-        .join()
-        .unwrap();
+        });
     }
 
     #[cfg(target_os = "linux")]
     #[test]
     fn a_lane_is_pinned_to_its_core_and_is_not_moved_as_a_background_thread() {
-        let Some(all) = all_cores() else { return };
-        let _one = MOVING.lock().unwrap_or_else(|p| p.into_inner());
-        std::thread::spawn(move || {
+        on_a_thread_of_its_own(|all| {
             let mut placement = Placement::over(all.clone(), all.len()).unwrap();
             super::super::lanes::enter(1);
             placement.enter(1);
             let own = vec![all[1]];
             assert_eq!(cores_of_this_thread().unwrap(), own);
-            placement.keep_background_off(all[0]);
+            placement.keep_background_off();
             keep_off_lanes();
             assert_eq!(cores_of_this_thread().unwrap(), own);
             drop(placement);
-        })
-        .join()
-        .unwrap();
+        });
     }
 }

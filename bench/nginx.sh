@@ -74,24 +74,9 @@ BODY_S_GW='{"model":"ngxs/fixed","stream":true,"messages":[{"role":"user","conte
 D="http://127.0.0.1:$NGINX_PORT"
 G="http://127.0.0.1:$GW_PORT"
 
-# wrk, one thread: "req/s p50 p99" (latencies in µs).
-measure() { # conns body url
-  BODY="$2" wrk -t1 -c"$1" -d"$DUR" --latency -s bench/post.lua "$3" | python3 -c '
-import re, sys
-t = sys.stdin.read()
-def us(v):
-    n, unit = float(v[:-2] if v.endswith(("us", "ms")) else v[:-1]), v[-2:] if v.endswith(("us", "ms")) else v[-1:]
-    return n * {"us": 1, "ms": 1000, "s": 1e6}[unit]
-rps = re.search(r"Requests/sec:\s+([\d.]+)", t).group(1)
-p50 = re.search(r"^\s+50%\s+(\S+)", t, re.M).group(1)
-p99 = re.search(r"^\s+99%\s+(\S+)", t, re.M).group(1)
-bad = re.search(r"Non-2xx or 3xx responses: (\d+)", t)
-print(f"{float(rps):.0f} {us(p50):.0f} {us(p99):.0f}" + (f" non2xx={bad.group(1)}" if bad else ""))'
-}
-
 case_() { # name conns body url: one measurement, when ONLY matches its name
   [[ "$1" =~ ^($ONLY)$ ]] || return 0
-  printf 'round %s %s %-16s %s\n' "$round" "$name" "$1" "$(measure "$2" "$3" "$4")"
+  printf 'round %s %s %-16s %s\n' "$round" "$name" "$1" "$(wrk_measure "$2" "$3" "$4")"
 }
 
 shipped() { curl -s "$G/healthz" | python3 -c 'import json,sys; print(json.load(sys.stdin)["postgres"]["shipped"])'; }

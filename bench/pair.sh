@@ -32,13 +32,9 @@ DIRECT="{\"model\":\"fixed\",$ASK"
 VIA="{\"model\":\"ngx/fixed\",$ASK"
 # wrk, one thread: "p50 p99" in µs.
 latency() { # conns body url
-  BODY="$2" wrk -t1 -c"$1" -d"$DUR" --latency -s bench/post.lua "$3" | python3 -c '
-import re, sys
-def us(v):
-    n, unit = re.match(r"([\d.]+)(\w+)", v).groups()
-    return float(n) * {"us": 1, "ms": 1e3, "s": 1e6}[unit]
-got = dict(re.findall(r"^\s+(50|99)%\s+(\S+)", sys.stdin.read(), re.M))
-print(round(us(got["50"])), round(us(got["99"])))'
+  local rps p50 p99
+  read -r rps p50 p99 _ <<<"$(wrk_measure "$@")"
+  echo "$p50 $p99"
 }
 # One measurement of a gateway started afresh: "p50 p99" at `conns`.
 gateway() { # binary store(on|off) conns

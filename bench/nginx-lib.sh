@@ -114,11 +114,13 @@ t = sys.stdin.read()
 def us(v):
     n, unit = re.match(r"([\d.]+)(\w+)", v).groups()
     return float(n) * {"us": 1, "ms": 1e3, "s": 1e6}[unit]
+if not re.search(r"^\s+99%", t, re.M):
+    sys.exit("wrk reported no latencies for " + sys.argv[1] + ": " + (t.strip() or "nothing"))
 rps = float(re.search(r"Requests/sec:\s+([\d.]+)", t).group(1))
 p50 = us(re.search(r"^\s+50%\s+(\S+)", t, re.M).group(1))
 p99 = us(re.search(r"^\s+99%\s+(\S+)", t, re.M).group(1))
 bad = re.search(r"Non-2xx or 3xx responses: (\d+)", t)
-print(f"{rps:.0f} {p50:.0f} {p99:.0f}" + (f" non2xx={bad.group(1)}" if bad else ""))' <<<"$report"
+print(f"{rps:.0f} {p50:.0f} {p99:.0f}" + (f" non2xx={bad.group(1)}" if bad else ""))' "$3" <<<"$report"
 }
 
 # gateway_start BIN CONFIG [serve arguments…]: `BIN serve` on 127.0.0.1:$GW_PORT with CONFIG

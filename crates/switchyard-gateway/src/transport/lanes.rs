@@ -21,8 +21,9 @@ use tokio::sync::oneshot;
 /// The running lanes.
 pub(crate) struct Lanes {
     lanes: Vec<Lane>,
-    /// Where they run, when pinned.
-    placement: Option<Arc<Placement>>,
+    /// Where they run, when pinned. Dropped with the lanes, after [`Drop`] has joined
+    /// their threads: the background threads may then run on the first lane's core again.
+    _placement: Option<Arc<Placement>>,
 }
 
 struct Lane {
@@ -93,7 +94,7 @@ impl Lanes {
         }
         Ok(Lanes {
             lanes: started,
-            placement,
+            _placement: placement,
         })
     }
 
@@ -131,8 +132,6 @@ impl Drop for Lanes {
                 let _ = thread.join();
             }
         }
-        // The lanes are gone: the background threads may run on their core again.
-        drop(self.placement.take());
     }
 }
 

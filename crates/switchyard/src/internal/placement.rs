@@ -174,12 +174,6 @@ pub fn cores_of_this_thread() -> Option<Vec<usize>> {
     affinity::get()
 }
 
-/// The slice the scheduler runs the calling thread in, where the kernel says (Linux 6.12
-/// and later: its default, or the one the thread asked for).
-pub fn slice_of_this_thread() -> Option<Duration> {
-    affinity::slice()
-}
-
 #[cfg(target_os = "linux")]
 mod affinity {
     use std::io;
@@ -203,7 +197,9 @@ mod affinity {
         }
     }
 
-    /// The calling thread's slice, where the kernel reports one.
+    /// The calling thread's slice, where the kernel reports one (Linux 6.12 and later: its
+    /// default, or the one the thread asked for).
+    #[cfg(test)]
     pub(super) fn slice() -> Option<Duration> {
         let attr = this_thread_attr().ok()?;
         (attr.sched_runtime > 0).then(|| Duration::from_nanos(attr.sched_runtime))
@@ -268,10 +264,6 @@ mod affinity {
         Ok(())
     }
 
-    pub(super) fn slice() -> Option<Duration> {
-        None
-    }
-
     pub(super) fn get() -> Option<Vec<usize>> {
         None
     }
@@ -328,7 +320,7 @@ mod tests {
             keep_off_lanes();
             assert_eq!(cores_of_this_thread().unwrap(), all[1..]);
             // Kernels before 6.12 keep no slice of a thread's own.
-            let short = slice_of_this_thread();
+            let short = affinity::slice();
             assert!(
                 short.is_none() || short == Some(BACKGROUND_SLICE),
                 "{short:?}"
@@ -337,10 +329,7 @@ mod tests {
             drop(placement);
             keep_off_lanes();
             assert_eq!(cores_of_this_thread().unwrap(), all);
-            assert_eq!(
-                slice_of_this_thread().filter(|&s| s == BACKGROUND_SLICE),
-                None
-            );
+            assert_eq!(affinity::slice().filter(|&s| s == BACKGROUND_SLICE), None);
         });
     }
 

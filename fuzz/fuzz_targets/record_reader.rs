@@ -1,14 +1,16 @@
-//! The record reader: on any segment, no panic; every whole line is either a record or
-//! set aside, the records are those of the lines that read alone (a bad line never keeps
-//! the others from being read); a record that reads, written again, reads the same; and
-//! the depth cap keeps any text within its bound, changing nothing already within it.
+//! The record reader: on any segment, no panic; every whole record (a line, or a line of
+//! format 4 and the raw bytes after it) is either read or set aside, the records read are
+//! those that read alone (a bad one never keeps the others from being read); the records
+//! are all the segment's bytes but an unterminated end; a record that reads, written
+//! again, reads the same; and the depth cap keeps any text within its bound, changing
+//! nothing already within it.
 //! The first byte picks the cap's bound (1 to 32 levels); the rest is the segment.
 #![no_main]
 
 use serde_json::Value;
 use switchyard::record::{
-    cap_depth, first_too_deep, from_slice_bounded, parse_record_line, read_log, segment_name,
-    LOG_DIR, MAX_RECORD_DEPTH,
+    cap_depth, first_too_deep, from_slice_bounded, line_of, parse_record_line, read_log,
+    segment_name, segment_records, LOG_DIR, MAX_RECORD_DEPTH,
 };
 
 /// A run directory of this process's own, its segment rewritten for each input.
@@ -27,12 +29,20 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         return;
     };
     let bound = usize::from(pick % 32) + 1;
-    // The whole lines: an unterminated last piece is not one.
-    let mut lines: Vec<&[u8]> = segment.split(|&b| b == b'\n').collect();
-    lines.pop();
+    // The whole records: an unterminated last piece is not one. They follow each other
+    // from the segment's start, each with its `\n`.
+    let lines: Vec<&[u8]> = segment_records(segment).collect();
+    let covered: usize = lines.iter().map(|l| l.len() + 1).sum();
+    assert!(covered <= segment.len(), "records within the segment");
+    if covered < segment.len() {
+        assert!(
+            segment_records(&segment[covered..]).next().is_none(),
+            "what is left is no whole record"
+        );
+    }
     let mut expected = Vec::new();
-    for line in &lines {
-        if let Ok(record) = parse_record_line(line) {
+    for record_bytes in &lines {
+        if let Ok(record) = parse_record_line(record_bytes) {
             let once = serde_json::to_vec(&record).expect("a record serialises");
             let again = parse_record_line(&once).expect("a record written again reads");
             assert_eq!(
@@ -42,6 +52,7 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
             );
             expected.push(once);
         }
+        let line = line_of(record_bytes);
         let capped = cap_depth(line, bound);
         assert_eq!(
             first_too_deep(&capped, bound),

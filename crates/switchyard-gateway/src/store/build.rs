@@ -1,10 +1,11 @@
 //! A finished call's [`CallRecord`], built on the store's thread from the bytes its meter
 //! kept. In record format 3 (the usual case) the record holds what was exchanged — the
 //! body as sent, the bytes as received — with what the meter knows (usage, cost,
-//! timings, the error), and its readers derive the canonical request and reply; in format
-//! 2 (a call whose forms would not derive the same) they are decoded here: the request
-//! from the body as sent, the reply from the bytes as received (a stream cut short gives
-//! what it carried).
+//! timings, the error), and its readers derive the canonical request and reply (the
+//! bytes received are given apart, for the recorder to write after the line: format 4);
+//! in format 2 (a call whose forms would not derive the same) they are decoded here: the
+//! request from the body as sent, the reply from the bytes as received (a stream cut
+//! short gives what it carried).
 
 use super::Finished;
 use bytes::{Bytes, BytesMut};
@@ -37,22 +38,38 @@ pub(crate) fn decode_reply(dialect: Dialect, raw: &[u8], stream: bool) -> Option
     record::decode_reply(dialect, raw, stream)
 }
 
-/// The record of a finished call; runs on the store's thread.
+/// The record of a finished call, and the reply's raw bytes when the record is to have
+/// them written after its line; runs where the record is prepared.
 ///
 /// Written in record format 3 ([`record::DERIVED_FORMAT`]) when every canonical form left
 /// out is what a reader derives from the line: the canonical request from the body as
 /// sent, the reply from the raw bytes, the prompt digest and the provider's usage object
-/// from those. Nothing is decoded here then. A call whose forms would derive otherwise (a
-/// request decoded from the client's body because none was sent, a reply kept in part,
+/// from those. Nothing is decoded here then, and the raw bytes come back apart, for the
+/// recorder to write after the line as they are (record format 4) without their being
+/// checked as text and copied into the record. A call whose forms would derive otherwise
+/// (a request decoded from the client's body because none was sent, a reply kept in part,
 /// a usage the meter did not find, a failure the meter and the record tell apart) is
-/// built in format 2, decoded here as before.
-pub(super) fn build_record(call: Finished) -> CallRecord {
-    build(call, true)
+/// built in format 2, decoded here as before, its raw bytes in it.
+pub(super) fn build_record_and_raw(call: Finished) -> (CallRecord, Option<Bytes>) {
+    let (mut record, raw) = build(call, true);
+    if record::leaves_out(record.format) {
+        return (record, raw);
+    }
+    record.raw = raw.map(|raw| RawBytes::new(&raw));
+    (record, None)
 }
 
-/// [`build_record`], in format 2 whatever the call (`derive` false: as before format 3,
-/// which the tests compare with).
-fn build(call: Finished, derive: bool) -> CallRecord {
+/// [`build_record_and_raw`] with the raw bytes in the record, as the tests compare it.
+#[cfg(test)]
+pub(super) fn build_record(call: Finished) -> CallRecord {
+    let (mut record, raw) = build(call, true);
+    record.raw = raw.map(|raw| RawBytes::new(&raw));
+    record
+}
+
+/// [`build_record_and_raw`]; in format 2 whatever the call with `derive` false (as before
+/// format 3, which the tests compare with).
+fn build(call: Finished, derive: bool) -> (CallRecord, Option<Bytes>) {
     let Finished {
         summary: s,
         reference,
@@ -125,7 +142,7 @@ fn build(call: Finished, derive: bool) -> CallRecord {
     let usage = s.usage.or_else(|| reply.as_ref().and_then(|r| r.usage));
     let ended_at = started_at + s.latency;
 
-    CallRecord {
+    let record = CallRecord {
         format,
         number: 0,
         role: None,
@@ -145,7 +162,7 @@ fn build(call: Finished, derive: bool) -> CallRecord {
         body,
         usage_reported,
         reply,
-        raw: (!raw.is_empty()).then(|| RawBytes::new(&raw)),
+        raw: None,
         usage,
         attempts: draft.attempts,
         timings: Timings {
@@ -179,7 +196,8 @@ fn build(call: Finished, derive: bool) -> CallRecord {
         depth_capped: false,
         usage_suspect: usage.and_then(|u| u.suspect()),
         over_reservation: draft.over_reservation,
-    }
+    };
+    (record, (!raw.is_empty()).then_some(raw))
 }
 
 /// The attempts of a library call, as records keep them.

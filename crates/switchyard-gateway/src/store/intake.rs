@@ -41,7 +41,8 @@ impl Record {
 
 /// A finished call's record built and serialised (the one way either thread prepares it).
 fn prepare(recorder: &Recorder, call: Finished) -> Result<PreparedRecord, String> {
-    recorder.prepare(build::build_record(call))
+    let (record, raw) = build::build_record_and_raw(call);
+    recorder.prepare(record, raw)
 }
 
 /// A call's record as the intake holds it.

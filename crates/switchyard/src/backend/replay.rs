@@ -449,7 +449,10 @@ fn rows_from_records(dir: &Path) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     record::for_each_record_line(dir, |at, line| {
         // A line that does not read is passed over (and said): the others replay.
-        let f: RowFields = match record::from_slice_bounded(line, record::MAX_RECORD_DEPTH) {
+        let f: RowFields = match record::from_slice_bounded(
+            record::line_of(line),
+            record::MAX_RECORD_DEPTH,
+        ) {
             Ok(f) => f,
             Err(e) => {
                 tracing::warn!(

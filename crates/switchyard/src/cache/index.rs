@@ -13,11 +13,17 @@ use switchyard_wire::Dialect;
 /// The key a record answers as a cache entry: a call given a key that succeeded whole
 /// and kept its reply (not a hit itself). `None` for every other record.
 pub fn entry_key(record: &CallRecord) -> Option<&str> {
+    entry_key_with(record, record.raw.is_some())
+}
+
+/// [`entry_key`] for a record whose raw bytes are kept apart from it (`has_raw`): a record
+/// being written in format 4.
+pub(crate) fn entry_key_with(record: &CallRecord, has_raw: bool) -> Option<&str> {
     let key = record.cache_key.as_deref()?;
     let answers = (record.dialect.is_some() || record.embedding.is_some())
         && record.error.is_none()
         && !record.cut
-        && (record.raw.is_some() || record.reply.is_some())
+        && (has_raw || record.reply.is_some())
         && record.cache_hit.is_none();
     answers.then_some(key)
 }
@@ -70,15 +76,19 @@ impl Entry {
     }
 
     /// The entry a record makes, under its key (see [`entry_key`]).
-    pub fn of(record: &CallRecord, location: Option<Location>) -> Option<(String, Entry)> {
-        let key = entry_key(record)?;
+    pub fn of(
+        record: &CallRecord,
+        has_raw: bool,
+        location: Option<Location>,
+    ) -> Option<(String, Entry)> {
+        let key = entry_key_with(record, has_raw)?;
         let dialect = record.dialect;
         let passed_through = record.client_dialect.is_none_or(|c| Some(c) == dialect);
         let entry = Entry::new(
             record.number,
             &record.timings.started_at,
             dialect,
-            passed_through && record.raw.is_some(),
+            passed_through && has_raw,
             record.stream,
             location,
         )?;
@@ -177,7 +187,7 @@ fn from_log(dir: &Path) -> Vec<(String, Entry)> {
     let _ = crate::record::for_each_record_line(dir, |at, line| {
         if contains(line, b"\"cache_key\"") {
             if let Ok(record) = crate::record::parse_record_line(line) {
-                out.extend(Entry::of(&record, Some(at)));
+                out.extend(Entry::of(&record, record.raw.is_some(), Some(at)));
             }
         }
         Ok(())

@@ -9,6 +9,7 @@ mod index;
 mod key;
 
 pub use config::{parse_ttl, read_cache, CacheConfig, CacheMode, CacheScope};
+pub(crate) use index::entry_key_with;
 pub use index::{entry_key, CacheIndex, Entry, Found};
 pub use key::{cache_key, cacheable, embed_cache_key};
 

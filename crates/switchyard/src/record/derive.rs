@@ -23,6 +23,19 @@ use switchyard_wire::{codec, ByteStreamDecoder, Dialect, Event, Reply, Request};
 /// derives.
 pub const DERIVED_FORMAT: u32 = 3;
 
+/// Record format 4: format 3 whose raw bytes follow its line as they were received
+/// (`segment.rs`), where format 3 keeps them in the line as a JSON string. Escaping them
+/// into the line was the largest single cost of a recorded stream, whose bytes are dense
+/// with quotes; after the line they are copied as they are. In a record read back they
+/// are `raw` as in any other format, and a record of format 4 written whole by serde
+/// (`log export`) keeps them there.
+pub const RAW_AFTER_FORMAT: u32 = 4;
+
+/// Whether a record of `format` may leave its canonical forms out for readers to derive.
+pub fn leaves_out(format: u32) -> bool {
+    format == DERIVED_FORMAT || format == RAW_AFTER_FORMAT
+}
+
 thread_local! {
     /// Set while serde writes a record as the writer does ([`to_line_by_serde`], which
     /// tests hold the writer's own [`super::line`] to): the derivable fields that are
@@ -41,7 +54,7 @@ pub(super) fn to_line(buf: &mut Vec<u8>, record: &CallRecord) -> serde_json::Res
 /// [`to_line`] by serde's derive: the same bytes, tests say.
 #[cfg(test)]
 pub(super) fn to_line_by_serde(buf: &mut Vec<u8>, record: &CallRecord) -> serde_json::Result<()> {
-    let derived = record.format == DERIVED_FORMAT;
+    let derived = leaves_out(record.format);
     LEAVING_OUT.with(|f| f.set(derived));
     let written = serde_json::to_writer(&mut *buf, record);
     LEAVING_OUT.with(|f| f.set(false));

@@ -54,17 +54,27 @@ fn a_format_2_line_reads_as_written() {
 }
 
 #[test]
-fn a_format_3_line_leaves_the_canonical_forms_out_and_reads_them_derived() {
+fn a_format_3_record_leaves_the_canonical_forms_out_its_bytes_after_its_line() {
     let dir = recorded(vec![sample(), exchanged()]);
     let text = std::fs::read_to_string(dir.path().join("llm_log/segment-000001.jsonl")).unwrap();
-    let line = text.lines().nth(1).unwrap();
-    assert!(line.starts_with("{\"format\":3,\"number\":2,"), "{line}");
+    let mut lines = text.lines().skip(1);
+    let line = lines.next().unwrap();
+    // Written in format 4: the raw bytes after the line, as they came, and their length
+    // the line's last field.
+    assert!(line.starts_with("{\"format\":4,\"number\":2,"), "{line}");
+    assert!(
+        line.ends_with(&format!(",\"raw_after\":{}}}", REPLY.len())),
+        "{line}"
+    );
+    assert_eq!(lines.next(), Some(REPLY));
+    assert_eq!(lines.next(), None);
     for field in [
         "\"request\"",
         "\"parameters\"",
         "\"prompt_digest\"",
         "\"reply\"",
         "\"usage_reported\"",
+        "\"raw\"",
     ] {
         assert!(!line.contains(field), "{field} left out: {line}");
     }
@@ -73,7 +83,8 @@ fn a_format_3_line_leaves_the_canonical_forms_out_and_reads_them_derived() {
     assert!(log.set_aside.is_empty());
     assert_eq!(log.records.len(), 2);
     let r = read_record(dir.path(), 2).unwrap();
-    assert_eq!(r.format, DERIVED_FORMAT);
+    assert_eq!(r.format, RAW_AFTER_FORMAT);
+    assert_eq!(r.raw_bytes().unwrap().as_ref(), REPLY.as_bytes());
     assert_eq!(r.request.max_tokens, Some(16));
     assert_eq!(r.request.messages[0].joined_text(), "name a river");
     assert_eq!(r.parameters["max_tokens"], 16);
@@ -108,11 +119,89 @@ fn a_format_3_failure_keeps_no_reply_and_an_unknown_format_is_refused() {
     assert_eq!(r.request.max_tokens, Some(16));
 
     let mut newer = sample();
-    newer.format = 4;
+    newer.format = 5;
     let e = parse_record_line(&serde_json::to_vec(&newer).unwrap()).unwrap_err();
     assert!(
-        e.contains("record format 4 is not one this version reads (it reads 2 and 3)"),
+        e.contains("record format 5 is not one this version reads (it reads 2, 3 and 4)"),
         "{e}"
+    );
+}
+
+/// A record of format 4 reads only whole: its line with exactly the bytes it says follow
+/// it; written whole by serde (`log export`), with its bytes in the line, it reads too.
+#[test]
+fn a_format_4_record_reads_with_its_bytes_after_its_line_or_in_it() {
+    let dir = recorded(vec![exchanged()]);
+    let segment = std::fs::read(dir.path().join("llm_log/segment-000001.jsonl")).unwrap();
+    let record = segment.strip_suffix(b"\n").unwrap();
+    let whole = parse_record_line(record).unwrap();
+    assert_eq!(whole.raw_bytes().unwrap().as_ref(), REPLY.as_bytes());
+    assert_eq!(whole.reply.as_ref().unwrap().text(), "the Nile");
+    let line = super::super::line_of(record);
+    let n = REPLY.len();
+    let cases: [(Vec<u8>, String); 4] = [
+        (
+            line.to_vec(),
+            format!("says {n} raw bytes follow it, and none do"),
+        ),
+        ([record, b"!"].concat(), format!("and {} do", n + 1)),
+        (
+            record[..record.len() - 1].to_vec(),
+            format!("and {} do", n - 1),
+        ),
+        (
+            [&serde_json::to_vec(&sample()).unwrap()[..], b"\nabc"].concat(),
+            "3 bytes follow its line, which says none do".to_string(),
+        ),
+    ];
+    for (bytes, said) in cases {
+        let e = parse_record_line(&bytes).unwrap_err();
+        assert!(e.contains(&said), "{said}: {e}");
+    }
+    let exported = serde_json::to_vec(&whole).unwrap();
+    let again = parse_record_line(&exported).unwrap();
+    assert_eq!(again.format, RAW_AFTER_FORMAT);
+    assert_eq!(again.raw_bytes().unwrap().as_ref(), REPLY.as_bytes());
+}
+
+/// A write cut short anywhere in a record's raw bytes (newlines among them) leaves no
+/// record: readers pass over it, and a recorder resuming the log drops it and numbers the
+/// next call after the last whole one.
+#[test]
+fn a_format_4_record_cut_short_in_its_bytes_is_dropped_on_resume() {
+    let mut streamed = exchanged();
+    streamed.raw = Some(super::super::RawBytes::new(
+        b"data: {\"a\":1}\n\ndata: {\"b\":2}\n\ndata: [DONE]\n\n",
+    ));
+    let dir = recorded(vec![exchanged(), streamed]);
+    let path = dir.path().join("llm_log/segment-000001.jsonl");
+    let whole = std::fs::read(&path).unwrap();
+    let first_end = whole.windows(2).position(|w| w == b"}\n").unwrap() + 2;
+    let first_end = first_end + REPLY.len() + 1;
+    let second_line_end = first_end + whole[first_end..].iter().position(|&b| b == b'\n').unwrap();
+    // Cut after the second record's line and 20 of its bytes (past their first newline).
+    std::fs::write(&path, &whole[..second_line_end + 1 + 20]).unwrap();
+    let read = read_log(dir.path()).unwrap();
+    assert_eq!(read.records.len(), 1);
+    assert!(read.set_aside.is_empty());
+    let options = RecorderOptions {
+        resume: true,
+        ..RecorderOptions::default()
+    };
+    let recorder = Recorder::create(dir.path(), &RunInfo::new(), options).unwrap();
+    assert!(futures::executor::block_on(recorder.submit_many(vec![exchanged()])).is_some());
+    recorder.close().unwrap();
+    let read = read_log(dir.path()).unwrap();
+    assert!(read.set_aside.is_empty(), "{:?}", read.set_aside);
+    let numbers: Vec<u64> = read.records.iter().map(|r| r.number).collect();
+    assert_eq!(numbers, [1, 2]);
+    assert!(read
+        .records
+        .iter()
+        .all(|r| r.raw_bytes().unwrap() == REPLY.as_bytes()));
+    assert_eq!(
+        std::fs::read(&path).unwrap()[..first_end],
+        whole[..first_end]
     );
 }
 

@@ -106,10 +106,16 @@ impl IndexRow {
     /// recorder's writer): its strings are moved into the row, not copied. `line_clean`:
     /// the line written holds no key in any of its strings
     /// ([`crate::internal::redact::redact_json`]), so the reference and the model, which
-    /// it holds, are not searched again.
-    pub(crate) fn taking(r: &mut CallRecord, location: Location, line_clean: bool) -> Self {
+    /// it holds, are not searched again. `has_raw`: the record has raw bytes, in it or
+    /// written after its line (format 4).
+    pub(crate) fn taking(
+        r: &mut CallRecord,
+        location: Location,
+        line_clean: bool,
+        has_raw: bool,
+    ) -> Self {
         use std::mem::take;
-        let cache_key = crate::cache::entry_key(r).map(str::to_string);
+        let cache_key = crate::cache::entry_key_with(r, has_raw).map(str::to_string);
         let mut reference = take(&mut r.reference);
         let mut model = take(&mut r.model);
         if !line_clean {
@@ -173,8 +179,12 @@ mod tests {
                 len: 99,
             };
             let made = IndexRow::new(&record, at);
-            assert_eq!(IndexRow::taking(&mut record.clone(), at, true), made);
-            assert_eq!(IndexRow::taking(&mut record, at, false), made);
+            let has_raw = record.raw.is_some();
+            assert_eq!(
+                IndexRow::taking(&mut record.clone(), at, true, has_raw),
+                made
+            );
+            assert_eq!(IndexRow::taking(&mut record, at, false, has_raw), made);
         }
     }
 }

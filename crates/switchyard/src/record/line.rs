@@ -63,7 +63,7 @@ pub(super) fn write_record(buf: &mut Vec<u8>, record: &CallRecord) -> serde_json
         over_reservation,
     } = record;
     // What `derive::skip_*` answer while the writer leaves the derivable fields out.
-    let leaving_out = *format == derive::DERIVED_FORMAT;
+    let leaving_out = derive::leaves_out(*format);
     let mut line = Line { buf, first: true };
     line.value(name!("format"), format)?;
     line.value(name!("number"), number)?;

@@ -33,7 +33,9 @@ pub use depth::{
     cap_depth, first_too_deep, from_slice_bounded, MAX_BODY_DEPTH, MAX_RECORD_DEPTH,
     RECORD_WRAPPING,
 };
-pub use derive::{assemble, decode_reply, decode_request, reply_of, DERIVED_FORMAT};
+pub use derive::{
+    assemble, decode_reply, decode_request, leaves_out, reply_of, DERIVED_FORMAT, RAW_AFTER_FORMAT,
+};
 pub(crate) use digest::lower_hex;
 pub use digest::{
     embed_digest, likeness as digest_likeness, prompt_digest, prompt_lines, short_diff,
@@ -55,7 +57,9 @@ pub use read::{
     SetAside,
 };
 pub use run_dir::{read_run_file, run_dir_of, RunInfo, LOG_DIR, RUN_FILE};
-pub use segment::{segment_ids, segment_name, segment_path, Location, SEGMENT_BYTES};
+pub use segment::{
+    line_of, segment_ids, segment_name, segment_path, segment_records, Location, SEGMENT_BYTES,
+};
 pub use timestamp::timestamp;
 pub use writer::{Durability, Recorder, RecorderOptions};
 

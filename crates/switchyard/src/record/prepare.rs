@@ -14,7 +14,7 @@ use super::depth::{cap_depth, first_too_deep, openers_at_most, MAX_RECORD_DEPTH}
 use super::index_row::IndexRow;
 use super::segment::Location;
 use super::CallRecord;
-use crate::internal::redact::redact_json;
+use crate::internal::redact::{redact_json, redact_shared};
 use std::cell::RefCell;
 use std::io::Write;
 
@@ -25,6 +25,8 @@ pub struct PreparedRecord {
     line: Vec<u8>,
     /// Where the placeholder's digit is in `line`.
     number_at: usize,
+    /// The raw bytes written after the line (record format 4), redacted.
+    after: Option<bytes::Bytes>,
     /// The record's row in the calls index, its number and place still to set.
     row: IndexRow,
     /// The response cache's entry, when the recorder feeds a cache and the record makes one.
@@ -53,54 +55,62 @@ impl PreparedRecord {
         raw: Option<bytes::Bytes>,
         cache_entry: bool,
     ) -> Result<PreparedRecord, String> {
-        finish_record(&mut record, raw);
+        let after = finish_record(&mut record, raw);
+        let has_raw = record.raw.is_some() || after.is_some();
         record.number = PLACEHOLDER;
         // Serialised into a scratch buffer, then copied at its size: one allocation per
         // record, none wasted while the record waits for the writer.
         let serialised = SCRATCH.with(|scratch| {
             let mut scratch = scratch.borrow_mut();
             scratch.clear();
-            let clean = write_line(&mut scratch, &mut record)?;
+            let (clean, after) = write_line(&mut scratch, &mut record, after)?;
             let number_at = number_at(&scratch)
                 .ok_or_else(|| "its line does not begin with its format and number".to_string())?;
             let line = scratch.as_slice().to_vec();
             if scratch.capacity() > SCRATCH_KEPT {
                 *scratch = Vec::new();
             }
-            Ok::<_, String>((line, number_at, clean))
+            Ok::<_, String>((line, number_at, clean, after))
         });
-        let (line, number_at, clean) = serialised?;
+        let (line, number_at, clean, after) = serialised?;
         // The cache's entry first: the row takes the record's strings.
         let cache_entry = cache_entry
-            .then(|| crate::cache::Entry::of(&record, None))
+            .then(|| crate::cache::Entry::of(&record, has_raw, None))
             .flatten();
         let nowhere = Location {
             segment: 0,
             offset: 0,
             len: 0,
         };
-        let row = IndexRow::taking(&mut record, nowhere, clean);
+        let row = IndexRow::taking(&mut record, nowhere, clean, has_raw);
         Ok(PreparedRecord {
             line,
             number_at,
+            after,
             row,
             cache_entry,
         })
     }
 
-    /// Appends the line numbered `number` to `buf` (no newline); gives the record's row
-    /// and cache entry, numbered too (their place is the writer's to set).
+    /// Appends the line numbered `number` to `buf`, with the raw bytes after it in format 4
+    /// (no final newline); gives the record's row and cache entry, numbered too (their
+    /// place is the writer's to set).
     pub(crate) fn place(
         self,
         buf: &mut Vec<u8>,
         number: u64,
     ) -> (IndexRow, Option<(String, crate::cache::Entry)>) {
         // The placeholder's one digit becomes at most 20 (`u64::MAX`).
-        buf.reserve(self.line.len() + 19);
+        let after_len = self.after.as_ref().map_or(0, |a| a.len() + 1);
+        buf.reserve(self.line.len() + 19 + after_len);
         buf.extend_from_slice(&self.line[..self.number_at]);
         // Writing into a `Vec` cannot fail.
         let _ = write!(buf, "{number}");
         buf.extend_from_slice(&self.line[self.number_at + 1..]);
+        if let Some(after) = &self.after {
+            buf.push(b'\n');
+            buf.extend_from_slice(after);
+        }
         let mut row = self.row;
         row.number = number;
         let cache_entry = self.cache_entry.map(|(key, mut entry)| {
@@ -132,13 +142,15 @@ fn number_at(line: &[u8]) -> Option<usize> {
 
 /// Fills the fields derived from the call: the prompt digest, the parameters, the raw
 /// bytes and the usage as the provider reported it.
-/// A record of format 3 ([`super::DERIVED_FORMAT`]) leaves the derived ones out.
-fn finish_record(record: &mut CallRecord, raw: Option<bytes::Bytes>) {
-    if record.format == super::DERIVED_FORMAT {
-        if let Some(raw) = raw {
-            record.raw = Some(super::RawBytes::new(&raw));
-        }
-        return;
+/// A record of format 3 ([`super::DERIVED_FORMAT`]) leaves the derived ones out, and its
+/// raw bytes, given apart or in the record, come back to be written after its line.
+fn finish_record(record: &mut CallRecord, raw: Option<bytes::Bytes>) -> Option<bytes::Bytes> {
+    if super::leaves_out(record.format) {
+        return raw.or_else(|| {
+            let bytes = record.raw.as_ref()?.to_bytes().ok()?;
+            record.raw = None;
+            Some(bytes)
+        });
     }
     if record.prompt_digest.is_empty() {
         record.prompt_digest = super::prompt_digest(&record.request);
@@ -157,45 +169,65 @@ fn finish_record(record: &mut CallRecord, raw: Option<bytes::Bytes>) {
         }
         record.raw = Some(encoded);
     }
+    None
 }
 
-/// Appends `record` as JSON (without its newline). The raw bytes, most of a record and
-/// dense with quotes, are escaped by [`super::escape`] and written as the last field.
-/// Every key the process holds is redacted from the line (the request, the reply, the
-/// attempts' errors, the headers kept), whatever field it came in by. Gives whether the
-/// strings the line holds are known to hold no key ([`redact_json`]'s answer).
-fn write_line(buf: &mut Vec<u8>, record: &mut CallRecord) -> std::result::Result<bool, String> {
+/// Appends `record` as JSON (without its newline). Raw bytes in the record, most of it
+/// and dense with quotes, are escaped by [`super::escape`] and written as the line's last
+/// field; raw bytes given apart (`after`) are written after the line (format 4), and the
+/// line's last field says how many. Every key the process holds is redacted from the
+/// line (the request, the reply, the attempts' errors, the headers kept), whatever field
+/// it came in by, and from the bytes after it. Gives whether the strings the line holds
+/// are known to hold no key ([`redact_json`]'s answer), and the bytes to write after the
+/// line, redacted (none when they went into the line).
+fn write_line(
+    buf: &mut Vec<u8>,
+    record: &mut CallRecord,
+    after: Option<bytes::Bytes>,
+) -> std::result::Result<(bool, Option<bytes::Bytes>), String> {
+    // Redacted before the line says their length.
+    let after = after.map(redact_shared);
     let start = buf.len();
-    write_fields(buf, record)?;
+    let after = write_fields(buf, record, after)?;
     let (clean, strings_clean) = redact_json(&buf[start..]);
     if let std::borrow::Cow::Owned(clean) = clean {
         buf.truncate(start);
         buf.extend_from_slice(&clean);
     }
-    Ok(strings_clean)
+    Ok((strings_clean, after))
 }
 
-/// The record's fields, then its raw bytes, as one line.
+/// The record's fields, then its raw bytes, as one line; or, with bytes `after` it, the
+/// fields in format 4 ([`super::RAW_AFTER_FORMAT`]) ending with their length. Gives the
+/// bytes still to write after the line.
 ///
 /// The line never nests deeper than a reader reads ([`MAX_RECORD_DEPTH`]): the rest is
 /// scanned (the raw bytes are a string, they add no depth), and a record that would pass
 /// the bound is written again marked `depth_capped`, its values past the bound as strings
 /// of their JSON text ([`cap_depth`]), and read back before it is kept; one that still
 /// does not read is not written (an error, as a record that does not serialise).
-fn write_fields(buf: &mut Vec<u8>, record: &mut CallRecord) -> std::result::Result<(), String> {
+fn write_fields(
+    buf: &mut Vec<u8>,
+    record: &mut CallRecord,
+    mut after: Option<bytes::Bytes>,
+) -> std::result::Result<Option<bytes::Bytes>, String> {
     let start = buf.len();
     let mut raw = record.raw.take();
+    if after.is_some() {
+        record.format = super::RAW_AFTER_FORMAT;
+    }
     let mut written = super::derive::to_line(buf, record).map_err(|e| e.to_string());
     let deep = |line: &[u8]| {
         !openers_at_most(line, MAX_RECORD_DEPTH) && first_too_deep(line, MAX_RECORD_DEPTH).is_some()
     };
     if written.is_ok() && deep(&buf[start..]) {
         buf.truncate(start);
-        if record.format == super::DERIVED_FORMAT {
+        if super::leaves_out(record.format) {
             // Its canonical forms are derived here, from the body and bytes as they came,
             // and written in format 2: derived on read from a body kept in part as text,
-            // they would not be those a capped line of format 2 keeps.
-            record.raw = raw;
+            // they would not be those a capped line of format 2 keeps. Its raw bytes go
+            // into the line, as format 2 keeps them.
+            record.raw = raw.or_else(|| after.take().map(|a| super::RawBytes::new(&a)));
             super::derive::fill(record);
             raw = record.raw.take();
             record.format = super::FORMAT;
@@ -212,16 +244,21 @@ fn write_fields(buf: &mut Vec<u8>, record: &mut CallRecord) -> std::result::Resu
                 })
             });
     }
-    if let (Ok(()), Some(raw)) = (&written, &raw) {
+    if written.is_ok() {
         // A record serialises as an object: its closing brace is the last byte.
         debug_assert_eq!(buf.last(), Some(&b'}'));
-        buf.pop();
-        buf.extend_from_slice(b",\"raw\":");
-        super::escape::push_raw(buf, raw);
-        buf.push(b'}');
+        if let Some(raw) = &raw {
+            buf.pop();
+            buf.extend_from_slice(b",\"raw\":");
+            super::escape::push_raw(buf, raw);
+            buf.push(b'}');
+        } else if let Some(after) = &after {
+            buf.pop();
+            super::segment::push_raw_after(buf, after.len());
+        }
     }
     record.raw = raw;
-    written
+    written.map(|()| after)
 }
 
 #[cfg(test)]
@@ -233,10 +270,14 @@ mod tests {
     /// The line as the writer wrote it before records were prepared: serialised with its
     /// number.
     fn serialised_with(mut record: CallRecord, number: u64) -> Vec<u8> {
-        finish_record(&mut record, None);
+        let after = finish_record(&mut record, None);
         record.number = number;
         let mut line = Vec::new();
-        write_line(&mut line, &mut record).unwrap();
+        let (_, after) = write_line(&mut line, &mut record, after).unwrap();
+        if let Some(after) = after {
+            line.push(b'\n');
+            line.extend_from_slice(&after);
+        }
         line
     }
 
@@ -258,7 +299,13 @@ mod tests {
         keyed.model = format!("m-{key}");
         let mut cached = sample();
         cached.cache_key = Some("k1".to_string());
-        for record in [sample(), deep, keyed, cached] {
+        // Format 3 with raw bytes: written in format 4, the bytes after the line.
+        let mut after = sample();
+        after.format = crate::record::DERIVED_FORMAT;
+        after.raw = Some(crate::record::RawBytes::new(
+            format!("data: {{\"k\":\"{key}\"}}\n\n").as_bytes(),
+        ));
+        for record in [sample(), deep, keyed, cached, after] {
             for number in [1, 9, 10, 99, 100, 65_536, 123_456_789, u64::MAX] {
                 let expected = serialised_with(record.clone(), number);
                 let prepared = PreparedRecord::new(record.clone(), None, true).unwrap();

@@ -151,33 +151,71 @@ pub(crate) fn last_record(log: &Path) -> Result<(Option<NumberedAt>, Vec<SetAsid
 /// Parses a record line: its depth checked against [`MAX_RECORD_DEPTH`] before anything
 /// else, then the record and its format. The error says why it does not read (not where:
 /// see `parse_record`). For lines that come from elsewhere than a log folder (the
-/// PostgreSQL store keeps them too).
+/// PostgreSQL store keeps them too). A record of format 4 is its line and the raw bytes
+/// after it, as the log holds them (`segment.rs`).
 ///
-/// A line of format 3 ([`super::DERIVED_FORMAT`]) has the canonical forms it leaves out
-/// derived from the bytes it keeps (`derive.rs`); a line of format 2 is read as written.
+/// A line of format 3 or 4 ([`super::DERIVED_FORMAT`], [`super::RAW_AFTER_FORMAT`]) has
+/// the canonical forms it leaves out derived from the bytes it keeps (`derive.rs`); a
+/// line of format 2 is read as written.
 pub fn parse_record_line(line: &[u8]) -> std::result::Result<CallRecord, String> {
     let mut record = parse_record_fields(line)?;
-    if record.format == super::DERIVED_FORMAT {
+    if super::leaves_out(record.format) {
         super::derive::fill(&mut record);
     }
     Ok(record)
 }
 
 /// Parses a record line as [`parse_record_line`] does, without deriving what a line of
-/// format 3 leaves out (those fields are then empty): for a reader that needs only the
-/// fields every line holds — the numbers, usage, cost, timings — such as the shipping of
-/// records to a shared store, which copies the line itself.
-pub fn parse_record_fields(line: &[u8]) -> std::result::Result<CallRecord, String> {
+/// format 3 or 4 leaves out (those fields are then empty): for a reader that needs only
+/// the fields every line holds — the numbers, usage, cost, timings — such as the shipping
+/// of records to a shared store, which copies the line itself.
+pub fn parse_record_fields(bytes: &[u8]) -> std::result::Result<CallRecord, String> {
+    let (line, after) = segment::split_record(bytes);
     // Said as before format 3 came (the quarantine's listing keeps its reasons' words).
-    let record: CallRecord = from_slice_bounded(line, MAX_RECORD_DEPTH)
+    let mut record: CallRecord = from_slice_bounded(line, MAX_RECORD_DEPTH)
         .map_err(|e| format!("not a call record of format {}: {e}", super::FORMAT))?;
     match record.format {
-        super::FORMAT | super::DERIVED_FORMAT => {}
+        super::FORMAT | super::DERIVED_FORMAT | super::RAW_AFTER_FORMAT => {}
         other => {
             return Err(format!(
-                "record format {other} is not one this version reads (it reads {} and {})",
+                "record format {other} is not one this version reads (it reads {}, {} and {})",
                 super::FORMAT,
-                super::DERIVED_FORMAT
+                super::DERIVED_FORMAT,
+                super::RAW_AFTER_FORMAT
+            ))
+        }
+    }
+    match (segment::raw_after(line), after) {
+        (None, None) => {}
+        (Some(len), Some(raw))
+            if len == raw.len()
+                && record.format == super::RAW_AFTER_FORMAT
+                && record.raw.is_none() =>
+        {
+            record.raw = Some(super::RawBytes::new(raw));
+        }
+        (Some(len), Some(raw)) => {
+            return Err(format!(
+                "its line (format {}) says {len} raw bytes follow it, and {} do{}",
+                record.format,
+                raw.len(),
+                if record.raw.is_some() {
+                    " where the line holds its raw bytes too"
+                } else {
+                    ""
+                }
+            ))
+        }
+        (Some(len), None) => {
+            return Err(format!(
+                "its line says {len} raw bytes follow it, and none do (a line alone, without the bytes after it)"
+            ))
+        }
+        (None, Some(raw)) => {
+            return Err(format!(
+                "{} bytes follow its line, which says none do (a record is one line, or a line of format {} and its raw bytes)",
+                raw.len(),
+                super::RAW_AFTER_FORMAT
             ))
         }
     }

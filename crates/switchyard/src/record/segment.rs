@@ -1,10 +1,13 @@
 //! The call log's files: append-only segments `llm_log/segment-000001.jsonl`, one record
 //! per line, and where a record lies in them.
 //!
-//! A line is a record only when it ends with `\n`: the writer appends whole lines, so
-//! an unterminated last line can only be a write cut short (a process killed in the
-//! middle of a large write, a power cut, a full disk). Readers drop it; `--resume`
-//! truncates it before appending.
+//! A record is its line, or, in record format 4, its line followed by its raw bytes as
+//! they were received: the line then ends with `,"raw_after":<their length>}`, and a
+//! `\n` and the bytes follow it (a line holds no `\n` of its own, so the line's end is
+//! found by a scan and the bytes' end by the length). A record ends with `\n`: the
+//! writer appends whole records, so an unterminated last one can only be a write cut
+//! short (a process killed in the middle of a large write, a power cut, a full disk).
+//! Readers drop it; `--resume` truncates it before appending.
 
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
@@ -82,30 +85,94 @@ pub(super) fn holds_format_1(log: &Path) -> bool {
     })
 }
 
-/// The complete lines of a segment's bytes from `from`, with their offsets and lengths
-/// (an unterminated last line is left out).
+/// The last field of a line whose raw bytes follow it, before their length and `}`.
+const RAW_AFTER: &[u8] = b",\"raw_after\":";
+
+/// How many raw bytes follow `line` (its record's first line), when its last field says
+/// some do.
+pub(super) fn raw_after(line: &[u8]) -> Option<usize> {
+    let body = line.strip_suffix(b"}")?;
+    let digits = body.iter().rev().take_while(|b| b.is_ascii_digit()).count();
+    let (head, number) = body.split_at(body.len() - digits);
+    if !head.ends_with(RAW_AFTER) || digits == 0 || digits > 19 {
+        return None;
+    }
+    std::str::from_utf8(number).ok()?.parse().ok()
+}
+
+/// Writes the field [`raw_after`] reads, for `len` raw bytes, and closes the object.
+pub(super) fn push_raw_after(buf: &mut Vec<u8>, len: usize) {
+    buf.extend_from_slice(RAW_AFTER);
+    buf.extend_from_slice(len.to_string().as_bytes());
+    buf.push(b'}');
+}
+
+/// A record's line: its bytes without the raw bytes after the line, if any.
+pub fn line_of(record: &[u8]) -> &[u8] {
+    split_record(record).0
+}
+
+/// A record's bytes (without its final `\n`) as its line and the bytes after the line,
+/// if any.
+pub(super) fn split_record(record: &[u8]) -> (&[u8], Option<&[u8]>) {
+    match memchr::memchr(b'\n', record) {
+        Some(end) => (&record[..end], Some(&record[end + 1..])),
+        None => (record, None),
+    }
+}
+
+/// Where the record that starts at `at` of a segment's bytes ends: the offset of its
+/// final `\n`, or `None` when it is cut short.
+///
+/// A line that says more raw bytes follow it than the segment holds is cut short when
+/// nothing after it begins another record; when something does, its length is damaged,
+/// and the record is taken as its line alone (which then does not read, and is set
+/// aside) so that the records after it are read.
+fn record_end(bytes: &[u8], at: usize) -> Option<usize> {
+    let line_end = at + memchr::memchr(b'\n', &bytes[at..])?;
+    let Some(len) = raw_after(&bytes[at..line_end]) else {
+        return Some(line_end);
+    };
+    let end = (line_end + 1).checked_add(len);
+    match end.and_then(|end| Some((end, *bytes.get(end)?))) {
+        Some((end, b'\n')) => Some(end),
+        // Not a record's end where the bytes should end: a damaged length.
+        Some(_) => Some(line_end),
+        None if begins_a_record_after(&bytes[line_end..]) => Some(line_end),
+        None => None,
+    }
+}
+
+/// Whether another record's line begins in `rest` (after a newline).
+fn begins_a_record_after(rest: &[u8]) -> bool {
+    memchr::memmem::find(rest, b"\n{\"format\":").is_some()
+}
+
+/// The complete records of a segment's bytes from `from` (a record's start), with their
+/// offsets and bytes without the final `\n` (an unterminated last one is left out).
 pub(super) fn lines(bytes: &[u8], from: u64) -> impl Iterator<Item = (u64, &[u8])> {
     let mut at = (from as usize).min(bytes.len());
     std::iter::from_fn(move || {
-        let rest = &bytes[at..];
-        let end = memchr(b'\n', rest)?;
-        let line = (at as u64, &rest[..end]);
-        at += end + 1;
+        let end = record_end(bytes, at)?;
+        let line = (at as u64, &bytes[at..end]);
+        at = end + 1;
         Some(line)
     })
 }
 
-/// The length of the complete lines of a segment's bytes (what is kept of it when an
-/// unterminated last line is dropped).
-pub(super) fn complete_len(bytes: &[u8]) -> u64 {
-    bytes
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |i| i as u64 + 1)
+/// The complete records of a segment's bytes, as every reader of the log takes them
+/// (each without its final `\n`): for a reader of a segment's bytes that are not in a
+/// log folder.
+pub fn segment_records(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    lines(bytes, 0).map(|(_, record)| record)
 }
 
-fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
-    haystack.iter().position(|&b| b == needle)
+/// The length of the complete records of a segment's bytes (what is kept of it when an
+/// unterminated last one is dropped).
+pub(super) fn complete_len(bytes: &[u8]) -> u64 {
+    lines(bytes, 0)
+        .last()
+        .map_or(0, |(offset, line)| offset + line.len() as u64 + 1)
 }
 
 /// The number of the record on a line, read from its start (`{"format":2,"number":N,`
@@ -207,6 +274,89 @@ mod tests {
         assert_eq!(line_number(found[1].1), Some(2));
         assert_eq!(complete_len(bytes), 54);
         assert_eq!(complete_len(b"{\"format\""), 0);
+    }
+
+    /// A record of format 4: its line, then its raw bytes (newlines among them).
+    fn with_raw_after(number: u64, raw: &[u8]) -> Vec<u8> {
+        let mut r = format!("{{\"format\":4,\"number\":{number},\"a\":1").into_bytes();
+        push_raw_after(&mut r, raw.len());
+        r.push(b'\n');
+        r.extend_from_slice(raw);
+        r.push(b'\n');
+        r
+    }
+
+    #[test]
+    fn raw_bytes_after_a_line_are_part_of_its_record_whatever_they_hold() {
+        let raw: &[u8] = b"data: {\"a\":1}\n\ndata: [DONE]\n\n\xff\n{\"format\":2}";
+        let mut bytes = b"{\"format\":2,\"number\":1}\n".to_vec();
+        let second = bytes.len() as u64;
+        bytes.extend(with_raw_after(2, raw));
+        let third = bytes.len() as u64;
+        bytes.extend(with_raw_after(3, b""));
+        bytes.extend(b"{\"format\":2,\"number\":4}\n");
+        let found: Vec<_> = lines(&bytes, 0).collect();
+        let numbers: Vec<_> = found.iter().map(|(_, l)| line_number(l)).collect();
+        assert_eq!(numbers, [Some(1), Some(2), Some(3), Some(4)]);
+        assert_eq!(found[1].0, second);
+        assert_eq!(found[2].0, third);
+        let (line, after) = split_record(found[1].1);
+        assert_eq!(raw_after(line), Some(raw.len()));
+        assert_eq!(after, Some(raw));
+        assert_eq!(line_of(found[1].1), line);
+        assert_eq!(split_record(found[2].1).1, Some(&b""[..]));
+        assert_eq!(split_record(found[0].1), (found[0].1, None));
+        assert_eq!(complete_len(&bytes), bytes.len() as u64);
+        // Read from the second record's start, as a reader that tails the log does.
+        assert_eq!(lines(&bytes, second).count(), 3);
+    }
+
+    #[test]
+    fn a_record_cut_short_anywhere_in_its_raw_bytes_is_not_a_record() {
+        let first = b"{\"format\":2,\"number\":1}\n".to_vec();
+        let whole = [first.clone(), with_raw_after(2, b"a\nb\n\nc")].concat();
+        for cut in first.len()..whole.len() {
+            let bytes = &whole[..cut];
+            assert_eq!(lines(bytes, 0).count(), 1, "cut at {cut}");
+            assert_eq!(complete_len(bytes), first.len() as u64, "cut at {cut}");
+        }
+        assert_eq!(lines(&whole, 0).count(), 2);
+    }
+
+    #[test]
+    fn a_damaged_length_sets_its_line_apart_and_the_records_after_it_read() {
+        let second = with_raw_after(2, b"x\ny");
+        let third = b"{\"format\":2,\"number\":3}\n";
+        for (from, to) in [
+            ("\"raw_after\":3}", "\"raw_after\":2}"),
+            ("\"raw_after\":3}", "\"raw_after\":900}"),
+        ] {
+            let damaged = String::from_utf8(second.clone()).unwrap().replace(from, to);
+            let bytes = [damaged.as_bytes(), third].concat();
+            let found: Vec<_> = lines(&bytes, 0).collect();
+            // Its line alone (which does not read: its bytes are not after it), then the
+            // bytes that were after it as lines of their own, then the next record.
+            assert_eq!(line_number(found[0].1), Some(2), "{to}");
+            assert_eq!(split_record(found[0].1).1, None, "{to}");
+            assert_eq!(line_number(found.last().unwrap().1), Some(3), "{to}");
+            assert_eq!(complete_len(&bytes), bytes.len() as u64, "{to}");
+        }
+    }
+
+    #[test]
+    fn only_a_last_field_of_digits_says_raw_bytes_follow() {
+        assert_eq!(raw_after(br#"{"format":4,"raw_after":12}"#), Some(12));
+        for line in [
+            &br#"{"format":4,"raw_after":}"#[..],
+            br#"{"format":4,"raw_after":"12"}"#,
+            br#"{"format":4,"x":{"raw_after":12}}"#,
+            br#"{"format":4,"raw_after":12,"b":1}"#,
+            br#"{"format":4,"raw_after":99999999999999999999}"#,
+            br#"{"format":4,"raw_after":12"#,
+            b"",
+        ] {
+            assert_eq!(raw_after(line), None, "{}", String::from_utf8_lossy(line));
+        }
     }
 
     #[test]

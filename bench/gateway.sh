@@ -5,6 +5,7 @@
 # Needs wrk (apt-get install wrk) and python3. Writes figures to stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/nginx-lib.sh
 BIN=${SWITCHYARD_BIN:-${CARGO_TARGET_DIR:-target}/release/switchyard}
 DUR=${DUR:-10s}
 MOCK_PORT=${MOCK_PORT:-4410}
@@ -66,7 +67,7 @@ T0=$(date +%s.%N)
 kill -TERM $GW_PID; wait $GW_PID 2>/dev/null || true
 T1=$(date +%s.%N)
 echo "SIGTERM to exit (drain + every pending record written): $(python3 -c "print(f'{($T1-$T0)*1000:.0f} ms')")"
-echo "records: $(cat "$DATA_DIR"/llm_log/segment-*.jsonl | wc -l), index rows: $(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from llm_calls').fetchone()[0])" "$DATA_DIR/calls.sqlite"), size: $(du -sh "$DATA_DIR" | cut -f1)"
+echo "records: $(recorded "$BIN" "$DATA_DIR"), index rows: $(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from llm_calls').fetchone()[0])" "$DATA_DIR/calls.sqlite"), size: $(du -sh "$DATA_DIR" | cut -f1)"
 
 echo "== start-up to serving (5 runs, ms)"
 for i in 1 2 3 4 5; do python3 bench/startup.py "$BIN" serve --no-mock; done | tr '\n' ' '; echo

@@ -53,7 +53,7 @@ for bin in $WRITERS; do
   BODY="$BODY" wrk -t1 -c8 -d"$DUR" -s bench/post.lua "http://127.0.0.1:$GW_PORT/v1/chat/completions" >/dev/null
   kill -TERM "$pid"
   wait "$pid" 2>/dev/null || true
-  calls=$(cat "$data"/llm_log/*.jsonl | wc -l)
+  calls=$(recorded "$READER" "$data")
   format=$(head -c 12 "$data/llm_log/segment-000001.jsonl")
   echo "$bin: $calls calls, $(du -sh "$data/llm_log" | cut -f1) of records, lines $format…"
   echo "  log show of call $((calls / 2)): $(timed "$READER" log show "$data" $((calls / 2)))"

@@ -1,5 +1,6 @@
 # Sourced by the bench scripts: an nginx of one worker, in the foreground, with its pid,
-# logs and temporary files in a folder of its own.
+# logs and temporary files in a folder of its own; the gateway started and stopped; the
+# calls a store recorded.
 
 # nginx_start DIR HTTP_LINES: writes DIR/nginx.conf around HTTP_LINES (the `server` and
 # `upstream` blocks), starts it in the background and returns once it listens; its pid is
@@ -136,3 +137,7 @@ gateway_start() {
   exit 1
 }
 gateway_stop() { [ -n "${GW_PID:-}" ] && kill "$GW_PID" 2>/dev/null && wait "$GW_PID" 2>/dev/null; GW_PID=; true; }
+
+# recorded BIN DIR: the calls DIR's log holds, as `BIN log stats` counts them. Not its
+# lines: a record of format 4 is its line, then the reply's bytes, newlines among them.
+recorded() { "$1" log stats "$2" 2>/dev/null | sed -n 's/^total: \([0-9]*\) call.*/\1/p'; }

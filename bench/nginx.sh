@@ -94,7 +94,7 @@ pg_cases() {
   local at_end recorded start
   at_end=$(shipped)
   start=$(date +%s.%N)
-  recorded=$(cat "$data-pg"/llm_log/segment-*.jsonl | wc -l)
+  recorded=$(recorded "$bin" "$data-pg")
   while [ "$(shipped)" -lt "$recorded" ]; do sleep 0.05; done
   echo "round $round $name pg-shipped       $recorded records, $at_end shipped when the load ended, the rest in $(python3 -c "print(f'{$(date +%s.%N) - $start:.2f}')") s"
   case_ gateway-pg-1 1 "$BODY_GW" "$G/v1/chat/completions"
@@ -127,7 +127,7 @@ for round in $(seq "$ROUNDS"); do
     fi
     [ "$STORE" = 1 ] && echo "round $round $name backlog          $(curl -s "$G/metrics" | awk '/^switchyard_gateway_store_backlog / {print $2}')"
     gateway_stop
-    [ "$STORE" = 1 ] && echo "round $round $name recorded         $(cat "$data"/llm_log/segment-*.jsonl | wc -l)"
+    [ "$STORE" = 1 ] && echo "round $round $name recorded         $(recorded "$bin" "$data")"
     rm -rf "$data"
     # The same build with no store: what recording costs.
     if [ "$STORE" = 1 ] && [[ gateway-nostore-32 =~ ^($ONLY)$ || gateway-nostore-1 =~ ^($ONLY)$ ]]; then

@@ -3,8 +3,8 @@
 
 use super::*;
 use crate::record::{
-    parse_record_line, read_log, read_record, writer::tests::sample, Recorder, RecorderOptions,
-    RunInfo,
+    parse_record_line, read_lines_from, read_log, read_record, writer::tests::sample, Recorder,
+    RecorderOptions, RunInfo,
 };
 
 const BODY: &str =
@@ -203,6 +203,39 @@ fn a_format_4_record_cut_short_in_its_bytes_is_dropped_on_resume() {
         std::fs::read(&path).unwrap()[..first_end],
         whole[..first_end]
     );
+}
+
+/// A reader that tails a log being written (the shipping to PostgreSQL) never takes a
+/// record whose bytes are still being written for a damaged one, whatever they hold: it
+/// reads it whole once it is.
+#[test]
+fn a_record_being_written_is_read_whole_the_next_time() {
+    let dir = recorded(vec![exchanged()]);
+    let path = dir.path().join("llm_log/segment-000001.jsonl");
+    let done = std::fs::read(&path).unwrap();
+    let mut forged = exchanged();
+    forged.raw = Some(super::super::RawBytes::new(
+        b"data: {\"a\":1}\n{\"format\":2,\"number\":7}\n\ndata: [DONE]\n\n",
+    ));
+    let more = recorded(vec![exchanged(), forged]);
+    let both = std::fs::read(more.path().join("llm_log/segment-000001.jsonl")).unwrap();
+    let second = &both[done.len()..];
+    // Its line and the bytes up to past the forged record's beginning, not yet the rest.
+    let written = second.len() - 12;
+    std::fs::write(&path, [&done[..], &second[..written]].concat()).unwrap();
+    let (lines, at) = read_lines_from(dir.path(), (0, 0), 10).unwrap();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(at, (1, done.len() as u64));
+    std::fs::write(&path, [&done[..], second].concat()).unwrap();
+    let (lines, at) = read_lines_from(dir.path(), at, 10).unwrap();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0].0, 2);
+    let record = parse_record_line(&lines[0].1).unwrap();
+    assert!(record
+        .raw_bytes()
+        .unwrap()
+        .starts_with(b"data: {\"a\":1}\n{\"format\""));
+    assert_eq!(at, (1, (done.len() + second.len()) as u64));
 }
 
 #[test]

@@ -343,7 +343,9 @@ pub fn read_lines_from(
     let log = log_dir(run_dir);
     let mut out = Vec::new();
     let mut at = from;
-    for segment in segment::segment_ids(&log)? {
+    let segments = segment::segment_ids(&log)?;
+    let last = segments.last().copied();
+    for segment in segments {
         if segment < at.0 {
             continue;
         }
@@ -357,7 +359,10 @@ pub fn read_lines_from(
         file.seek(SeekFrom::Start(at.1)).map_err(fail)?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(fail)?;
-        for (offset, line) in segment::lines(&bytes, 0) {
+        // The last segment may be being written: a record whose bytes are not all there
+        // yet is read the next time, never taken for a damaged one.
+        let growing = Some(segment) == last;
+        for (offset, line) in segment::lines_in(&bytes, 0, growing) {
             let place = Location {
                 segment,
                 offset: at.1 + offset,
@@ -372,7 +377,7 @@ pub fn read_lines_from(
                 return Ok((out, (segment, place.offset + line.len() as u64 + 1)));
             }
         }
-        at.1 += segment::complete_len(&bytes);
+        at.1 += segment::complete_len_in(&bytes, growing);
     }
     Ok((out, at))
 }

@@ -20,20 +20,20 @@ pub(super) const SEGMENT_EXT: &str = ".jsonl";
 /// between batches of records, so a segment can be a batch longer).
 pub const SEGMENT_BYTES: u64 = 64 * 1024 * 1024;
 
-/// Where a record lies: its segment, the offset of its line, and the line's length
-/// without its `\n`.
+/// Where a record lies: its segment, the offset of its line, and its length without its
+/// final `\n` (its line's; in format 4, the line's, a `\n` and the raw bytes').
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Location {
     /// The segment's number (`segment-000001.jsonl` is 1).
     pub segment: u32,
     /// The byte offset of the record's line in the segment.
     pub offset: u64,
-    /// The line's length in bytes, without the `\n`.
+    /// The record's length in bytes, without its final `\n`.
     pub len: u32,
 }
 
 impl Location {
-    /// The offset just past the line's `\n`.
+    /// The offset just past the record's final `\n`.
     pub fn end(&self) -> u64 {
         self.offset + self.len as u64 + 1
     }
@@ -124,11 +124,15 @@ pub(super) fn split_record(record: &[u8]) -> (&[u8], Option<&[u8]>) {
 /// Where the record that starts at `at` of a segment's bytes ends: the offset of its
 /// final `\n`, or `None` when it is cut short.
 ///
-/// A line that says more raw bytes follow it than the segment holds is cut short when
-/// nothing after it begins another record; when something does, its length is damaged,
-/// and the record is taken as its line alone (which then does not read, and is set
-/// aside) so that the records after it are read.
-fn record_end(bytes: &[u8], at: usize) -> Option<usize> {
+/// A line that says more raw bytes follow it than the segment holds is cut short, or
+/// still being written when the segment is `growing` (the last segment of a log being
+/// written, read by a reader that comes back for the rest). In a segment at rest it is
+/// cut short when nothing after it begins another record; when something does, its length
+/// is damaged, and the record is taken as its line alone (which then does not read, and is
+/// set aside) so that the records after it are read, not dropped with it. Raw bytes that
+/// look like a record's beginning (a reply can hold any text) can make a cut-short record
+/// read as damaged: its line and its bytes are then set aside, and nothing is lost.
+fn record_end(bytes: &[u8], at: usize, growing: bool) -> Option<usize> {
     let line_end = at + memchr::memchr(b'\n', &bytes[at..])?;
     let Some(len) = raw_after(&bytes[at..line_end]) else {
         return Some(line_end);
@@ -138,7 +142,7 @@ fn record_end(bytes: &[u8], at: usize) -> Option<usize> {
         Some((end, b'\n')) => Some(end),
         // Not a record's end where the bytes should end: a damaged length.
         Some(_) => Some(line_end),
-        None if begins_a_record_after(&bytes[line_end..]) => Some(line_end),
+        None if !growing && begins_a_record_after(&bytes[line_end..]) => Some(line_end),
         None => None,
     }
 }
@@ -151,9 +155,18 @@ fn begins_a_record_after(rest: &[u8]) -> bool {
 /// The complete records of a segment's bytes from `from` (a record's start), with their
 /// offsets and bytes without the final `\n` (an unterminated last one is left out).
 pub(super) fn lines(bytes: &[u8], from: u64) -> impl Iterator<Item = (u64, &[u8])> {
+    lines_in(bytes, from, false)
+}
+
+/// [`lines`] of a segment at rest, or `growing` (see [`record_end`]).
+pub(super) fn lines_in(
+    bytes: &[u8],
+    from: u64,
+    growing: bool,
+) -> impl Iterator<Item = (u64, &[u8])> {
     let mut at = (from as usize).min(bytes.len());
     std::iter::from_fn(move || {
-        let end = record_end(bytes, at)?;
+        let end = record_end(bytes, at, growing)?;
         let line = (at as u64, &bytes[at..end]);
         at = end + 1;
         Some(line)
@@ -170,7 +183,12 @@ pub fn segment_records(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
 /// The length of the complete records of a segment's bytes (what is kept of it when an
 /// unterminated last one is dropped).
 pub(super) fn complete_len(bytes: &[u8]) -> u64 {
-    lines(bytes, 0)
+    complete_len_in(bytes, false)
+}
+
+/// [`complete_len`] of a segment at rest, or `growing` (see [`record_end`]).
+pub(super) fn complete_len_in(bytes: &[u8], growing: bool) -> u64 {
+    lines_in(bytes, 0, growing)
         .last()
         .map_or(0, |(offset, line)| offset + line.len() as u64 + 1)
 }
@@ -341,6 +359,25 @@ mod tests {
             assert_eq!(line_number(found.last().unwrap().1), Some(3), "{to}");
             assert_eq!(complete_len(&bytes), bytes.len() as u64, "{to}");
         }
+    }
+
+    /// Raw bytes that look like a record's beginning, cut short: in a segment at rest the
+    /// line is set apart with what follows it (nothing dropped); in a growing one the
+    /// record is not there yet.
+    #[test]
+    fn a_growing_segment_waits_for_a_record_whose_bytes_look_like_another() {
+        let first = b"{\"format\":2,\"number\":1}\n".to_vec();
+        let whole = [
+            first.clone(),
+            with_raw_after(2, b"data: x\n{\"format\":2,\"number\":9}\nmore"),
+        ]
+        .concat();
+        let cut = &whole[..whole.len() - 3];
+        assert_eq!(lines_in(cut, 0, true).count(), 1);
+        assert_eq!(complete_len_in(cut, true), first.len() as u64);
+        let at_rest: Vec<_> = lines(cut, 0).map(|(_, l)| line_number(l)).collect();
+        assert_eq!(at_rest, [Some(1), Some(2), None, Some(9)]);
+        assert_eq!(lines_in(&whole, 0, true).count(), 2);
     }
 
     #[test]

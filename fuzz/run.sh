@@ -87,8 +87,9 @@ x?alt=json
 IDS
         ;;
     record_reader)
-        # A bound byte, then a recorded segment: whole, and each of its lines alone.
-        for f in ../examples/runs/*/llm_log/*.jsonl; do
+        # A bound byte, then a recorded segment: whole, and each of its lines alone. The
+        # seeds/ segment is a gateway's, of record format 4 (raw bytes after each line).
+        for f in ../examples/runs/*/llm_log/*.jsonl seeds/record_reader/*.jsonl; do
             { printf '\4'; cat "$f"; } >"$dir/seed-$(basename "$f")"
             i=0
             while IFS= read -r line; do
@@ -108,7 +109,7 @@ dict() {
     case $target in
     config) files=(../examples/*.yaml ../crates/switchyard/src/registry/builtins.yaml) ;;
     model_url) files=() ;;
-    record_reader) files=(../examples/runs/*/llm_log/*.jsonl) ;;
+    record_reader) files=(../examples/runs/*/llm_log/*.jsonl seeds/record_reader/*.jsonl) ;;
     *_chat | *_responses | *_messages | *_gemini) files=("$fixtures/${target#*_}"/*) ;;
     *) files=("$fixtures"/*/*) ;;
     esac

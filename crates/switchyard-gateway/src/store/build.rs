@@ -51,18 +51,22 @@ pub(crate) fn decode_reply(dialect: Dialect, raw: &[u8], stream: bool) -> Option
 /// a usage the meter did not find, a failure the meter and the record tell apart) is
 /// built in format 2, decoded here as before, its raw bytes in it.
 pub(super) fn build_record_and_raw(call: Finished) -> (CallRecord, Option<Bytes>) {
-    let (mut record, raw) = build(call, true);
+    let (record, raw) = build(call, true);
     if record::leaves_out(record.format) {
         return (record, raw);
     }
-    record.raw = raw.map(|raw| RawBytes::new(&raw));
-    (record, None)
+    (raw_inside(record, raw), None)
 }
 
 /// [`build_record_and_raw`] with the raw bytes in the record, as the tests compare it.
 #[cfg(test)]
 pub(super) fn build_record(call: Finished) -> CallRecord {
-    let (mut record, raw) = build(call, true);
+    let (record, raw) = build(call, true);
+    raw_inside(record, raw)
+}
+
+/// `record` with the raw bytes `raw` in it, as a record of format 2 keeps them.
+fn raw_inside(mut record: CallRecord, raw: Option<Bytes>) -> CallRecord {
     record.raw = raw.map(|raw| RawBytes::new(&raw));
     record
 }

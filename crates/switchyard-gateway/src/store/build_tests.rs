@@ -234,8 +234,8 @@ fn compared(r: &CallRecord) -> serde_json::Value {
 /// before), what the store now writes, and every derivable field left out. Gives the
 /// format the store chose and the record read.
 fn check(what: &str, make: impl Fn() -> Finished) -> (u32, CallRecord) {
-    let (mut before, raw) = build(make(), false);
-    before.raw = raw.map(|raw| RawBytes::new(&raw));
+    let (before, raw) = build(make(), false);
+    let before = raw_inside(before, raw);
     assert_eq!(before.format, record::FORMAT, "{what}");
     let now = build_record(make());
     let stripped = leave_out(&before);

@@ -76,7 +76,13 @@ impl Entry {
     }
 
     /// The entry a record makes, under its key (see [`entry_key`]).
-    pub fn of(
+    pub fn of(record: &CallRecord, location: Option<Location>) -> Option<(String, Entry)> {
+        Entry::of_with_raw(record, record.raw.is_some(), location)
+    }
+
+    /// [`Entry::of`] for a record whose raw bytes are kept apart from it (`has_raw`): a
+    /// record being written in format 4.
+    pub(crate) fn of_with_raw(
         record: &CallRecord,
         has_raw: bool,
         location: Option<Location>,
@@ -187,7 +193,7 @@ fn from_log(dir: &Path) -> Vec<(String, Entry)> {
     let _ = crate::record::for_each_record_line(dir, |at, line| {
         if contains(line, b"\"cache_key\"") {
             if let Ok(record) = crate::record::parse_record_line(line) {
-                out.extend(Entry::of(&record, record.raw.is_some(), Some(at)));
+                out.extend(Entry::of(&record, Some(at)));
             }
         }
         Ok(())

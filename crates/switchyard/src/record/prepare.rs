@@ -75,7 +75,7 @@ impl PreparedRecord {
         let (line, number_at, clean, after) = serialised?;
         // The cache's entry first: the row takes the record's strings.
         let cache_entry = cache_entry
-            .then(|| crate::cache::Entry::of(&record, has_raw, None))
+            .then(|| crate::cache::Entry::of_with_raw(&record, has_raw, None))
             .flatten();
         let nowhere = Location {
             segment: 0,

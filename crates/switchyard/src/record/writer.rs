@@ -264,10 +264,10 @@ impl Recorder {
 
     /// Completes and serialises a finished call's record on the calling thread, for
     /// [`Recorder::submit_prepared`]: the writer is left to number the line and write it.
-    /// The reply's raw bytes may be given apart (`raw`):
-    /// a record of format 3 then writes them after its line as they are (format 4),
-    /// without copying them into the record. The error says why the record cannot be
-    /// written (it is reported as such when submitted).
+    /// The reply's raw bytes may be given apart (`raw`): a record of format 3 then writes
+    /// them after its line as they are (format 4), without copying them into the record.
+    /// The error says why the record cannot be written (it is reported as such when
+    /// submitted).
     pub fn prepare(
         &self,
         record: CallRecord,

@@ -56,7 +56,7 @@ pub async fn find(
         let Ok(record) = switchyard::record::parse_record_line(row.get::<_, &[u8]>(1)) else {
             continue;
         };
-        let Some((entry_key, mut entry)) = Entry::of(&record, record.raw.is_some(), None) else {
+        let Some((entry_key, mut entry)) = Entry::of(&record, None) else {
             continue;
         };
         if entry_key != key {

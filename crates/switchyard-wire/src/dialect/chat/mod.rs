@@ -79,7 +79,7 @@ use crate::event::StreamError;
 use crate::json::{obj_at, str_at, u64_at, Object};
 use crate::reply::{FinishReason, Usage};
 use crate::{Dialect, Reply, Request};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
@@ -298,15 +298,39 @@ impl PlainUsage {
     }
 }
 
-/// A chat `usage` object for canonical usage (`cache_write` has no chat field).
-fn usage_to_chat(usage: &Usage) -> Value {
-    json!({
-        "prompt_tokens": usage.input,
-        "completion_tokens": usage.output,
-        "total_tokens": usage.total(),
-        "prompt_tokens_details": { "cached_tokens": usage.cached_input },
-        "completion_tokens_details": { "reasoning_tokens": usage.reasoning },
-    })
+/// A chat `usage` object for canonical usage (`cache_write` has no chat field), in
+/// OpenAI's order of keys.
+#[derive(Serialize)]
+pub(super) struct ChatUsage {
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    total_tokens: u64,
+    prompt_tokens_details: CachedTokens,
+    completion_tokens_details: ReasoningTokens,
+}
+
+#[derive(Serialize)]
+struct CachedTokens {
+    cached_tokens: u64,
+}
+
+#[derive(Serialize)]
+struct ReasoningTokens {
+    reasoning_tokens: u64,
+}
+
+fn usage_to_chat(usage: &Usage) -> ChatUsage {
+    ChatUsage {
+        prompt_tokens: usage.input,
+        completion_tokens: usage.output,
+        total_tokens: usage.total(),
+        prompt_tokens_details: CachedTokens {
+            cached_tokens: usage.cached_input,
+        },
+        completion_tokens_details: ReasoningTokens {
+            reasoning_tokens: usage.reasoning,
+        },
+    }
 }
 
 /// The error carried by an `error` value (object, or a bare string some servers send).

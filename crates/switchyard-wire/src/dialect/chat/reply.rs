@@ -5,15 +5,15 @@ use super::request::decode_tool_call;
 use super::request::encode_tool_call;
 use super::{
     decoded_finish, error_from_chat, finish_to_chat, reasoning_text, usage_from_chat,
-    usage_to_chat, PlainTexts, PlainTop, PlainUsage,
+    usage_to_chat, ChatUsage, PlainTexts, PlainTop, PlainUsage,
 };
 use crate::codec::{parse_object, DecodeError, ServerContext};
 use crate::json::{as_obj, require_arr, require_obj, str_at};
 use crate::part::{Part, Thinking};
 use crate::reply::{FinishReason, Reply};
 use bytes::Bytes;
-use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::borrow::Cow;
 
 /// A chat completion body as a canonical reply.
@@ -151,47 +151,119 @@ fn decode_lenient(body: &[u8]) -> Result<Reply, DecodeError> {
     })
 }
 
-/// A canonical reply as a chat completion body.
+/// A canonical reply as a chat completion body, written straight from typed fields in
+/// OpenAI's order of keys (no map of values is built for a reply that has one shape).
 pub(super) fn encode(reply: &Reply, context: &ServerContext) -> Vec<u8> {
-    let mut message = Map::new();
-    message.insert("role".into(), "assistant".into());
-    let text = reply.text();
-    let calls: Vec<Value> = reply.tool_calls().map(encode_tool_call).collect();
     let has_text = reply.content.iter().any(|p| matches!(p, Part::Text { .. }));
-    message.insert(
-        "content".into(),
-        if has_text { text.into() } else { Value::Null },
-    );
     let thinking = reply.thinking();
-    if !thinking.is_empty() {
-        message.insert("reasoning_content".into(), thinking.into());
-    }
-    if !calls.is_empty() {
-        message.insert("tool_calls".into(), Value::Array(calls));
-    }
-    message.insert("refusal".into(), Value::Null);
-    let mut body = json!({
-        "id": reply.id.clone().unwrap_or_else(|| context.fallback_id.clone()),
-        "object": "chat.completion",
-        "created": context.created,
-        "model": reply.model.clone().unwrap_or_default(),
-        "choices": [{
-            "index": 0,
-            "message": message,
-            "logprobs": null,
-            "finish_reason": finish_to_chat(reply.finish, reply.finish_raw.as_deref()),
+    let body = Completion {
+        id: reply.id.as_deref().unwrap_or(&context.fallback_id),
+        object: "chat.completion",
+        created: context.created,
+        model: reply.model.as_deref().unwrap_or_default(),
+        choices: [Choice {
+            index: 0,
+            message: Message {
+                role: "assistant",
+                content: has_text.then(|| reply.text()),
+                reasoning_content: (!thinking.is_empty()).then_some(thinking),
+                tool_calls: reply.tool_calls().map(encode_tool_call).collect(),
+                refusal: (),
+            },
+            logprobs: (),
+            finish_reason: finish_to_chat(reply.finish, reply.finish_raw.as_deref()),
         }],
-    });
-    if let (Some(usage), Some(obj)) = (&reply.usage, body.as_object_mut()) {
-        obj.insert("usage".into(), usage_to_chat(usage));
-    }
-    // Serialising a `Value` cannot fail.
+        usage: reply.usage.as_ref().map(usage_to_chat),
+    };
+    // Serialising strings, numbers and `Value`s cannot fail.
     serde_json::to_vec(&body).unwrap_or_default()
+}
+
+/// A chat completion as written (`()` is written `null`).
+#[derive(Serialize)]
+struct Completion<'a> {
+    id: &'a str,
+    object: &'static str,
+    created: u64,
+    model: &'a str,
+    choices: [Choice<'a>; 1],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<ChatUsage>,
+}
+
+#[derive(Serialize)]
+struct Choice<'a> {
+    index: u32,
+    message: Message<'a>,
+    logprobs: (),
+    finish_reason: String,
+}
+
+#[derive(Serialize)]
+struct Message<'a> {
+    role: &'a str,
+    content: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_content: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<Value>,
+    refusal: (),
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The body is written in OpenAI's order of keys, byte for byte, with and without
+    /// the optional fields.
+    #[test]
+    fn a_reply_is_written_in_openais_order() {
+        let context = ServerContext {
+            created: 7,
+            fallback_id: "chatcmpl-x".into(),
+        };
+        let mut reply = Reply {
+            content: vec![Part::text("Hi \"you\"")],
+            finish: FinishReason::Stop,
+            finish_raw: None,
+            usage: None,
+            model: Some("m".into()),
+            id: None,
+            raw: Bytes::new(),
+        };
+        assert_eq!(
+            String::from_utf8(encode(&reply, &context)).unwrap(),
+            r#"{"id":"chatcmpl-x","object":"chat.completion","created":7,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hi \"you\"","refusal":null},"logprobs":null,"finish_reason":"stop"}]}"#
+        );
+        reply.content = vec![
+            Part::Thinking(Thinking {
+                text: "t".into(),
+                ..Thinking::default()
+            }),
+            Part::ToolCall(crate::part::ToolCall {
+                id: "c1".into(),
+                name: "f".into(),
+                arguments: "{}".into(),
+                kind: crate::part::ToolKind::Function,
+                namespace: None,
+                state: None,
+            }),
+        ];
+        reply.finish = FinishReason::ToolCalls;
+        reply.id = Some("r".into());
+        reply.model = None;
+        reply.usage = Some(crate::Usage {
+            input: 5,
+            cached_input: 2,
+            cache_write: 1,
+            output: 3,
+            reasoning: 1,
+        });
+        assert_eq!(
+            String::from_utf8(encode(&reply, &context)).unwrap(),
+            r#"{"id":"r","object":"chat.completion","created":7,"model":"","choices":[{"index":0,"message":{"role":"assistant","content":null,"reasoning_content":"t","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}],"refusal":null},"logprobs":null,"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":5,"completion_tokens":3,"total_tokens":8,"prompt_tokens_details":{"cached_tokens":2},"completion_tokens_details":{"reasoning_tokens":1}}}"#
+        );
+    }
 
     /// The typed reading gives the lenient reading's reply (or its error) for the
     /// golden replies and for bodies made to sit at the edge between the two.

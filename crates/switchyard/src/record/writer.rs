@@ -469,6 +469,9 @@ impl JobState {
 /// Records taken in one batch at most (one `write`).
 const BATCH_RECORDS: usize = 256;
 
+/// The room the writer's buffer keeps between two batches.
+const BUF_KEPT: usize = 256 * 1024;
+
 fn writer_loop(
     rx: mpsc::Receiver<Job>,
     mut segments: SegmentWriter,
@@ -478,7 +481,7 @@ fn writer_loop(
     cache: Option<Arc<crate::cache::CacheIndex>>,
 ) -> Option<String> {
     let mut failure = None;
-    let mut buf = Vec::with_capacity(256 * 1024);
+    let mut buf = Vec::with_capacity(BUF_KEPT);
     while let Ok(first) = rx.recv() {
         crate::internal::placement::keep_off_lanes();
         let mut batch = vec![first];
@@ -537,7 +540,12 @@ fn writer_loop(
             jobs.into_iter().for_each(|j| j.answer(Ok(())));
             continue;
         }
-        match segments.append(&buf) {
+        let appended = segments.append(&buf);
+        if buf.capacity() > BUF_KEPT {
+            // A batch of large records does not pin its room for the process's life.
+            buf = Vec::with_capacity(BUF_KEPT);
+        }
+        match appended {
             Ok((segment, offset)) => {
                 next += pending.len() as u64;
                 let rows = pending

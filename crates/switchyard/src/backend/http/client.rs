@@ -33,6 +33,16 @@ const CERT_FILE_VARIABLE: &str = "SSL_CERT_FILE";
 /// The variables that name a proxy, which reqwest reads (in either case).
 const PROXY_VARIABLES: [&str; 3] = ["HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"];
 
+/// How long an upstream connection stays pooled unused before it is closed. The pool's
+/// sweep runs once per this period, so a connection goes at most twice this after its
+/// last call: the connections a burst of calls opened are gone within a minute of it
+/// (docs/performance.md, *Idle connections and memory given back*), and an idle one is
+/// closed by this side before a server's own keep-alive deadline (nginx's default is 75 s)
+/// can close it as the next call is sent on it. hyper-util's and reqwest's default, 90 s,
+/// kept a burst's upstream connections, some 30 KB each with their buffers, for up to
+/// three minutes.
+const POOL_IDLE: Duration = Duration::from_secs(20);
+
 /// A backend's connection pool (cheap to clone: clones share the connections).
 #[derive(Clone)]
 pub struct HttpClient {
@@ -87,6 +97,7 @@ pub fn new_client(backend: &str, connect_timeout: Option<Duration>) -> Result<Ht
     if proxy_configured() {
         let mut builder = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
+            .pool_idle_timeout(POOL_IDLE)
             .tcp_nodelay(true);
         if let Some(connect) = connect_timeout {
             builder = builder.connect_timeout(connect);
@@ -113,6 +124,7 @@ pub fn new_client(backend: &str, connect_timeout: Option<Duration>) -> Result<Ht
     let pools = (0..=crate::internal::lanes::count())
         .map(|_| {
             hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+                .pool_idle_timeout(POOL_IDLE)
                 .pool_timer(TokioTimer::new())
                 .timer(TokioTimer::new())
                 .build(connector.clone())

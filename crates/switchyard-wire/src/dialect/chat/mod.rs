@@ -69,6 +69,7 @@
 //! whenever a usage event arrives; a gateway whose client did not ask for
 //! `stream_options.include_usage` (see the passthrough) should drop usage events.
 
+mod plain_request;
 mod reply;
 mod request;
 mod stream_decode;

@@ -441,8 +441,18 @@ mod encode_tests {
     }
 }
 
-/// A client's chat body as a canonical request.
+/// A client's chat body as a canonical request: the common plain body read as typed
+/// fields ([`super::plain_request`]), any other by [`decode_lenient`].
 pub(super) fn decode(body: &[u8]) -> Result<DecodedRequest, DecodeError> {
+    match super::plain_request::decode(body) {
+        Some(decoded) => Ok(decoded),
+        None => decode_lenient(body),
+    }
+}
+
+/// A client's chat body as a canonical request, read from a map of values: any shape
+/// the dialect allows, and the error that names what is wrong with one it does not.
+pub(super) fn decode_lenient(body: &[u8]) -> Result<DecodedRequest, DecodeError> {
     const WHERE: &str = "chat request body";
     let obj = parse_object(body, WHERE)?;
     let mut request = Request::default();

@@ -29,8 +29,11 @@ const CHECK_EVERY: Duration = Duration::from_secs(1);
 /// burst is over: at 5–20 KB each, a few MB.
 const AFTER_RELEASED: usize = 256;
 
-/// The longest time between two trims.
-const AT_LEAST_EVERY: Duration = Duration::from_secs(60);
+/// The longest time between two trims: shorter than the upstream pools' idle timeout
+/// (20 s, `switchyard::backend::http::client`), so that the connections a burst of calls
+/// left in them, closed 20 to 40 s after their last call, are given back by the trim that
+/// follows, well within a minute of the burst.
+const AT_LEAST_EVERY: Duration = Duration::from_secs(15);
 
 /// Connections let go since the last trim.
 #[derive(Default)]
@@ -44,8 +47,8 @@ impl Trim {
         self.released.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Trims when connections were let go, and at least once a minute (see the module's
-    /// doc), until `stop` turns true.
+    /// Trims when connections were let go, and at least every [`AT_LEAST_EVERY`] (see the
+    /// module's doc), until `stop` turns true.
     pub(crate) async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
         let mut every = tokio::time::interval(CHECK_EVERY);
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

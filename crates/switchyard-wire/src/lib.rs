@@ -30,6 +30,8 @@ pub mod shape;
 pub mod sse;
 pub mod state_owner;
 pub mod stream;
+#[cfg(test)]
+mod typed_agrees;
 pub mod usage_scan;
 
 pub use codec::{

@@ -93,17 +93,7 @@ mod tests {
     /// ones among them are read by the typed reading itself.
     #[test]
     fn the_typed_reading_agrees_with_the_lenient_one() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/chat");
-        let mut bodies: Vec<Vec<u8>> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.to_string_lossy().ends_with("request.json"))
-            .map(|p| std::fs::read(p).unwrap())
-            .collect();
-        assert!(
-            bodies.len() >= 2,
-            "the golden requests were not found in {dir}"
-        );
+        let mut bodies = crate::typed_agrees::golden("chat", "request.json");
         let plain = [
             r#"{"model":"m","messages":[{"role":"user","content":"hello \"you\" \u00e9"}]}"#,
             r#"{"messages":[{"role":"system","content":"be brief","name":"x"},{"role":"developer","content":null},{"role":"user","content":""}],"stream":true,"stream_options":{"include_usage":true,"b":[1,2]}}"#,
@@ -139,17 +129,10 @@ mod tests {
             assert!(super::decode(body.as_bytes()).is_none(), "{body}");
         }
         bodies.extend(plain.iter().chain(&edge).map(|b| b.as_bytes().to_vec()));
-        for body in &bodies {
-            let text = String::from_utf8_lossy(body);
-            let typed = match super::decode(body) {
-                Some(decoded) => Ok(decoded),
-                None => decode_lenient(body),
-            };
-            match (typed, decode_lenient(body)) {
-                (Ok(a), Ok(b)) => assert_eq!(a, b, "{text}"),
-                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{text}"),
-                (a, b) => panic!("{text}: typed {a:?}, lenient {b:?}"),
-            }
-        }
+        let read = |body: &[u8]| match super::decode(body) {
+            Some(decoded) => Ok(decoded),
+            None => decode_lenient(body),
+        };
+        crate::typed_agrees::assert_agree(&bodies, read, decode_lenient);
     }
 }

@@ -269,17 +269,7 @@ mod tests {
     /// golden replies and for bodies made to sit at the edge between the two.
     #[test]
     fn the_typed_reading_agrees_with_the_lenient_one() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/chat");
-        let mut bodies: Vec<Vec<u8>> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.to_string_lossy().ends_with("reply.json"))
-            .map(|p| std::fs::read(p).unwrap())
-            .collect();
-        assert!(
-            bodies.len() >= 4,
-            "the golden replies were not found in {dir}"
-        );
+        let mut bodies = crate::typed_agrees::golden("chat", "reply.json");
         for body in [
             r#"{"id":"a","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hi \"you\" \u00e9","refusal":null},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}"#,
             r#"{"choices":[{"message":{"content":null,"reasoning":"hmm"},"finish_reason":"length"}],"usage":null,"error":null}"#,
@@ -308,13 +298,6 @@ mod tests {
                 String::from_utf8_lossy(body)
             );
         }
-        for body in &bodies {
-            let text = String::from_utf8_lossy(body);
-            match (decode(body), decode_lenient(body)) {
-                (Ok(a), Ok(b)) => assert_eq!(a, b, "{text}"),
-                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{text}"),
-                (a, b) => panic!("{text}: typed {a:?}, lenient {b:?}"),
-            }
-        }
+        crate::typed_agrees::assert_agree(&bodies, decode, decode_lenient);
     }
 }

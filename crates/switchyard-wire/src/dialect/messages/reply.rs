@@ -168,17 +168,7 @@ mod tests {
     /// golden replies and for bodies made to sit at the edge between the two.
     #[test]
     fn the_typed_reading_agrees_with_the_lenient_one() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/messages");
-        let mut bodies: Vec<Vec<u8>> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.to_string_lossy().contains("reply_"))
-            .map(|p| std::fs::read(p).unwrap())
-            .collect();
-        assert!(
-            bodies.len() >= 4,
-            "the golden replies were not found in {dir}"
-        );
+        let mut bodies = crate::typed_agrees::golden("messages", "reply_");
         let plain = [
             r#"{"id":"m","type":"message","role":"assistant","model":"c","content":[{"type":"text","text":"Hi \"you\" \u00e9"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":2}}"#,
             r#"{"content":[{"type":"text","text":"a","citations":null},{"type":"text","text":""}],"stop_reason":null,"usage":{"input_tokens":1,"cache_read_input_tokens":4,"cache_creation_input_tokens":null,"output_tokens":2}}"#,
@@ -206,13 +196,6 @@ mod tests {
             assert!(typed.reply(body.as_bytes()).is_some(), "{body}");
         }
         bodies.extend(plain.iter().chain(&edge).map(|b| b.as_bytes().to_vec()));
-        for body in &bodies {
-            let text = String::from_utf8_lossy(body);
-            match (decode(body), decode_lenient(body)) {
-                (Ok(a), Ok(b)) => assert_eq!(a, b, "{text}"),
-                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{text}"),
-                (a, b) => panic!("{text}: typed {a:?}, lenient {b:?}"),
-            }
-        }
+        crate::typed_agrees::assert_agree(&bodies, decode, decode_lenient);
     }
 }

@@ -469,8 +469,15 @@ impl JobState {
 /// Records taken in one batch at most (one `write`).
 const BATCH_RECORDS: usize = 256;
 
-/// The room the writer's buffer keeps between two batches.
+/// The room the writer's buffer starts with, and goes back to after a batch that grew it
+/// past [`BUF_MOST_KEPT`].
 const BUF_KEPT: usize = 256 * 1024;
+
+/// The most room the writer's buffer keeps between two batches: a full batch of ordinary
+/// calls (256 records of a few KB) fits, so a busy store reuses its buffer batch after
+/// batch; a batch of large records (long prompts, long replies) does not pin its room for
+/// the process's life.
+const BUF_MOST_KEPT: usize = 4 * 1024 * 1024;
 
 fn writer_loop(
     rx: mpsc::Receiver<Job>,
@@ -541,8 +548,7 @@ fn writer_loop(
             continue;
         }
         let appended = segments.append(&buf);
-        if buf.capacity() > BUF_KEPT {
-            // A batch of large records does not pin its room for the process's life.
+        if buf.capacity() > BUF_MOST_KEPT {
             buf = Vec::with_capacity(BUF_KEPT);
         }
         match appended {

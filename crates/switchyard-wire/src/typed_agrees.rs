@@ -5,8 +5,9 @@
 use crate::codec::DecodeError;
 use std::fmt::Debug;
 
-/// The golden bodies under `tests/fixtures/<folder>` whose file names hold `part`.
-pub(crate) fn golden(folder: &str, part: &str) -> Vec<Vec<u8>> {
+/// The golden bodies under `tests/fixtures/<folder>` whose file names hold `part`, at
+/// least `at_least` of them (fewer: the fixtures were not found).
+pub(crate) fn golden(folder: &str, part: &str, at_least: usize) -> Vec<Vec<u8>> {
     let dir = format!("{}/tests/fixtures/{folder}", env!("CARGO_MANIFEST_DIR"));
     let bodies: Vec<Vec<u8>> = std::fs::read_dir(&dir)
         .unwrap()
@@ -18,8 +19,8 @@ pub(crate) fn golden(folder: &str, part: &str) -> Vec<Vec<u8>> {
         .map(|p| std::fs::read(p).unwrap())
         .collect();
     assert!(
-        bodies.len() >= 2,
-        "no golden bodies named *{part}* in {dir}"
+        bodies.len() >= at_least,
+        "fewer than {at_least} golden bodies named *{part}* in {dir}"
     );
     bodies
 }

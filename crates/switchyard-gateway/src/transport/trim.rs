@@ -20,6 +20,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
+use switchyard::backend::http::POOL_IDLE;
 use tokio::sync::watch;
 
 /// How often the count of connections let go is looked at.
@@ -29,11 +30,11 @@ const CHECK_EVERY: Duration = Duration::from_secs(1);
 /// burst is over: at 5–20 KB each, a few MB.
 const AFTER_RELEASED: usize = 256;
 
-/// The longest time between two trims: shorter than the upstream pools' idle timeout
-/// (20 s, `switchyard::backend::http::client`), so that the connections a burst of calls
-/// left in them, closed 20 to 40 s after their last call, are given back by the trim that
+/// The longest time between two trims: three quarters of the upstream pools' idle timeout
+/// ([`POOL_IDLE`], 20 s: 15 s), so that the connections a burst of calls left in them,
+/// closed one to two timeouts after their last call, are given back by the trim that
 /// follows, well within a minute of the burst.
-const AT_LEAST_EVERY: Duration = Duration::from_secs(15);
+const AT_LEAST_EVERY: Duration = Duration::from_secs(POOL_IDLE.as_secs() * 3 / 4);
 
 /// Connections let go since the last trim.
 #[derive(Default)]

@@ -4,15 +4,22 @@
 use crate::event::StreamError;
 use crate::json::{obj_at, str_at, Object};
 use crate::reply::{FinishReason, Usage};
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 /// Anthropic's four usage counts as read so far; each is the latest value seen that was
-/// present and not `null` (stream events repeat some counts and omit others).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// present and not `null` (stream events repeat some counts and omit others). Also read
+/// straight from a `usage` object as typed fields, by a plain reply's typed reading (a
+/// count of another type refuses the object, where [`WireUsage::merge`] skips it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 pub(super) struct WireUsage {
+    #[serde(default, rename = "input_tokens")]
     pub input: Option<u64>,
+    #[serde(default, rename = "cache_read_input_tokens")]
     pub cache_read: Option<u64>,
+    #[serde(default, rename = "cache_creation_input_tokens")]
     pub cache_creation: Option<u64>,
+    #[serde(default, rename = "output_tokens")]
     pub output: Option<u64>,
 }
 

@@ -43,7 +43,7 @@ struct PlainMessage<'a> {
     #[serde(borrow, default)]
     stop_reason: Option<Cow<'a, str>>,
     #[serde(default)]
-    usage: Option<PlainUsage>,
+    usage: Option<WireUsage>,
 }
 
 #[derive(Deserialize)]
@@ -52,20 +52,6 @@ struct PlainBlock<'a> {
     kind: Cow<'a, str>,
     #[serde(borrow, default)]
     text: Option<Cow<'a, str>>,
-}
-
-/// A `usage` object's four counts as typed fields (a count of another type sends the
-/// body to the lenient reader, which skips it).
-#[derive(Deserialize)]
-struct PlainUsage {
-    #[serde(default)]
-    input_tokens: Option<u64>,
-    #[serde(default)]
-    cache_read_input_tokens: Option<u64>,
-    #[serde(default)]
-    cache_creation_input_tokens: Option<u64>,
-    #[serde(default)]
-    output_tokens: Option<u64>,
 }
 
 impl PlainMessage<'_> {
@@ -81,15 +67,7 @@ impl PlainMessage<'_> {
             }
             content.push(Part::text(block.text?.into_owned()));
         }
-        let usage = self.usage.map(|u| {
-            WireUsage {
-                input: u.input_tokens,
-                cache_read: u.cache_read_input_tokens,
-                cache_creation: u.cache_creation_input_tokens,
-                output: u.output_tokens,
-            }
-            .canonical()
-        });
+        let usage = self.usage.map(|u| u.canonical());
         let finish_raw = self.stop_reason.map(Cow::into_owned);
         Some(Reply {
             content,
@@ -168,7 +146,7 @@ mod tests {
     /// golden replies and for bodies made to sit at the edge between the two.
     #[test]
     fn the_typed_reading_agrees_with_the_lenient_one() {
-        let mut bodies = crate::typed_agrees::golden("messages", "reply_");
+        let mut bodies = crate::typed_agrees::golden("messages", "reply_", 4);
         let plain = [
             r#"{"id":"m","type":"message","role":"assistant","model":"c","content":[{"type":"text","text":"Hi \"you\" \u00e9"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":2}}"#,
             r#"{"content":[{"type":"text","text":"a","citations":null},{"type":"text","text":""}],"stop_reason":null,"usage":{"input_tokens":1,"cache_read_input_tokens":4,"cache_creation_input_tokens":null,"output_tokens":2}}"#,

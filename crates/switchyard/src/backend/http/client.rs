@@ -41,7 +41,7 @@ const PROXY_VARIABLES: [&str; 3] = ["HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"];
 /// can close it as the next call is sent on it. hyper-util's and reqwest's default, 90 s,
 /// kept a burst's upstream connections, some 30 KB each with their buffers, for up to
 /// three minutes.
-const POOL_IDLE: Duration = Duration::from_secs(20);
+pub const POOL_IDLE: Duration = Duration::from_secs(20);
 
 /// A backend's connection pool (cheap to clone: clones share the connections).
 #[derive(Clone)]

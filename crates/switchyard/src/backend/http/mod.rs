@@ -9,7 +9,7 @@ mod limits;
 mod send;
 mod stream;
 
-pub use client::{new_client, HttpClient};
+pub use client::{new_client, HttpClient, POOL_IDLE};
 pub use limits::ReplyLimits;
 pub use send::{error_chain, header_pairs, RawRequest, RawResponse};
 pub(crate) use stream::decode_stream;

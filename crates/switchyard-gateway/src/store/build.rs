@@ -10,7 +10,9 @@
 use super::Finished;
 use bytes::{Bytes, BytesMut};
 use std::time::Duration;
-use switchyard::record::{self, AttemptRecord, CallRecord, ErrorRecord, RawBytes, Timings};
+use switchyard::record::{
+    self, AttemptRecord, CallRecord, ErrorRecord, RawBytes, RawReply, Timings,
+};
 use switchyard::Dialect;
 use switchyard_wire::{Reply, Request};
 
@@ -50,10 +52,11 @@ pub(crate) fn decode_reply(dialect: Dialect, raw: &[u8], stream: bool) -> Option
 /// (a request decoded from the client's body because none was sent, a reply kept in part,
 /// a usage the meter did not find, a failure the meter and the record tell apart) is
 /// built in format 2, decoded here as before, its raw bytes in it.
-pub(super) fn build_record_and_raw(call: Finished) -> (CallRecord, Option<Bytes>) {
+pub(super) fn build_record_and_raw(call: Finished) -> (CallRecord, Option<RawReply>) {
+    let redacted = call.draft.raw_redacted.under();
     let (record, raw) = build(call, true);
     if record::leaves_out(record.format) {
-        return (record, raw);
+        return (record, raw.map(|bytes| RawReply { bytes, redacted }));
     }
     (raw_inside(record, raw), None)
 }

@@ -54,6 +54,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 use switchyard::internal::background::Courtesy;
+use switchyard::internal::redact::Redacted;
 use switchyard::record::{AttemptRecord, Durability, ErrorRecord};
 use switchyard::registry::Price;
 use switchyard::{Recorder, RecorderOptions, RunInfo};
@@ -157,6 +158,10 @@ pub(crate) struct Draft {
     pub raw: Vec<Bytes>,
     /// How many of the reply's bytes `raw` may hold, how many it holds and how many came.
     pub kept: Kept,
+    /// The keys every chunk of `raw` was redacted under where it entered, when all came
+    /// from one upstream answer ([`Draft::keep_redacted`]): the record is written without
+    /// searching them again while those keys are still the process's.
+    pub raw_redacted: RawRedacted,
     /// The canonical reply when the call already has it (translated streams assemble
     /// it as they go); otherwise it is decoded from `raw` off the reply path.
     pub reply: Option<Reply>,
@@ -180,6 +185,38 @@ pub(crate) struct Draft {
     pub cache_hit_call: Option<String>,
     /// The call cost more than its budget reservation (`budget_stop.rs`).
     pub over_reservation: Option<switchyard::record::OverReservation>,
+}
+
+/// What a draft knows of how its raw bytes were redacted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum RawRedacted {
+    /// Nothing kept yet.
+    #[default]
+    Nothing,
+    /// Every chunk kept was redacted under these keys.
+    Under(Redacted),
+    /// Some chunk came from elsewhere (a cached record, an error's body, the library's
+    /// reply): the writer searches the bytes.
+    Unknown,
+}
+
+impl RawRedacted {
+    /// What is known once a chunk `redacted` so (`None`: not known) is kept too.
+    fn and(self, redacted: Option<Redacted>) -> RawRedacted {
+        match (self, redacted) {
+            (RawRedacted::Nothing, Some(r)) => RawRedacted::Under(r),
+            (RawRedacted::Under(a), Some(b)) if a == b => self,
+            _ => RawRedacted::Unknown,
+        }
+    }
+
+    /// The keys to tell the writer the bytes were redacted under.
+    pub(crate) fn under(self) -> Option<Redacted> {
+        match self {
+            RawRedacted::Under(r) => Some(r),
+            RawRedacted::Nothing | RawRedacted::Unknown => None,
+        }
+    }
 }
 
 /// What a draft kept of a reply's bytes, against its bound.
@@ -230,6 +267,21 @@ impl Draft {
     /// Keeps a chunk of the reply as received, as far as the bound allows (the rest is
     /// counted, not kept).
     pub(crate) fn keep(&mut self, bytes: &Bytes) {
+        self.keep_chunk(bytes, None);
+    }
+
+    /// [`Draft::keep`] of a chunk of an upstream's answer, which was redacted under the
+    /// keys `redacted` as it entered ([`RawResponse::redacted`]).
+    ///
+    /// [`RawResponse::redacted`]: switchyard::backend::http::RawResponse::redacted
+    pub(crate) fn keep_redacted(&mut self, bytes: &Bytes, redacted: Redacted) {
+        self.keep_chunk(bytes, Some(redacted));
+    }
+
+    fn keep_chunk(&mut self, bytes: &Bytes, redacted: Option<Redacted>) {
+        // A prefix of a redacted chunk (cut at the bound) holds no key either: the
+        // redactor held back a key's beginning until its end came.
+        self.raw_redacted = self.raw_redacted.and(redacted);
         if let Some(n) = &mut self.kept.received {
             *n += bytes.len() as u64;
         }
@@ -248,6 +300,7 @@ impl Draft {
     /// The reply's bytes, all of them in one piece (replacing what was kept).
     pub(crate) fn keep_all(&mut self, bytes: Bytes) {
         self.raw.clear();
+        self.raw_redacted = RawRedacted::Nothing;
         self.kept = Kept {
             limit: self.kept.limit,
             ..Kept::default()
@@ -681,6 +734,64 @@ mod tests {
     use super::*;
     use switchyard::record;
     use switchyard::Dialect;
+
+    /// The record is told its raw bytes' keys only when every chunk came redacted under
+    /// the same ones: a chunk from elsewhere, or under other keys, leaves them unknown
+    /// (and the writer searches the bytes).
+    #[test]
+    fn a_draft_knows_its_bytes_redacted_only_when_every_chunk_was() {
+        use switchyard::internal::redact::{register, StreamRedactor};
+        let a = StreamRedactor::new().redacted();
+        register("sk-draft-test-0123456789abcdef", "a test key");
+        let b = StreamRedactor::new().redacted();
+        assert_ne!(a, b);
+        let chunk = Bytes::from_static(b"data: {}\n\n");
+        let mut draft = Draft::default();
+        assert_eq!(draft.raw_redacted.under(), None);
+        draft.keep_redacted(&chunk, a);
+        draft.keep_redacted(&chunk, a);
+        assert_eq!(draft.raw_redacted.under(), Some(a));
+        let mut other = Draft::default();
+        other.keep_redacted(&chunk, a);
+        other.keep_redacted(&chunk, b);
+        assert_eq!(other.raw_redacted.under(), None);
+        let mut mixed = Draft::default();
+        mixed.keep_redacted(&chunk, a);
+        mixed.keep(&chunk);
+        mixed.keep_redacted(&chunk, a);
+        assert_eq!(mixed.raw_redacted.under(), None);
+        // Replaced whole by bytes of unknown provenance.
+        draft.keep_all(chunk.clone());
+        assert_eq!(draft.raw_redacted.under(), None);
+        // A prefix kept at the bound is still of the same answer.
+        let mut bounded = Draft::keeping_at_most(4);
+        bounded.keep_redacted(&chunk, b);
+        assert_eq!(
+            (bounded.kept.bytes, bounded.raw_redacted.under()),
+            (4, Some(b))
+        );
+        // What the record is handed: the mark with the bytes of a format-3 record.
+        let derived = || {
+            let mut call = finished(0);
+            call.summary.usage = Some(switchyard::Usage {
+                input: 3,
+                output: 2,
+                ..Default::default()
+            });
+            call
+        };
+        let (_, raw) = build::build_record_and_raw(derived());
+        assert_eq!(raw.as_ref().map(|r| r.redacted), Some(None));
+        let mut call = derived();
+        let reply = build::concat(&call.draft.raw);
+        call.draft.raw.clear();
+        call.draft.raw_redacted = RawRedacted::Nothing;
+        call.draft.keep_redacted(&reply, b);
+        let (record, raw) = build::build_record_and_raw(call);
+        assert!(record::leaves_out(record.format));
+        let raw = raw.expect("the bytes, apart");
+        assert_eq!((raw.bytes, raw.redacted), (reply, Some(b)));
+    }
 
     fn finished(i: usize) -> Finished {
         let body =

@@ -14,7 +14,7 @@ use super::depth::{cap_depth, first_too_deep, openers_at_most, MAX_RECORD_DEPTH}
 use super::index_row::IndexRow;
 use super::segment::Location;
 use super::CallRecord;
-use crate::internal::redact::{redact_json, redact_shared};
+use crate::internal::redact::{redact_json, redact_shared_since, Redacted};
 use std::cell::RefCell;
 use std::io::Write;
 
@@ -31,6 +31,29 @@ pub struct PreparedRecord {
     row: IndexRow,
     /// The response cache's entry, when the recorder feeds a cache and the record makes one.
     cache_entry: Option<(String, crate::cache::Entry)>,
+}
+
+/// A reply's bytes as received, given apart from its record to be written after its line
+/// (format 4), with the keys they were redacted under where they entered, when known: the
+/// writer searches them again only when a key was added since.
+#[derive(Debug, Clone)]
+pub struct RawReply {
+    /// The bytes.
+    pub bytes: bytes::Bytes,
+    /// The keys they were redacted under ([`RawResponse::redacted`]), when known.
+    ///
+    /// [`RawResponse::redacted`]: crate::backend::http::RawResponse::redacted
+    pub redacted: Option<Redacted>,
+}
+
+impl From<bytes::Bytes> for RawReply {
+    /// Bytes of unknown provenance: searched for keys as they are written.
+    fn from(bytes: bytes::Bytes) -> Self {
+        RawReply {
+            bytes,
+            redacted: None,
+        }
+    }
 }
 
 /// The number a line is serialised with until the writer numbers it: one digit, which
@@ -52,10 +75,12 @@ impl PreparedRecord {
     /// `cache_entry`. The error says why the record cannot be written.
     pub(crate) fn new(
         mut record: CallRecord,
-        raw: Option<bytes::Bytes>,
+        raw: Option<RawReply>,
         cache_entry: bool,
     ) -> Result<PreparedRecord, String> {
-        let after = finish_record(&mut record, raw);
+        // Bytes the record held itself are not known to be redacted.
+        let redacted = raw.as_ref().and_then(|r| r.redacted);
+        let after = finish_record(&mut record, raw.map(|r| r.bytes));
         let has_raw = record.raw.is_some() || after.is_some();
         record.number = PLACEHOLDER;
         // Serialised into a scratch buffer, then copied at its size: one allocation per
@@ -63,7 +88,7 @@ impl PreparedRecord {
         let serialised = SCRATCH.with(|scratch| {
             let mut scratch = scratch.borrow_mut();
             scratch.clear();
-            let (clean, after) = write_line(&mut scratch, &mut record, after)?;
+            let (clean, after) = write_line(&mut scratch, &mut record, after, redacted)?;
             let number_at = number_at(&scratch)
                 .ok_or_else(|| "its line does not begin with its format and number".to_string())?;
             let line = scratch.as_slice().to_vec();
@@ -179,14 +204,16 @@ fn finish_record(record: &mut CallRecord, raw: Option<bytes::Bytes>) -> Option<b
 /// line (the request, the reply, the attempts' errors, the headers kept), whatever field
 /// it came in by, and from the bytes after it. Gives whether the strings the line holds
 /// are known to hold no key ([`redact_json`]'s answer), and the bytes to write after the
-/// line, redacted (none when they went into the line).
+/// line, redacted (none when they went into the line; not searched again when they were
+/// `redacted` under the keys held now).
 fn write_line(
     buf: &mut Vec<u8>,
     record: &mut CallRecord,
     after: Option<bytes::Bytes>,
+    redacted: Option<Redacted>,
 ) -> std::result::Result<(bool, Option<bytes::Bytes>), String> {
     // Redacted before the line says their length.
-    let after = after.map(redact_shared);
+    let after = after.map(|bytes| redact_shared_since(bytes, redacted));
     let start = buf.len();
     let after = write_fields(buf, record, after)?;
     let (clean, strings_clean) = redact_json(&buf[start..]);
@@ -273,7 +300,7 @@ mod tests {
         let after = finish_record(&mut record, None);
         record.number = number;
         let mut line = Vec::new();
-        let (_, after) = write_line(&mut line, &mut record, after).unwrap();
+        let (_, after) = write_line(&mut line, &mut record, after, None).unwrap();
         if let Some(after) = after {
             line.push(b'\n');
             line.extend_from_slice(&after);
@@ -322,6 +349,36 @@ mod tests {
                 }
                 assert!(!buf.windows(key.len()).any(|w| w == key.as_bytes()));
             }
+        }
+    }
+
+    /// Raw bytes given apart are written after the line as they are when they were
+    /// redacted under the keys held now, and searched again when a key was added since.
+    #[test]
+    fn raw_bytes_redacted_under_older_keys_are_searched_again() {
+        use crate::internal::redact::{register, StreamRedactor};
+        register("sk-prepare-first-0123456789abcd", "a test key");
+        let later = "sk-prepare-later-0123456789abcd";
+        let stale = StreamRedactor::new().redacted();
+        register(later, "a test key");
+        let mut record = sample();
+        record.format = crate::record::DERIVED_FORMAT;
+        let raw = bytes::Bytes::from(format!("data: {{\"k\":\"{later}\"}}\n\n"));
+        for redacted in [Some(stale), None] {
+            let prepared = PreparedRecord::new(
+                record.clone(),
+                Some(RawReply {
+                    bytes: raw.clone(),
+                    redacted,
+                }),
+                false,
+            )
+            .unwrap();
+            let mut buf = Vec::new();
+            prepared.place(&mut buf, 1);
+            let text = String::from_utf8_lossy(&buf);
+            assert!(!text.contains(later), "{redacted:?}: {text}");
+            assert!(text.contains("data: {\"k\":\"[redacted]\"}"), "{text}");
         }
     }
 

@@ -15,7 +15,7 @@
 
 use super::index::{open_writer, IndexFeed, IndexWriter};
 use super::index_row::IndexRow;
-use super::prepare::PreparedRecord;
+use super::prepare::{PreparedRecord, RawReply};
 use super::read::{last_record, log_dir};
 use super::run_dir::RUN_FILE;
 use super::segment::{self, Location, SEGMENT_BYTES};
@@ -271,7 +271,7 @@ impl Recorder {
     pub fn prepare(
         &self,
         record: CallRecord,
-        raw: Option<bytes::Bytes>,
+        raw: Option<RawReply>,
     ) -> std::result::Result<PreparedRecord, String> {
         PreparedRecord::new(record, raw, self.feeds_cache)
     }
@@ -516,7 +516,7 @@ fn writer_loop(
                 let prepared = match entry {
                     Entry::Record { record, raw } => {
                         courtesy.give_way();
-                        PreparedRecord::new(*record, raw, cache.is_some())
+                        PreparedRecord::new(*record, raw.map(RawReply::from), cache.is_some())
                     }
                     Entry::Prepared(prepared) => prepared,
                 };

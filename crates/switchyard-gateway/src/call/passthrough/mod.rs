@@ -31,6 +31,7 @@ use std::time::Instant;
 use switchyard::backend::http::{
     answers_whole, decode_error, stream_error, RawRequest, RawResponse,
 };
+use switchyard::internal::redact::Redacted;
 use switchyard::Dialect;
 use switchyard_wire::codec;
 use watch::Watch;
@@ -47,6 +48,8 @@ enum Answer {
         /// What the client gets when it is not `body`: a whole reply to a streamed
         /// request (a server that ignores `stream: true`), as the dialect's stream.
         relayed: Option<Bytes>,
+        /// The keys `body` was redacted under as it entered.
+        redacted: Redacted,
     },
     /// A stream whose output began (or that ended whole before any): the chunks read so
     /// far, and the rest still to read.
@@ -57,6 +60,8 @@ enum Answer {
         watch: Box<Watch>,
         rest: Option<RawResponse>,
         answered: Instant,
+        /// The keys the chunks were redacted under as they entered.
+        redacted: Redacted,
     },
 }
 
@@ -94,10 +99,11 @@ pub(crate) async fn forward(
             usage,
             answered,
             relayed,
+            redacted,
         }) => {
             meter.answered_at(answered);
             // The record keeps the reply as it came; the client reads its own model name.
-            meter.draft().keep(&body);
+            meter.draft().keep_redacted(&body, redacted);
             let body = match relayed {
                 Some(stream) => InStream::new(dialect, meter.requested()).events(stream),
                 None => client_model::whole(dialect, body, meter.requested()),
@@ -119,12 +125,14 @@ pub(crate) async fn forward(
             watch,
             rest,
             answered,
+            redacted,
         }) => {
             meter.answered_at(answered);
             meter.head();
             let relay = relay::Relay::new(
                 rest,
                 opening,
+                redacted,
                 *watch,
                 dialect,
                 &target.backend,
@@ -189,6 +197,7 @@ async fn attempt(
     let mut response = sent?;
     let answered = Instant::now();
     let status = response.status;
+    let redacted = response.redacted();
     // Only the headers worth passing back are kept (they hold what an error's details
     // need too: retry hints, request ids).
     let headers = kept(&response.headers);
@@ -228,6 +237,7 @@ async fn attempt(
             usage,
             answered,
             relayed,
+            redacted,
         });
     }
     let mut watch = Watch::new(dialect);
@@ -286,6 +296,7 @@ async fn attempt(
                     watch: Box::new(watch),
                     rest: None,
                     answered,
+                    redacted,
                 });
             }
         }
@@ -297,6 +308,7 @@ async fn attempt(
         watch: Box::new(watch),
         rest: Some(response),
         answered,
+        redacted,
     })
 }
 

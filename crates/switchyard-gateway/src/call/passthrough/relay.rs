@@ -21,6 +21,7 @@ use serde_json::value::RawValue;
 use std::collections::VecDeque;
 use std::time::Duration;
 use switchyard::backend::http::{decode_error, stream_error, RawResponse};
+use switchyard::internal::redact::Redacted;
 use switchyard::record::ErrorRecord;
 use switchyard::{Dialect, Error};
 use switchyard_wire::codec;
@@ -36,6 +37,8 @@ pub(super) struct Relay {
     upstream: Option<RawResponse>,
     /// Chunks read (and watched) before output began, still to relay.
     opening: VecDeque<Bytes>,
+    /// The keys the upstream's chunks were redacted under as they entered.
+    redacted: Redacted,
     watch: Watch,
     dialect: Dialect,
     backend: String,
@@ -54,11 +57,13 @@ pub(super) struct Relay {
 }
 
 impl Relay {
-    /// Relays `upstream` after the `opening` chunks already read (and watched).
+    /// Relays `upstream` after the `opening` chunks already read (and watched), all of
+    /// them redacted under the keys `redacted` as they entered.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         upstream: Option<RawResponse>,
         opening: Vec<Bytes>,
+        redacted: Redacted,
         watch: Watch,
         dialect: Dialect,
         backend: &str,
@@ -69,6 +74,7 @@ impl Relay {
         Relay {
             upstream,
             opening: opening.into(),
+            redacted,
             watch,
             dialect,
             backend: backend.to_string(),
@@ -130,7 +136,7 @@ impl Relay {
 
     /// One chunk from the upstream (`watched`: already read by the watch).
     async fn take(&mut self, bytes: Bytes, watched: bool) {
-        self.meter.draft().keep(&bytes);
+        self.meter.draft().keep_redacted(&bytes, self.redacted);
         if self.watch.ended() && !watched {
             self.held.extend_from_slice(&bytes);
             return;

@@ -9,6 +9,7 @@ use super::limits::{head_of, Counter, Reading};
 use super::{answers_whole, HttpBackend, ANTHROPIC_VERSION};
 use crate::error::{Error, Result, TimeoutPhase};
 use crate::internal::classify;
+use crate::internal::redact::Redacted;
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::StreamExt;
@@ -53,6 +54,7 @@ pub struct RawResponse {
     /// Every response header.
     pub headers: HeaderMap,
     body: TimedBody,
+    redacted: Redacted,
 }
 
 impl std::fmt::Debug for RawResponse {
@@ -110,6 +112,14 @@ impl RawResponse {
             1 => chunks.swap_remove(0),
             _ => Bytes::from(chunks.concat()),
         })
+    }
+
+    /// The keys the body's chunks were redacted under where they entered: an exit handed
+    /// them may skip searching them again ([`redact_shared_since`]).
+    ///
+    /// [`redact_shared_since`]: crate::internal::redact::redact_shared_since
+    pub fn redacted(&self) -> Redacted {
+        self.redacted
     }
 
     /// The body as a stream of chunks (the timeouts still apply).
@@ -254,8 +264,9 @@ impl HttpBackend {
             true => Reading::Events,
             false => Reading::Whole,
         };
+        let (inner, redacted) = crate::internal::redact::redact_stream(answer.body);
         let body = TimedBody {
-            inner: crate::internal::redact::redact_stream(answer.body),
+            inner,
             backend: config.name.clone(),
             idle: config.timeouts.idle,
             deadline,
@@ -266,6 +277,7 @@ impl HttpBackend {
             status,
             headers,
             body,
+            redacted,
         };
         if (200..300).contains(&status) {
             return Ok(answer);

@@ -375,8 +375,13 @@ fn without_usage_chunks(parser: &mut SseParser, bytes: Bytes) -> Bytes {
     // the search over an event.
     static USAGE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"usage\""));
-    if parser.is_idle() && USAGE.find(&bytes).is_none() {
-        return bytes;
+    // Where the first search found the word, kept for the loop's first turn.
+    let mut first = None;
+    if parser.is_idle() {
+        first = USAGE.find(&bytes);
+        if first.is_none() {
+            return bytes;
+        }
     }
     let mut out = Vec::with_capacity(bytes.len());
     let mut rest = &bytes[..];
@@ -384,7 +389,7 @@ fn without_usage_chunks(parser: &mut SseParser, bytes: Bytes) -> Bytes {
         if parser.is_idle() {
             // The events before the next that names usage go out as they came, unread:
             // the bytes are searched once, not event by event.
-            let Some(hit) = USAGE.find(rest) else {
+            let Some(hit) = first.take().or_else(|| USAGE.find(rest)) else {
                 out.extend_from_slice(rest);
                 break;
             };

@@ -13,6 +13,13 @@
 //! on an otherwise idle core: its lane is then free at once for the client's next
 //! request. A call whose reply waits for its record (the `answered` and `synced` modes, a
 //! backlog at its bound) prepares it at once.
+//!
+//! The records deferred meanwhile are prepared together, by one task: the calls that end
+//! in one turn of a busy lane's scheduler wait in [`Handover`]'s batch for the task the
+//! first of them spawned. A record's preparation runs tens of kilobytes of code (the
+//! line's writer, the escaping, SQLite's insert) that a call's own path has pushed out of
+//! the core's instruction cache; run back to back, the batch's records find it there, and
+//! the batch takes the intake's lock and spawns its task once.
 
 use super::{build, Finished, Outcome};
 use std::path::PathBuf;
@@ -98,6 +105,9 @@ pub(super) struct Handover {
     pub(super) outcome: Arc<Outcome>,
     /// Calls handed over whose record is not yet in the intake (being prepared).
     preparing: AtomicUsize,
+    /// Calls deferred whose records the next [`Batch`] task prepares; while it is not
+    /// empty, that task is spawned (or being dropped, which prepares them too).
+    deferred: Mutex<Vec<Finished>>,
 }
 
 impl Handover {
@@ -115,33 +125,40 @@ impl Handover {
             pending,
             outcome,
             preparing: AtomicUsize::new(0),
+            deferred: Mutex::new(Vec::new()),
         }
     }
 
     /// Hands `call` over: counted in the backlog now, its record prepared once the task
-    /// ending it yields (on a tokio runtime; at once elsewhere) and queued.
+    /// ending it yields (on a tokio runtime; at once elsewhere) and queued, with the
+    /// others deferred until then.
     pub(super) fn defer(self: &Arc<Self>, call: Finished) {
         self.count_in();
-        let deferred = Deferred {
-            handover: self.clone(),
-            call: Some(call),
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            self.prepare(vec![call]);
+            return;
         };
-        match tokio::runtime::Handle::try_current() {
-            // Dropping it prepares the record (see `Deferred`).
-            Ok(runtime) => {
-                runtime.spawn(async move { drop(deferred) });
-            }
-            Err(_) => drop(deferred),
+        let first = {
+            let mut deferred = self.deferred();
+            deferred.push(call);
+            deferred.len() == 1
+        };
+        if first {
+            Batch::spawn(self.clone(), &runtime);
         }
+    }
+
+    pub(super) fn deferred(&self) -> MutexGuard<'_, Vec<Finished>> {
+        self.deferred.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Hands `call` over for the store's thread to prepare.
     pub(super) fn to_thread(&self, call: Finished) {
         self.pending.fetch_add(1, Ordering::Relaxed);
-        self.queue(Queued {
+        self.queue(vec![Queued {
             record: Record::ToPrepare(Box::new(call)),
             ack: None,
-        });
+        }]);
     }
 
     /// Hands `call` over, its record prepared now, and gives the answer its reply waits
@@ -149,7 +166,12 @@ impl Handover {
     pub(super) fn now(&self, call: Finished) -> oneshot::Receiver<bool> {
         self.count_in();
         let (tx, rx) = oneshot::channel();
-        self.prepare_and_queue(call, Some(tx));
+        let record = Record::Prepared(prepare(&self.recorder, call));
+        self.queue(vec![Queued {
+            record,
+            ack: Some(tx),
+        }]);
+        self.preparing.fetch_sub(1, Ordering::Release);
         rx
     }
 
@@ -158,38 +180,49 @@ impl Handover {
         self.preparing.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn prepare_and_queue(&self, call: Finished, ack: Option<oneshot::Sender<bool>>) {
-        let record = Record::Prepared(prepare(&self.recorder, call));
-        self.queue(Queued { record, ack });
-        self.preparing.fetch_sub(1, Ordering::Release);
+    /// Prepares the records of `calls` (none of whose replies waits for them) and queues
+    /// them together.
+    fn prepare_and_queue(&self, calls: Vec<Finished>) {
+        let n = calls.len();
+        let prepared = calls
+            .into_iter()
+            .map(|call| Queued {
+                record: Record::Prepared(prepare(&self.recorder, call)),
+                ack: None,
+            })
+            .collect();
+        self.queue(prepared);
+        self.preparing.fetch_sub(n, Ordering::Release);
     }
 
-    fn queue(&self, queued: Queued) {
+    fn queue(&self, queued: Vec<Queued>) {
         let mut queue = self.intake.lock();
         if queue.closed {
             drop(queue);
-            self.pending.fetch_sub(1, Ordering::Relaxed);
-            self.outcome.lost.fetch_add(1, Ordering::Relaxed);
+            self.pending.fetch_sub(queued.len(), Ordering::Relaxed);
+            self.outcome
+                .lost
+                .fetch_add(queued.len() as u64, Ordering::Relaxed);
             tracing::error!(
-                "the gateway's store {} is closed; a call that ended after shutdown was not recorded",
-                self.dir.display()
+                "the gateway's store {} is closed; {} call(s) that ended after shutdown were not recorded",
+                self.dir.display(),
+                queued.len()
             );
-            if let Some(ack) = queued.ack {
+            for ack in queued.into_iter().filter_map(|q| q.ack) {
                 let _ = ack.send(false);
             }
             return;
         }
-        let waits = queued.ack.is_some();
-        if queue.calls.is_empty() {
+        let waits = queued.iter().filter(|q| q.ack.is_some()).count();
+        let was_empty = queue.calls.is_empty();
+        if was_empty {
             queue.first_at = Some(Instant::now());
         }
-        queue.calls.push(queued);
-        if waits {
-            queue.waiting += 1;
-        }
-        // The store's thread is woken for the first call of a batch only (it lingers for
+        queue.calls.extend(queued);
+        queue.waiting += waits;
+        // The store's thread is woken for the first calls of a batch only (it lingers for
         // the rest), a full intake, or a call whose reply waits.
-        let wake = queue.calls.len() == 1 || queue.calls.len() >= FULL || waits;
+        let wake = was_empty || queue.calls.len() >= FULL || waits > 0;
         drop(queue);
         if wake {
             self.intake.wake.notify_one();
@@ -208,21 +241,71 @@ impl Handover {
     }
 }
 
-/// A call whose record is still to prepare: prepared when it is dropped, whether its
-/// task ran or not (a lane's runtime shutting down drops the tasks it still holds), so
-/// no call is lost on the way.
-struct Deferred {
+/// The most records one [`Batch`] prepares before the lane's other tasks run again: a
+/// burst of calls ending together does not hold the lane's other connections for more
+/// than a few records' work (tens of microseconds).
+pub(super) const BATCH_MOST: usize = 8;
+
+/// The task that prepares the calls deferred until it runs, [`BATCH_MOST`] of them, and
+/// leaves the rest to a task of its own. A batch whose task never ran (a lane's runtime
+/// shutting down drops the tasks it still holds) prepares them all when dropped, so no
+/// call is lost on the way.
+struct Batch {
     handover: Arc<Handover>,
-    call: Option<Finished>,
+    /// It ran: what it left has a task of its own.
+    ran: bool,
 }
 
-impl Drop for Deferred {
+impl Batch {
+    fn spawn(handover: Arc<Handover>, runtime: &tokio::runtime::Handle) {
+        let mut batch = Batch {
+            handover,
+            ran: false,
+        };
+        runtime.spawn(async move { batch.run() });
+    }
+
+    fn run(&mut self) {
+        let (calls, more) = {
+            let mut deferred = self.handover.deferred();
+            let n = deferred.len().min(BATCH_MOST);
+            let calls: Vec<Finished> = deferred.drain(..n).collect();
+            (calls, !deferred.is_empty())
+        };
+        self.ran = true;
+        if more {
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                Batch::spawn(self.handover.clone(), &runtime);
+            } else {
+                self.ran = false;
+            }
+        }
+        self.handover.prepare(calls);
+    }
+}
+
+impl Drop for Batch {
     fn drop(&mut self) {
-        if let Some(call) = self.call.take() {
-            self.handover.prepare_and_queue(call, None);
-            // A busy lane also inserts the calls index's rows, for the reason it prepares
-            // records (see the module's doc; `record/index_feed.rs`).
-            self.handover.recorder.help_index();
+        if !self.ran {
+            let calls = std::mem::take(&mut *self.handover.deferred());
+            self.handover.prepare(calls);
+        }
+    }
+}
+
+impl Handover {
+    /// Prepares and queues the records of `calls` deferred on a busy lane, which also
+    /// inserts the calls index's rows, for the reason it prepares records (see the
+    /// module's doc; `record/index_feed.rs`): a statement's worth for each call when that
+    /// many wait, as when each call's record was prepared alone.
+    fn prepare(&self, calls: Vec<Finished>) {
+        let n = calls.len();
+        if n == 0 {
+            return;
+        }
+        self.prepare_and_queue(calls);
+        for _ in 0..n {
+            self.recorder.help_index();
         }
     }
 }

@@ -878,6 +878,71 @@ mod tests {
             .all(|r| r.usage.is_some_and(|u| u.output == 2)));
     }
 
+    /// Calls deferred on a busy lane are prepared together by the task the first of them
+    /// spawned, once the lane's running task yields, at most `BATCH_MOST` by one task;
+    /// with two lanes deferring at once,
+    /// every call is written once, those whose task never ran (the lane's runtime shut
+    /// down first) included.
+    #[test]
+    fn calls_deferred_together_are_prepared_by_one_task_and_none_is_lost() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(tmp.path(), StoreOptions::default()).unwrap());
+        let lane = |store: Arc<Store>, first: usize, alone: bool| {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                for turn in 0..50 {
+                    // A turn's calls end without yielding: one batch, left to its task.
+                    for i in 0..10 {
+                        store.submit(finished(first + turn * 10 + i), true);
+                    }
+                    if alone {
+                        assert_eq!(store.handover.deferred().len(), 10);
+                    }
+                    // More than one task's most: the rest went to a task of its own, which
+                    // ran in the same turn of the scheduler (a yield waits for the others).
+                    const _: () = assert!(10 > intake::BATCH_MOST);
+                    tokio::task::yield_now().await;
+                    if alone {
+                        assert!(store.handover.deferred().is_empty());
+                    }
+                }
+                // A batch whose task never runs: dropped with the runtime.
+                for i in 500..507 {
+                    store.submit(finished(first + i), true);
+                }
+            });
+            drop(runtime);
+        };
+        lane(store.clone(), 0, true);
+        let lanes: Vec<_> = [1000, 2000]
+            .map(|first| {
+                let store = store.clone();
+                std::thread::spawn(move || lane(store, first, false))
+            })
+            .into_iter()
+            .collect();
+        lanes.into_iter().for_each(|t| t.join().unwrap());
+        assert!(store.handover.deferred().is_empty());
+        store.close().unwrap();
+        let mut calls: Vec<usize> = record::read_records(tmp.path())
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let text = r.request.messages[0].content[0].as_text().unwrap();
+                text.trim_start_matches("call ").parse().unwrap()
+            })
+            .collect();
+        calls.sort();
+        let expected: Vec<usize> = [0, 1000, 2000]
+            .into_iter()
+            .flat_map(|first| first..first + 507)
+            .collect();
+        assert_eq!(calls, expected, "every call written once");
+        assert_eq!(store.health().lost, 0);
+    }
+
     /// Calls ending one at a time, faster than a batch is written (one connection's
     /// pace), are written a linger's worth per batch: the first calls of two batches are
     /// at least LINGER apart, also for the calls that came while a batch was being

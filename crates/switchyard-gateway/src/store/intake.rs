@@ -135,7 +135,7 @@ impl Handover {
     pub(super) fn defer(self: &Arc<Self>, call: Finished) {
         self.count_in();
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            self.prepare(vec![call]);
+            self.prepare_deferred(vec![call]);
             return;
         };
         let first = {
@@ -180,10 +180,16 @@ impl Handover {
         self.preparing.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Prepares the records of `calls` (none of whose replies waits for them) and queues
-    /// them together.
-    fn prepare_and_queue(&self, calls: Vec<Finished>) {
+    /// Prepares the records of `calls` deferred on a busy lane (none of whose replies
+    /// waits for them) and queues them together. The lane also inserts the calls index's
+    /// rows, for the reason it prepares records (see the module's doc;
+    /// `record/index_feed.rs`): a statement's worth for each call when that many wait, as
+    /// when each call's record was prepared alone.
+    fn prepare_deferred(&self, calls: Vec<Finished>) {
         let n = calls.len();
+        if n == 0 {
+            return;
+        }
         let prepared = calls
             .into_iter()
             .map(|call| Queued {
@@ -193,6 +199,9 @@ impl Handover {
             .collect();
         self.queue(prepared);
         self.preparing.fetch_sub(n, Ordering::Release);
+        for _ in 0..n {
+            self.recorder.help_index();
+        }
     }
 
     fn queue(&self, queued: Vec<Queued>) {
@@ -280,7 +289,7 @@ impl Batch {
                 self.ran = false;
             }
         }
-        self.handover.prepare(calls);
+        self.handover.prepare_deferred(calls);
     }
 }
 
@@ -288,24 +297,7 @@ impl Drop for Batch {
     fn drop(&mut self) {
         if !self.ran {
             let calls = std::mem::take(&mut *self.handover.deferred());
-            self.handover.prepare(calls);
-        }
-    }
-}
-
-impl Handover {
-    /// Prepares and queues the records of `calls` deferred on a busy lane, which also
-    /// inserts the calls index's rows, for the reason it prepares records (see the
-    /// module's doc; `record/index_feed.rs`): a statement's worth for each call when that
-    /// many wait, as when each call's record was prepared alone.
-    fn prepare(&self, calls: Vec<Finished>) {
-        let n = calls.len();
-        if n == 0 {
-            return;
-        }
-        self.prepare_and_queue(calls);
-        for _ in 0..n {
-            self.recorder.help_index();
+            self.handover.prepare_deferred(calls);
         }
     }
 }

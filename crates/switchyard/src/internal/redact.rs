@@ -22,7 +22,7 @@ use aho_corasick::{AhoCorasick, MatchKind};
 use bytes::Bytes;
 use std::borrow::Cow;
 use std::collections::{HashSet, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 /// What a key is replaced by.
@@ -94,6 +94,17 @@ impl KeySet {
             plain,
             generation: 0,
         }
+    }
+
+    /// `text` with every key replaced, a key cut off at its very end included (at least
+    /// [`MIN_KEY_LEN`] bytes of its beginning); `None` when it holds none.
+    fn clean(&self, text: &[u8]) -> Option<Vec<u8>> {
+        if !self.finds(text) && self.held(text) < MIN_KEY_LEN {
+            return None;
+        }
+        let mut out = Vec::with_capacity(text.len());
+        self.redact_into(text, &mut out, true);
+        Some(out)
     }
 
     /// True when there is no key to look for.
@@ -246,8 +257,6 @@ static CURRENT: RwLock<Option<Arc<KeySet>>> = RwLock::new(None);
 /// False until a key is registered: the common case of a process without keys (tests,
 /// the mock) pays one atomic load per text.
 static ANY: AtomicBool = AtomicBool::new(false);
-/// The last set's generation (changed only under `REGISTRY`'s lock).
-static GENERATION: AtomicU64 = AtomicU64::new(0);
 
 /// Registers a key held for the process's life (a backend's key, a client key, a
 /// password). `origin` names it for the warning a short key gets ("the key in
@@ -302,9 +311,11 @@ fn add(key: &str, origin: &str, rotating: bool) {
                 .cloned()
                 .collect();
             let mut set = KeySet::build(keys);
-            set.generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
-            let set = Arc::new(set);
-            *CURRENT.write().unwrap_or_else(PoisonError::into_inner) = Some(set);
+            // The one before it, replaced under the registry's lock.
+            let mut current = CURRENT.write().unwrap_or_else(PoisonError::into_inner);
+            set.generation = current.as_ref().map_or(0, |s| s.generation) + 1;
+            *current = Some(Arc::new(set));
+            drop(current);
             ANY.store(true, Ordering::Release);
         }
     }
@@ -357,13 +368,7 @@ pub fn redact_bytes(bytes: &[u8]) -> Cow<'_, [u8]> {
     if !ANY.load(Ordering::Acquire) {
         return Cow::Borrowed(bytes);
     }
-    let keys = keys();
-    if !keys.finds(bytes) && keys.held(bytes) < MIN_KEY_LEN {
-        return Cow::Borrowed(bytes);
-    }
-    let mut out = Vec::with_capacity(bytes.len());
-    keys.redact_into(bytes, &mut out, true);
-    Cow::Owned(out)
+    keys().clean(bytes).map_or(Cow::Borrowed(bytes), Cow::Owned)
 }
 
 /// [`redact_bytes`] of a JSON text, and whether every string in it is known to hold no
@@ -376,20 +381,15 @@ pub fn redact_json(json: &[u8]) -> (Cow<'_, [u8]>, bool) {
         return (Cow::Borrowed(json), true);
     }
     let keys = keys();
-    if !keys.finds(json) && keys.held(json) < MIN_KEY_LEN {
-        return (Cow::Borrowed(json), keys.plain);
+    match keys.clean(json) {
+        None => (Cow::Borrowed(json), keys.plain),
+        Some(out) => (Cow::Owned(out), false),
     }
-    let mut out = Vec::with_capacity(json.len());
-    keys.redact_into(json, &mut out, true);
-    (Cow::Owned(out), false)
 }
 
 /// [`redact_bytes`] over shared bytes: the same bytes back when they hold no key.
 pub fn redact_shared(bytes: Bytes) -> Bytes {
-    match redact_bytes(&bytes) {
-        Cow::Borrowed(_) => bytes,
-        Cow::Owned(clean) => Bytes::from(clean),
-    }
+    redact_shared_since(bytes, None)
 }
 
 /// Bytes already redacted under one set of keys: where they enter (an upstream's body,
@@ -409,12 +409,7 @@ pub fn redact_shared_since(bytes: Bytes, redacted: Option<Redacted>) -> Bytes {
     if redacted == Some(Redacted(keys.generation)) {
         return bytes;
     }
-    if !keys.finds(&bytes) && keys.held(&bytes) < MIN_KEY_LEN {
-        return bytes;
-    }
-    let mut out = Vec::with_capacity(bytes.len());
-    keys.redact_into(&bytes, &mut out, true);
-    Bytes::from(out)
+    keys.clean(&bytes).map_or(bytes, Bytes::from)
 }
 
 /// Whether `bytes` hold a whole registered key.

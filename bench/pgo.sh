@@ -39,6 +39,7 @@ GEN="$OUT/gen/$HOST/release/switchyard"
 echo "== training" >&2
 MOCK_PORT=${MOCK_PORT:-4580} GW_PORT=${GW_PORT:-4581}
 WORK=$(mktemp -d)
+MOCK_PID= GW_PID=
 trap 'kill $MOCK_PID $GW_PID 2>/dev/null || true; wait 2>/dev/null; rm -rf "$WORK"' EXIT
 URL="http://127.0.0.1:$GW_PORT"
 # The mock provider (the same binary, so its code is in the profile too) behind backends
@@ -46,7 +47,6 @@ URL="http://127.0.0.1:$GW_PORT"
 # None of bench/'s cases is trained on: their upstream is a static nginx.
 LLVM_PROFILE_FILE="$RAW/mock-%p-%m.profraw" "$GEN" mock --port "$MOCK_PORT" >/dev/null 2>&1 &
 MOCK_PID=$!
-GW_PID=
 M="http://127.0.0.1:$MOCK_PORT/v1"
 cat >"$WORK/gw.yaml" <<YAML
 backends:
@@ -80,19 +80,22 @@ cases() {
     train "/v1beta/models/$model:streamGenerateContent?alt=sse" "$GEMINI"
   done
 }
-for _ in $(seq 100); do curl -s -o /dev/null "$M/models" && break; sleep 0.05; done
+up() { for _ in $(seq 100); do curl -sf -o /dev/null "$1" && return; sleep 0.05; done; echo "$2 did not start" >&2; exit 1; }
+up "$M/models" "the mock provider (port $MOCK_PORT)"
 for store in on off; do
   extra=()
   [ "$store" = on ] && extra=(--data-dir "$WORK/data")
   LLVM_PROFILE_FILE="$RAW/serve-%p-%m.profraw" RUST_LOG=warn \
     "$GEN" serve --listen "127.0.0.1:$GW_PORT" --no-mock --config "$WORK/gw.yaml" "${extra[@]}" >/dev/null &
   GW_PID=$!
-  for _ in $(seq 100); do curl -sf "$URL/healthz" >/dev/null && break; sleep 0.05; done
+  up "$URL/healthz" "the instrumented gateway (port $GW_PORT)"
   cases
   kill "$GW_PID" && wait "$GW_PID" || true
   GW_PID=
 done
-kill "$MOCK_PID" && wait "$MOCK_PID" || true
+# The mock writes its profile when it ends at ctrl-c (SIGINT); a SIGTERM ends it
+# without writing it.
+kill -INT "$MOCK_PID" && wait "$MOCK_PID" || true
 # The reading side, over the calls just recorded.
 LLVM_PROFILE_FILE="$RAW/log-%p-%m.profraw" "$GEN" log stats "$WORK/data" >/dev/null
 LLVM_PROFILE_FILE="$RAW/log-%p-%m.profraw" "$GEN" log show "$WORK/data" 1 >/dev/null

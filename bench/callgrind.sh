@@ -5,6 +5,8 @@
 # a run with no call (start-up and shutdown) is subtracted.
 #   cargo build --release -p switchyard-cli && bench/callgrind.sh
 #   BINS="/path/to/old/switchyard target/release/switchyard" N=2000 bench/callgrind.sh
+#   CACHE_SIM=1 bench/callgrind.sh   # also the first-level cache misses per call (the host's
+#                                    # caches, as valgrind reads them; slower)
 # Needs valgrind and nginx. Prints instructions per call for each binary and case.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,11 +39,12 @@ esac
 
 # Total instructions of one gateway run making `n` calls of `model` (stream or not).
 count() { # bin n model stream store
-  local out="$WORK/cg.out" extra=()
+  local out="$WORK/cg.out" extra=() sim=()
   [ "$5" = store ] && extra=(--data-dir "$WORK/data-$RANDOM")
+  [ "${CACHE_SIM:-0}" = 1 ] && sim=(--cache-sim=yes)
   # Without SSL_CERT_FILE: its bundle is parsed once, at the first call, which the idle
   # run (no call) would not subtract.
-  env -u SSL_CERT_FILE RUST_LOG=warn valgrind --tool=callgrind --callgrind-out-file="$out" \
+  env -u SSL_CERT_FILE RUST_LOG=warn valgrind --tool=callgrind "${sim[@]}" --callgrind-out-file="$out" \
     "$1" serve --listen "127.0.0.1:$GW_PORT" --no-mock --config "$WORK/gateway.yaml" "${extra[@]}" \
     >/dev/null 2>"$WORK/valgrind.log" &
   local pid=$!
@@ -60,8 +63,23 @@ for _ in range(n):
 PY
   kill -TERM "$pid"
   wait "$pid" 2>/dev/null || true
-  awk '/^(summary|totals):/ {print $2; exit}' "$out"
+  # The run's totals: instructions, then (with the cache simulated) the misses of the
+  # instruction cache and of the data cache's reads and writes, comma-separated.
+  awk '/^events:/ {for (i = 2; i <= NF; i++) col[$i] = i}
+       /^(summary|totals):/ {
+         line = $(col["Ir"])
+         if ("I1mr" in col) line = line "," $(col["I1mr"]) "," $(col["D1mr"]) "," $(col["D1mw"])
+         print line; exit }' "$out"
   if [ -n "${KEEP:-}" ]; then cp "$out" "$KEEP.$2"; fi
+}
+
+# ", misses per call: …" from two runs' totals, when the cache was simulated.
+misses() { # busy idle
+  [ "${1#*,}" = "$1" ] && return
+  local b1 b2 b3 i1 i2 i3
+  IFS=, read -r _ b1 b2 b3 <<<"$1"
+  IFS=, read -r _ i1 i2 i3 <<<"$2"
+  echo ", misses per call: instructions $(( (b1 - i1) / N )), data read $(( (b2 - i2) / N )), data written $(( (b3 - i3) / N ))"
 }
 
 for bin in $BINS; do
@@ -77,6 +95,6 @@ for bin in $BINS; do
     esac
     idle=$(count "$bin" 0 "$model" "$stream" "$store")
     busy=$(count "$bin" "$N" "$model" "$stream" "$store")
-    echo "$bin $case: $(( (busy - idle) / N )) instructions per call ($N calls; $busy - $idle)"
+    echo "$bin $case: $(( (${busy%%,*} - ${idle%%,*}) / N )) instructions per call ($N calls; ${busy%%,*} - ${idle%%,*})$(misses "$busy" "$idle")"
   done
 done

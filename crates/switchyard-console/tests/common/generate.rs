@@ -13,7 +13,9 @@
 use rusqlite::params;
 use std::io::Write;
 use std::path::Path;
-use switchyard::record::{segment_path, INDEX_FILE, INDEX_SCHEMA, INDEX_VERSION, LOG_DIR};
+use switchyard::record::{
+    segment_path, INDEX_FILE, INDEX_KEYS_SCHEMA, INDEX_SCHEMA, INDEX_VERSION, LOG_DIR,
+};
 
 /// A reference, its dialect, and its price per million tokens in and out (`None`: unpriced).
 type Priced = (&'static str, &'static str, Option<(f64, f64)>);
@@ -164,8 +166,7 @@ pub(crate) fn generate_with(dir: &Path, n: u64, make: impl Fn(&Call) -> String) 
     let conn = rusqlite::Connection::open(dir.join(INDEX_FILE)).unwrap();
     conn.execute_batch(&format!(
         "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF; {INDEX_SCHEMA};
-         CREATE INDEX IF NOT EXISTS llm_calls_client_key ON llm_calls(client_key, time);
-         CREATE INDEX IF NOT EXISTS llm_calls_cache_key ON llm_calls(cache_key) WHERE cache_key IS NOT NULL;
+         {INDEX_KEYS_SCHEMA}
          PRAGMA user_version = {INDEX_VERSION};"
     ))
     .unwrap();

@@ -15,7 +15,7 @@ use std::path::Path;
 
 pub(crate) use super::index_feed::{IndexFeed, IndexWriter};
 use super::index_insert::Inserter;
-use super::index_row::{IndexRow, INDEX_FILE, INDEX_SCHEMA, INDEX_VERSION};
+use super::index_row::{IndexRow, INDEX_FILE, INDEX_KEYS_SCHEMA, INDEX_SCHEMA, INDEX_VERSION};
 
 pub(super) fn db_error(path: &Path, e: rusqlite::Error) -> Error {
     Error::Config(format!("calls index {}: {e}", path.display()))
@@ -55,9 +55,22 @@ fn upgrade(conn: &Connection, path: &Path) -> rusqlite::Result<()> {
             fill_cache_columns(conn, dir)?;
         }
     }
+    // The client key's index of an older version held every row, keyed or not: it is
+    // made again partial (INDEX_KEYS_SCHEMA), reading only the keyed rows.
+    let whole_key_index: bool = conn
+        .query_row(
+            "SELECT sql NOT LIKE '%WHERE%' FROM sqlite_master
+             WHERE type = 'index' AND name = 'llm_calls_client_key'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?
+        .unwrap_or(false);
+    if whole_key_index {
+        conn.execute_batch("DROP INDEX llm_calls_client_key;")?;
+    }
     conn.execute_batch(&format!(
-        "CREATE INDEX IF NOT EXISTS llm_calls_client_key ON llm_calls(client_key, time);
-         CREATE INDEX IF NOT EXISTS llm_calls_cache_key ON llm_calls(cache_key) WHERE cache_key IS NOT NULL;
+        "{INDEX_KEYS_SCHEMA}
          PRAGMA user_version = {INDEX_VERSION};"
     ))
 }
@@ -416,5 +429,79 @@ mod tests {
         assert_eq!(spend.calls, 3);
         assert_eq!(spend.tokens, i64::MAX as u64);
         assert!((spend.usd - 1.5).abs() < 1e-9);
+    }
+
+    /// Entries in the client key's index, counted from its pages (`dbstat`), not through
+    /// a query the planner might answer from the table.
+    fn key_index_entries(conn: &Connection) -> i64 {
+        conn.query_row(
+            "SELECT COALESCE(SUM(ncell), 0) FROM dbstat
+             WHERE name = 'llm_calls_client_key' AND pagetype = 'leaf'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+    }
+
+    /// An index whose client-key index held every row (as every version before made it)
+    /// gets it again holding only the keyed rows, its rows kept; new keyless rows enter
+    /// no entry, and the queries by key still read the index.
+    #[test]
+    fn the_client_key_index_holds_only_keyed_rows_and_an_older_one_is_made_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(INDEX_FILE);
+        let insert = |conn: &Connection, n: i64, key: Option<&str>| {
+            conn.execute(
+                "INSERT INTO llm_calls (number, time, role, reference, backend, model, stream,
+                     status, cost_usd, latency_ms, attempts, prompt_digest, segment, line_offset,
+                     line_length, client_key)
+                 VALUES (?1, '2025-01-01T00:00:00.000000Z', '', 'mock/x', 'mock', 'x', 0, 'ok',
+                     0.5, 1.0, 1, '', 1, 0, 100, ?2)",
+                rusqlite::params![n, key],
+            )
+            .unwrap();
+        };
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(INDEX_SCHEMA).unwrap();
+            conn.execute_batch(
+                "CREATE INDEX llm_calls_client_key ON llm_calls(client_key, time);
+                 PRAGMA user_version = 3;",
+            )
+            .unwrap();
+            for n in 1..=10 {
+                insert(&conn, n, (n % 5 == 0).then_some("alice"));
+            }
+            assert_eq!(key_index_entries(&conn), 10);
+        }
+        let conn = open(&path).unwrap();
+        assert_eq!(key_index_entries(&conn), 2, "only the keyed rows");
+        let rows: i64 = conn
+            .query_row("SELECT COUNT(*) FROM llm_calls", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(rows, 10);
+        for n in 11..=20 {
+            insert(&conn, n, (n == 20).then_some("bob"));
+        }
+        assert_eq!(key_index_entries(&conn), 3);
+        // Opened again: made once, left as it is.
+        drop(conn);
+        let conn = open(&path).unwrap();
+        assert_eq!(key_index_entries(&conn), 3);
+        for query in [
+            "SELECT COUNT(*) FROM llm_calls WHERE client_key = 'alice'",
+            "SELECT client_key, SUM(cost_usd) FROM llm_calls
+             WHERE client_key IS NOT NULL AND time >= '' GROUP BY client_key",
+        ] {
+            let plan: String = conn
+                .query_row(&format!("EXPLAIN QUERY PLAN {query}"), [], |r| r.get(3))
+                .unwrap();
+            assert!(plan.contains("llm_calls_client_key"), "{query}: {plan}");
+        }
+        drop(conn);
+        let spend = spend_by_client_key(dir.path(), None).unwrap();
+        assert_eq!(spend.len(), 2);
+        assert!((spend["alice"] - 1.0).abs() < 1e-9);
+        assert!((spend["bob"] - 0.5).abs() < 1e-9);
     }
 }

@@ -39,8 +39,9 @@ GEN="$OUT/gen/$HOST/release/switchyard"
 echo "== training" >&2
 MOCK_PORT=${MOCK_PORT:-4580} GW_PORT=${GW_PORT:-4581}
 WORK=$(mktemp -d)
-MOCK_PID= GW_PID=
-trap 'kill $MOCK_PID $GW_PID 2>/dev/null || true; wait 2>/dev/null; rm -rf "$WORK"' EXIT
+. bench/nginx-lib.sh
+MOCK_PID=
+trap 'kill $MOCK_PID 2>/dev/null || true; gateway_stop; wait 2>/dev/null; rm -rf "$WORK"' EXIT
 URL="http://127.0.0.1:$GW_PORT"
 # The mock provider (the same binary, so its code is in the profile too) behind backends
 # that speak every dialect (passed through), only chat and only Messages (translated).
@@ -80,19 +81,18 @@ cases() {
     train "/v1beta/models/$model:streamGenerateContent?alt=sse" "$GEMINI"
   done
 }
-up() { for _ in $(seq 100); do curl -sf -o /dev/null "$1" && return; sleep 0.05; done; echo "$2 did not start" >&2; exit 1; }
-up "$M/models" "the mock provider (port $MOCK_PORT)"
+for _ in $(seq 100); do curl -sf -o /dev/null "$M/models" && break; sleep 0.05; done
+curl -sf -o /dev/null "$M/models" || { echo "the mock provider (port $MOCK_PORT) did not start" >&2; exit 1; }
+# The gateway as every bench script starts it (bench/nginx-lib.sh), writing its profile.
+export LLVM_PROFILE_FILE="$RAW/serve-%p-%m.profraw"
 for store in on off; do
   extra=()
   [ "$store" = on ] && extra=(--data-dir "$WORK/data")
-  LLVM_PROFILE_FILE="$RAW/serve-%p-%m.profraw" RUST_LOG=warn \
-    "$GEN" serve --listen "127.0.0.1:$GW_PORT" --no-mock --config "$WORK/gw.yaml" "${extra[@]}" >/dev/null &
-  GW_PID=$!
-  up "$URL/healthz" "the instrumented gateway (port $GW_PORT)"
+  gateway_start "$GEN" "$WORK/gw.yaml" "${extra[@]}"
   cases
-  kill "$GW_PID" && wait "$GW_PID" || true
-  GW_PID=
+  gateway_stop
 done
+unset LLVM_PROFILE_FILE
 # The mock writes its profile when it ends at ctrl-c (SIGINT); a SIGTERM ends it
 # without writing it.
 kill -INT "$MOCK_PID" && wait "$MOCK_PID" || true

@@ -8,11 +8,11 @@
 //! the content type.
 //!
 //! A whole event already cut from the stream can also be read in place
-//! ([`next_event`]), without the parser's copies, when its shape allows; [`EventReader`]
-//! reads a stream so.
+//! ([`next_event`]), without the parser's copies, when its shape allows (the gateway's
+//! relay of a passed-through stream reads each of its events so).
 
 mod in_place;
-pub use in_place::{next_event, EventReader, EventRef, InPlace, Seen};
+pub use in_place::{next_event, EventRef, InPlace, Seen};
 
 /// One server-sent event.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

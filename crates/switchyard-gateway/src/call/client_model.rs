@@ -29,7 +29,7 @@ use bytes::Bytes;
 use memchr::memmem::Finder;
 use std::sync::LazyLock;
 use switchyard::Dialect;
-use switchyard_wire::sse::{next_event, write_event, InPlace, SseParser};
+use switchyard_wire::sse::{next_event, write_event, InPlace, SseEvent, SseParser};
 
 /// The answer's header naming the reference called, `<backend>/<upstream model id>`.
 pub(crate) const HEADER: HeaderName = HeaderName::from_static("x-switchyard-model");
@@ -161,6 +161,36 @@ impl InStream {
         Bytes::from(out)
     }
 
+    /// One whole event (or a stream's last, without its blank line) into `out`, the model
+    /// renamed where it names one; `data` is where its one data line's value stands, when
+    /// it was read in place. An event of Messages or Responses that cannot name the model
+    /// is copied unread.
+    pub(crate) fn event_into(
+        &mut self,
+        event: &[u8],
+        data: Option<(usize, usize)>,
+        out: &mut Vec<u8>,
+    ) {
+        let every = matches!(self.dialect, Dialect::Chat | Dialect::Gemini);
+        if !every && finder(self.dialect).find(event).is_none() {
+            out.extend_from_slice(event);
+            return;
+        }
+        match data {
+            Some(data) => self.splice(event, data, out),
+            None => self.event(event, out),
+        }
+    }
+
+    /// Parsed events written again into `out`, each renamed where it names the model.
+    pub(crate) fn write_parsed(&mut self, parsed: &[SseEvent], out: &mut Vec<u8>) {
+        let renamed: Vec<_> = parsed
+            .iter()
+            .map(|e| self.data(e.data.as_bytes()))
+            .collect();
+        write_renamed(parsed, renamed, out);
+    }
+
     /// Where the event's data (JSON) names the model, when it names another than the
     /// client's.
     fn model_at(&mut self, json: &[u8]) -> Option<(usize, usize)> {
@@ -221,17 +251,22 @@ impl InStream {
             out.extend_from_slice(event);
             return;
         }
-        for (e, data) in parsed.iter().zip(renamed) {
-            if let Some(id) = &e.id {
-                out.extend_from_slice(b"id: ");
-                out.extend_from_slice(id.as_bytes());
-                out.push(b'\n');
-            }
-            let data = data.map(String::from_utf8);
-            match &data {
-                Some(Ok(d)) => write_event(out, e.event.as_deref(), d),
-                _ => write_event(out, e.event.as_deref(), &e.data),
-            }
+        write_renamed(&parsed, renamed, out);
+    }
+}
+
+/// `parsed` written into `out`, each with its renamed data where it has one.
+fn write_renamed(parsed: &[SseEvent], renamed: Vec<Option<Vec<u8>>>, out: &mut Vec<u8>) {
+    for (e, data) in parsed.iter().zip(renamed) {
+        if let Some(id) = &e.id {
+            out.extend_from_slice(b"id: ");
+            out.extend_from_slice(id.as_bytes());
+            out.push(b'\n');
+        }
+        let data = data.map(String::from_utf8);
+        match &data {
+            Some(Ok(d)) => write_event(out, e.event.as_deref(), d),
+            _ => write_event(out, e.event.as_deref(), &e.data),
         }
     }
 }

@@ -1,12 +1,10 @@
 //! One whole event read where it lies, without a copy: the relay already holds a
 //! stream's events whole, and most of them are one `data:` line (perhaps with an
-//! `event:` line), which [`SseParser`] would copy into a `String` of
+//! `event:` line), which [`SseParser`](super::SseParser) would copy into a `String` of
 //! its own only to have it looked at once. An event of any other shape is left to the
 //! parser ([`InPlace::Parse`]), so what is read here is always what it would yield.
-//! [`EventReader`] reads a stream so: whole events in place, the rest (and an event cut
-//! across two chunks) through the parser.
 
-use super::{first_event_end, SseEvent, SseParser};
+use super::{first_event_end, SseEvent};
 
 /// An event's fields as they lie in the stream's bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,7 +17,7 @@ pub struct EventRef<'a> {
 }
 
 impl EventRef<'_> {
-    /// The event as [`SseParser`] yields it (invalid UTF-8 replaced).
+    /// The event as [`SseParser`](super::SseParser) yields it (invalid UTF-8 replaced).
     pub fn to_event(&self) -> SseEvent {
         SseEvent {
             event: self.event.map(|e| super::text(e).into_owned()),
@@ -125,7 +123,7 @@ fn usual(bytes: &[u8]) -> Option<(usize, EventRef<'_>)> {
     (bytes.get(next) == Some(&b'\n')).then_some((next + 1, EventRef { event, data }))
 }
 
-/// An event as [`EventReader`] hands it over.
+/// An event as a reader of whole events hands it on: read in place, or parsed.
 #[derive(Debug)]
 pub enum Seen<'a> {
     /// Read in place.
@@ -160,60 +158,10 @@ impl Seen<'_> {
     }
 }
 
-/// Reads a stream's events as its bytes arrive, yielding what [`SseParser`] yields, but
-/// without copying the whole events a chunk holds when they are read in place.
-#[derive(Debug, Default)]
-pub struct EventReader {
-    parser: SseParser,
-}
-
-impl EventReader {
-    /// A new reader.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Hands `f` each event `bytes` completes, in order; stops at `f`'s first error.
-    pub fn push<E>(
-        &mut self,
-        bytes: &[u8],
-        mut f: impl FnMut(Seen<'_>) -> Result<(), E>,
-    ) -> Result<(), E> {
-        let mut rest = bytes;
-        // While nothing of an earlier chunk waits in the parser, each whole event is
-        // read where it lies (handed to the parser only for a shape it alone reads,
-        // after which the parser is idle again: the event ended with its blank line).
-        while self.parser.is_idle() {
-            let Some((end, read)) = next_event(rest) else {
-                break;
-            };
-            let (one, after) = rest.split_at(end);
-            rest = after;
-            match read {
-                InPlace::Event(event) => f(Seen::InPlace(event))?,
-                InPlace::Nothing => {}
-                InPlace::Parse => {
-                    for event in self.parser.push(one) {
-                        f(Seen::Parsed(event))?;
-                    }
-                }
-            }
-        }
-        for event in self.parser.push(rest) {
-            f(Seen::Parsed(event))?;
-        }
-        Ok(())
-    }
-
-    /// Ends the input: the event left open by a stream without its last blank line.
-    pub fn finish(&mut self) -> Option<SseEvent> {
-        self.parser.finish()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sse::SseParser;
     use proptest::prelude::*;
 
     /// What the parser makes of `bytes`, one whole event.
@@ -313,23 +261,6 @@ mod tests {
                 }
                 rest = after;
             }
-        }
-
-        /// A stream read by the reader, in chunks of any size, yields the parser's events.
-        #[test]
-        fn the_reader_yields_the_parsers_events(bytes in stream(), size in 1usize..40) {
-            let mut reader = EventReader::new();
-            let mut read = Vec::new();
-            for chunk in bytes.chunks(size) {
-                reader
-                    .push(chunk, |e| {
-                        read.push(e.into_event());
-                        Ok::<(), ()>(())
-                    })
-                    .unwrap();
-            }
-            read.extend(reader.finish());
-            prop_assert_eq!(read, parsed(&bytes));
         }
     }
 }

@@ -12,6 +12,7 @@
 //! wrote it, already in its dialect.
 
 mod edits;
+mod pass;
 mod relay;
 mod scan;
 mod watch;
@@ -26,6 +27,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
+use pass::Pass;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Instant;
 use switchyard::backend::http::{
@@ -34,7 +36,6 @@ use switchyard::backend::http::{
 use switchyard::internal::redact::Redacted;
 use switchyard::Dialect;
 use switchyard_wire::codec;
-use watch::Watch;
 
 /// What one successful attempt gave.
 enum Answer {
@@ -57,7 +58,8 @@ enum Answer {
         status: u16,
         headers: HeaderMap,
         opening: Vec<Bytes>,
-        watch: Box<Watch>,
+        /// The chunks read so far, watched and written for the client.
+        pass: Box<Pass>,
         rest: Option<RawResponse>,
         answered: Instant,
         /// The keys the chunks were redacted under as they entered.
@@ -86,9 +88,10 @@ pub(crate) async fn forward(
     // The status of the last attempt's refusal, when the provider refused with one: only
     // such an answer goes back as the provider wrote it.
     let refusal = AtomicU16::new(0);
+    let pass = || Pass::new(dialect, meter.requested(), edited.hide_usage);
     let outcome = target
         .llm
-        .retrying(|| attempt(target, &request, dialect, &refusal))
+        .retrying(|| attempt(target, &request, dialect, pass, &refusal))
         .await;
     meter.attempts(&outcome.attempts);
     match outcome.result {
@@ -122,22 +125,24 @@ pub(crate) async fn forward(
             status,
             headers,
             opening,
-            watch,
+            pass,
             rest,
             answered,
             redacted,
         }) => {
             meter.answered_at(answered);
             meter.head();
+            // The record keeps the bytes as they came.
+            for chunk in &opening {
+                meter.draft().keep_redacted(chunk, redacted);
+            }
             let relay = relay::Relay::new(
                 rest,
-                opening,
                 redacted,
-                *watch,
+                *pass,
                 dialect,
                 &target.backend,
                 switchyard::backend::http::header_pairs(&headers),
-                edited.hide_usage,
                 meter.detach(),
             );
             let body = futures::stream::unfold(relay, |mut r| async move {
@@ -180,12 +185,13 @@ fn client_headers(
 }
 
 /// One attempt: the bytes sent, the answer's head, then either the whole body checked
-/// at its top level or the stream read until its output begins. Every failure is the
-/// library's typed error, for the retry runner to judge.
+/// at its top level or the stream read (by a pass from `pass`) until its output begins.
+/// Every failure is the library's typed error, for the retry runner to judge.
 async fn attempt(
     target: &Target,
     request: &RawRequest,
     dialect: Dialect,
+    pass: impl Fn() -> Pass,
     refusal: &AtomicU16,
 ) -> switchyard::Result<Answer> {
     let sent = target.http.send_raw(request).await;
@@ -240,14 +246,14 @@ async fn attempt(
             redacted,
         });
     }
-    let mut watch = Watch::new(dialect);
+    let mut pass = pass();
     let mut opening = Vec::new();
     let pairs = || switchyard::backend::http::header_pairs(&headers);
     let received = |opening: &[Bytes]| Bytes::from(opening.concat());
     loop {
         match response.chunk().await {
             Some(Ok(bytes)) => {
-                let pushed = watch.push(&bytes);
+                let pushed = pass.push(&bytes);
                 opening.push(bytes);
                 if let Err(e) = pushed {
                     return Err(decode_error(
@@ -257,6 +263,7 @@ async fn attempt(
                         received(&opening),
                     ));
                 }
+                let watch = &mut pass.watch;
                 if !watch.began {
                     if let Some(e) = watch.error.take() {
                         return Err(stream_error(
@@ -275,9 +282,10 @@ async fn attempt(
             None => {
                 // Ended before any output: nothing reached the client, so what it lacks
                 // is asked again like a malformed whole reply.
-                let problem = match watch.finish() {
+                let problem = match pass.finish() {
                     Err(e) => Some(e),
-                    Ok(()) => watch
+                    Ok(()) => pass
+                        .watch
                         .problem()
                         .map(|p| switchyard_wire::DecodeError::Malformed(format!("stream: {p}"))),
                 };
@@ -293,7 +301,7 @@ async fn attempt(
                     status,
                     headers,
                     opening,
-                    watch: Box::new(watch),
+                    pass: Box::new(pass),
                     rest: None,
                     answered,
                     redacted,
@@ -305,7 +313,7 @@ async fn attempt(
         status,
         headers,
         opening,
-        watch: Box::new(watch),
+        pass: Box::new(pass),
         rest: Some(response),
         answered,
         redacted,

@@ -1,5 +1,5 @@
-//! A passed-through stream read as it passes: the dialect's own decoder on the bytes
-//! relayed, keeping only what the call needs — whether output began (before it a failure
+//! A passed-through stream read as it passes, event by event as [`super::pass`] frames
+//! them: the dialect's own decoder on the events relayed, keeping only what the call needs — whether output began (before it a failure
 //! may be asked again), how much was relayed (billed if the client leaves), the latest
 //! usage, the finish, the response id, the provider's error event and the end marker.
 //!
@@ -11,13 +11,12 @@
 use super::scan;
 use crate::meter::SeenSoFar;
 use switchyard::{Dialect, FinishReason, Usage};
-use switchyard_wire::sse::{EventReader, Seen};
+use switchyard_wire::sse::Seen;
 use switchyard_wire::{codec, DecodeError, Event, StreamDecoder, StreamError};
 
 /// What a stream has shown so far.
 pub(super) struct Watch {
     dialect: Dialect,
-    sse: EventReader,
     decoder: Box<dyn StreamDecoder>,
     /// Plain deltas are scanned, not decoded (off only to test the scan against the
     /// decoder).
@@ -42,7 +41,6 @@ pub(super) struct Watch {
     pub response_id: Option<String>,
     /// The error the provider reported inside the stream.
     pub error: Option<StreamError>,
-    finished: bool,
 }
 
 impl Watch {
@@ -50,7 +48,6 @@ impl Watch {
     pub(super) fn new(dialect: Dialect) -> Self {
         Watch {
             dialect,
-            sse: EventReader::new(),
             decoder: codec(dialect).stream_decoder(),
             scanning: true,
             events: 0,
@@ -62,20 +59,13 @@ impl Watch {
             finish: None,
             response_id: None,
             error: None,
-            finished: false,
         }
     }
 
-    /// Reads the next chunk; an error is a stream the dialect does not allow (or, from
-    /// some decoders, the provider's error object).
-    pub(super) fn push(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
-        let mut sse = std::mem::take(&mut self.sse);
-        let read = sse.push(bytes, |event| self.event(event));
-        self.sse = sse;
-        read
-    }
-
-    fn event(&mut self, event: Seen<'_>) -> Result<(), DecodeError> {
+    /// Reads one event: `true` when it was decoded, `false` when its bytes showed a plain
+    /// delta. An error is a stream the dialect does not allow (or, from some decoders,
+    /// the provider's error object).
+    pub(super) fn event(&mut self, event: Seen<'_>) -> Result<bool, DecodeError> {
         self.events += 1;
         if self.scanning && self.events > 1 {
             let (name, data) = (event.event(), event.data());
@@ -96,20 +86,17 @@ impl Watch {
                     self.answered = true;
                     self.output_bytes += plain.text;
                 }
-                return Ok(());
+                return Ok(false);
             }
         }
         let events = self.decoder.event(&event.into_event())?;
         self.note(events);
-        Ok(())
+        Ok(true)
     }
 
-    /// The bytes ended: an error when the stream stopped before its end marker.
+    /// The bytes ended (their last event read): an error when the stream stopped before
+    /// its end marker.
     pub(super) fn finish(&mut self) -> Result<(), DecodeError> {
-        self.finished = true;
-        if let Some(last) = self.sse.finish() {
-            self.event(Seen::Parsed(last))?;
-        }
         let events = self.decoder.finish()?;
         self.note(events);
         Ok(())
@@ -185,6 +172,7 @@ impl Watch {
 
 #[cfg(test)]
 mod tests {
+    use super::super::pass::Pass;
     use super::*;
 
     impl Watch {
@@ -195,6 +183,15 @@ mod tests {
                 ..Watch::new(dialect)
             }
         }
+    }
+
+    /// Two passes over a stream of `dialect`: one whose watch decodes every event, one
+    /// whose watch scans them as the call's does.
+    fn passes(dialect: Dialect) -> (Pass, Pass) {
+        (
+            Pass::watching(Watch::decoding(dialect), dialect),
+            Pass::watching(Watch::new(dialect), dialect),
+        )
     }
 
     /// What the call reads of a watch.
@@ -224,15 +221,18 @@ mod tests {
             stream.extend(chunk(text));
         }
         for size in [1, 5, stream.len()] {
-            let (mut decoding, mut scanning) =
-                (Watch::decoding(Dialect::Chat), Watch::new(Dialect::Chat));
+            let (mut decoding, mut scanning) = passes(Dialect::Chat);
             for piece in stream.chunks(size) {
                 decoding.push(piece).unwrap();
                 scanning.push(piece).unwrap();
-                assert_eq!(facts(&decoding), facts(&scanning), "in pieces of {size}");
+                assert_eq!(
+                    facts(&decoding.watch),
+                    facts(&scanning.watch),
+                    "in pieces of {size}"
+                );
             }
             // "ok", "a�b", "�" and "日": each replacement character is three bytes.
-            assert_eq!(scanning.output_bytes, 2 + 5 + 3 + 3);
+            assert_eq!(scanning.watch.output_bytes, 2 + 5 + 3 + 3);
         }
     }
 
@@ -261,10 +261,9 @@ mod tests {
                 }
                 let raw = std::fs::read(&path).unwrap();
                 for size in [1, 7, 64, raw.len()] {
-                    let (mut decoding, mut scanning) =
-                        (Watch::decoding(dialect), Watch::new(dialect));
+                    let (mut decoding, mut scanning) = passes(dialect);
                     for chunk in raw.chunks(size) {
-                        if decoding.ended() {
+                        if decoding.watch.ended() {
                             break;
                         }
                         let (d, s) = (decoding.push(chunk), scanning.push(chunk));
@@ -275,8 +274,8 @@ mod tests {
                             path.display()
                         );
                         assert_eq!(
-                            facts(&decoding),
-                            facts(&scanning),
+                            facts(&decoding.watch),
+                            facts(&scanning.watch),
                             "{} in chunks of {size}",
                             path.display()
                         );
@@ -287,8 +286,8 @@ mod tests {
                     let (d, s) = (decoding.finish().is_err(), scanning.finish().is_err());
                     assert_eq!(d, s, "{}", path.display());
                     assert_eq!(
-                        facts(&decoding),
-                        facts(&scanning),
+                        facts(&decoding.watch),
+                        facts(&scanning.watch),
                         "{} at its end",
                         path.display()
                     );

@@ -1,0 +1,548 @@
+//! One pass over a passed-through stream's bytes: each event is framed once, where it
+//! lies (`sse::next_event`), read by the [`Watch`] and written for the client in the
+//! same step — the model named as the client named it ([`InStream`]), the usage-only
+//! chunk the client did not ask for left out, every other byte as it came. Before, the
+//! watch, the renaming and the usage's removal each framed the events again.
+//!
+//! The bytes of an event not yet complete wait for the rest; an event the stream never
+//! completes is never written (the relay drops it rather than send half). Events after
+//! the end marker are written but not watched: nothing after it belongs to the reply.
+
+use super::watch::Watch;
+use crate::call::client_model::InStream;
+use bytes::{Bytes, BytesMut};
+use serde_json::value::RawValue;
+use switchyard::Dialect;
+use switchyard_wire::json::is_empty_raw_array;
+use switchyard_wire::sse::{closes_event, next_event, InPlace, Seen, SseEvent, SseParser};
+use switchyard_wire::DecodeError;
+
+/// A stream's bytes read and written in one pass.
+pub(super) struct Pass {
+    /// What the stream has shown so far.
+    pub watch: Watch,
+    names: InStream,
+    /// Leave out the chat usage-only chunk (the client did not ask for usage).
+    hide_usage: bool,
+    /// Cuts the bytes into whole events.
+    frames: Frames,
+    /// The client's bytes of the events read and not yet taken.
+    out: Vec<u8>,
+    /// Where in `out` the last event written begins.
+    last: usize,
+    /// The bytes ended ([`Pass::finish`] ran).
+    finished: bool,
+}
+
+impl Pass {
+    /// A pass over a stream of `dialect`, naming the model `requested`.
+    pub(super) fn new(dialect: Dialect, requested: &str, hide_usage: bool) -> Pass {
+        Pass::with(Watch::new(dialect), dialect, requested, hide_usage)
+    }
+
+    fn with(watch: Watch, dialect: Dialect, requested: &str, hide_usage: bool) -> Pass {
+        Pass {
+            watch,
+            names: InStream::new(dialect, requested),
+            hide_usage,
+            frames: Frames::default(),
+            out: Vec::new(),
+            last: 0,
+            finished: false,
+        }
+    }
+
+    /// Reads the next chunk: every event it completes is watched (until the end marker)
+    /// and written. An error is a stream the dialect does not allow (or, from some
+    /// decoders, the provider's error object); what it leaves written is not to be sent.
+    pub(super) fn push(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
+        let mut frames = std::mem::take(&mut self.frames);
+        let read = frames.push(bytes, |event, read| self.event(event, read));
+        self.frames = frames;
+        read
+    }
+
+    /// The bytes ended: the last event, if its blank line never came, read and written
+    /// as it stands; an error when the stream stopped before its end marker. Only the
+    /// first call reads anything.
+    pub(super) fn finish(&mut self) -> Result<(), DecodeError> {
+        if std::mem::replace(&mut self.finished, true) {
+            return Ok(());
+        }
+        let tail = self.frames.finish();
+        if !tail.is_empty() {
+            self.last = self.out.len();
+            self.parsed(&tail)?;
+        }
+        if self.watch.ended() {
+            return Ok(());
+        }
+        self.watch.finish()
+    }
+
+    /// The client's bytes written since the last take.
+    pub(super) fn take(&mut self) -> Bytes {
+        self.last = 0;
+        Bytes::from(std::mem::take(&mut self.out))
+    }
+
+    /// The bytes written since the last take, without the last event (the end marker
+    /// of a stream that ended without an answer).
+    pub(super) fn take_all_but_last(&mut self) -> Bytes {
+        self.out.truncate(self.last);
+        self.take()
+    }
+
+    /// Bytes the gateway wrote itself (an error event) as the client reads them.
+    pub(super) fn named(&mut self, bytes: Bytes) -> Bytes {
+        self.names.events(bytes)
+    }
+
+    /// One whole event's bytes, as [`next_event`] read them.
+    fn event(&mut self, event: &[u8], read: InPlace<'_>) -> Result<(), DecodeError> {
+        match read {
+            InPlace::Event(e) => {
+                self.last = self.out.len();
+                self.one(event, e)
+            }
+            InPlace::Nothing => {
+                self.out.extend_from_slice(event);
+                Ok(())
+            }
+            InPlace::Parse => {
+                self.last = self.out.len();
+                self.parsed(event)
+            }
+        }
+    }
+
+    /// One event read in place: `e` lies within `event`'s bytes.
+    fn one(
+        &mut self,
+        event: &[u8],
+        e: switchyard_wire::sse::EventRef<'_>,
+    ) -> Result<(), DecodeError> {
+        let decoded = match self.watch.ended() {
+            true => true,
+            false => self.watch.event(Seen::InPlace(e))?,
+        };
+        // A plain delta (judged by its bytes) is never a usage-only chunk.
+        if self.hide_usage && decoded && std::str::from_utf8(e.data).is_ok_and(is_usage_only_chunk)
+        {
+            return Ok(());
+        }
+        let start = e.data.as_ptr() as usize - event.as_ptr() as usize;
+        self.names
+            .event_into(event, Some((start, start + e.data.len())), &mut self.out);
+        Ok(())
+    }
+
+    /// An event of a shape only the parser reads (several data lines, an `id:`, lone CR
+    /// line ends), or a stream's last without its blank line.
+    fn parsed(&mut self, event: &[u8]) -> Result<(), DecodeError> {
+        let mut parser = SseParser::new();
+        let mut parsed = parser.push(event);
+        parsed.extend(parser.finish());
+        if !self.watch.ended() {
+            for e in &parsed {
+                self.watch.event(Seen::Parsed(e.clone()))?;
+            }
+        }
+        let hidden = |e: &SseEvent| is_usage_only_chunk(&e.data);
+        if self.hide_usage && parsed.iter().any(hidden) {
+            let kept: Vec<_> = parsed.into_iter().filter(|e| !hidden(e)).collect();
+            self.names.write_parsed(&kept, &mut self.out);
+        } else {
+            self.names.event_into(event, None, &mut self.out);
+        }
+        Ok(())
+    }
+}
+
+/// A stream's bytes cut into whole events, each read once where it lies ([`next_event`]);
+/// the bytes of an event not yet complete wait for the rest.
+#[derive(Default)]
+struct Frames {
+    tail: BytesMut,
+}
+
+impl Frames {
+    /// Hands `f` each event `bytes` completes, with how it was read, in order; stops at
+    /// `f`'s first error. Linear in the bytes however long an event is (one bounded by
+    /// `max_event_bytes` may come in thousands of chunks): the tail grows in place, and
+    /// only the new bytes are searched for an event's end.
+    fn push<E>(
+        &mut self,
+        bytes: &[u8],
+        f: impl FnMut(&[u8], InPlace<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if self.tail.is_empty() {
+            let end = last_boundary(bytes).unwrap_or(0);
+            self.tail.extend_from_slice(&bytes[end..]);
+            return each_event(&bytes[..end], f);
+        }
+        // The tail holds no event's end: a blank line ending in the new bytes begins at
+        // most three bytes before them (`\r\n\r\n`).
+        let from = self.tail.len().saturating_sub(3);
+        self.tail.extend_from_slice(bytes);
+        match last_boundary_from(&self.tail, from) {
+            Some(end) => {
+                let whole = self.tail.split_to(end);
+                each_event(&whole, f)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// The bytes ended: what is left of them, the last event without its blank line.
+    fn finish(&mut self) -> BytesMut {
+        std::mem::take(&mut self.tail)
+    }
+}
+
+/// Each event of `bytes`, which end with a whole event, handed to `f` as it was read.
+fn each_event<E>(
+    mut bytes: &[u8],
+    mut f: impl FnMut(&[u8], InPlace<'_>) -> Result<(), E>,
+) -> Result<(), E> {
+    while !bytes.is_empty() {
+        let Some((end, read)) = next_event(bytes) else {
+            // Blank lines and nothing else.
+            return f(bytes, InPlace::Nothing);
+        };
+        let (event, rest) = bytes.split_at(end);
+        bytes = rest;
+        f(event, read)?;
+    }
+    Ok(())
+}
+
+/// Where the last complete SSE event of `bytes` ends: after its blank line (`\n\n`, or
+/// `\r\n\r\n`). Most chunks end at an event's end, which is answered without a scan;
+/// otherwise lines are looked at from the end until a blank one.
+fn last_boundary(bytes: &[u8]) -> Option<usize> {
+    last_boundary_from(bytes, 0)
+}
+
+/// [`last_boundary`] among the line ends at `from` or after.
+fn last_boundary_from(bytes: &[u8], from: usize) -> Option<usize> {
+    if bytes.ends_with(b"\n\n") || bytes.ends_with(b"\r\n\r\n") {
+        return Some(bytes.len());
+    }
+    let mut end = bytes.len();
+    while let Some(i) = memchr::memrchr(b'\n', &bytes[from..end]).map(|i| from + i) {
+        if closes_event(bytes, i) {
+            return Some(i + 1);
+        }
+        end = i;
+    }
+    None
+}
+
+/// A chunk of no choices and a usage object: `{"choices": [], "usage": {…}, …}`.
+fn is_usage_only_chunk(data: &str) -> bool {
+    /// The two fields looked at, borrowed as raw JSON (the rest skipped, not built).
+    #[derive(serde::Deserialize)]
+    struct Chunk<'a> {
+        #[serde(borrow, default)]
+        choices: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        usage: Option<&'a RawValue>,
+    }
+    if !data.contains("\"usage\"") {
+        return false;
+    }
+    match serde_json::from_str::<Chunk>(data) {
+        Ok(chunk) => {
+            chunk.choices.is_some_and(is_empty_raw_array)
+                && chunk.usage.is_some_and(|u| u.get() != "null")
+        }
+        // Not an object, or a field named twice (the lenient reader takes the last).
+        Err(_) => serde_json::from_str::<serde_json::Value>(data).is_ok_and(|v| {
+            v.get("choices")
+                .and_then(serde_json::Value::as_array)
+                .is_some_and(|c| c.is_empty())
+                && v.get("usage").is_some_and(|u| !u.is_null())
+        }),
+    }
+}
+
+#[cfg(test)]
+impl Pass {
+    /// A pass whose watch is `watch` (a decoding one, to test the scan against).
+    pub(super) fn watching(watch: Watch, dialect: Dialect) -> Pass {
+        Pass::with(watch, dialect, "client/model", false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchyard_wire::sse::first_event_end;
+
+    #[test]
+    fn a_usage_only_chunk_is_one_with_no_choices_and_a_usage() {
+        for (data, expected) in [
+            (
+                r#"{"id":"c","choices":[],"usage":{"prompt_tokens":1}}"#,
+                true,
+            ),
+            (r#"{"usage":{"prompt_tokens":1},"choices":[ ]}"#, true),
+            (
+                r#"{"choices":[{"index":0,"delta":{}}],"usage":{"prompt_tokens":1}}"#,
+                false,
+            ),
+            (r#"{"choices":[],"usage":null}"#, false),
+            (r#"{"choices":null,"usage":{}}"#, false),
+            (r#"{"usage":{}}"#, false),
+            (r#"{"choices":[],"usage":{},"usage":null}"#, false),
+            (r#"{"choices":[],"usage":null,"usage":{}}"#, true),
+            (r#"{"choices":[],"usage":{}"#, false),
+            (r#"["usage"]"#, false),
+        ] {
+            assert_eq!(is_usage_only_chunk(data), expected, "{data}");
+        }
+    }
+
+    #[test]
+    fn events_are_cut_at_their_blank_lines() {
+        assert_eq!(last_boundary(b"data: a\n\ndata: b"), Some(9));
+        assert_eq!(last_boundary(b"data: a\r\n\r\ndata: b\r\n\r\n"), Some(22));
+        assert_eq!(last_boundary(b"data: a\n"), None);
+        assert_eq!(last_boundary(b"data: a\n\ndata: b\n"), Some(9));
+        assert_eq!(last_boundary(b"data: a\r\n\r\ndata: b\r\n"), Some(11));
+        assert_eq!(last_boundary(b"data: a\n\n"), Some(9));
+    }
+
+    #[test]
+    fn a_boundary_is_found_from_the_new_bytes_however_the_stream_was_cut() {
+        // As `push` searches: the bytes before a cut hold no boundary (so only the last
+        // three of them, and what follows, are searched).
+        for input in [
+            &b"data: aaaaaaaa\n\ndata: b"[..],
+            b"data: aaaaaaaa\r\n\r\ndata: b",
+            b"data: aaaaaaaa\r\n\r\n",
+            b"data: aaaaaaaa\n\n",
+        ] {
+            let first = first_event_end(input).unwrap();
+            for cut in 0..first {
+                let from = cut.saturating_sub(3);
+                assert_eq!(
+                    last_boundary_from(input, from),
+                    last_boundary(input),
+                    "{input:?} cut at {cut}"
+                );
+            }
+        }
+    }
+
+    /// What the parser makes of `bytes` read whole.
+    fn parsed(bytes: &[u8]) -> Vec<SseEvent> {
+        let mut parser = SseParser::new();
+        let mut events = parser.push(bytes);
+        events.extend(parser.finish());
+        events
+    }
+
+    /// Lines of every kind a stream may hold, each ended in LF, CRLF or a lone CR.
+    fn any_stream() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        let line = prop_oneof![
+            "data: \\{\"t\":\"[a-z日 ]{0,6}\"\\}".prop_map(String::into_bytes),
+            "data:[a-z]{0,3}".prop_map(String::into_bytes),
+            "event: [a-z_]{1,8}".prop_map(String::into_bytes),
+            Just(b"id: 4".to_vec()),
+            Just(b": keep-alive".to_vec()),
+            Just(b"retry: 100".to_vec()),
+            Just(b"data".to_vec()),
+            Just(b"data: \xff".to_vec()),
+            Just(Vec::new()),
+        ];
+        let end =
+            prop_oneof![4 => Just(&b"\n"[..]), 2 => Just(&b"\r\n"[..]), 1 => Just(&b"\r"[..])];
+        proptest::collection::vec((line, end), 0..12).prop_map(|lines| {
+            lines
+                .into_iter()
+                .flat_map(|(mut line, end)| {
+                    line.extend_from_slice(end);
+                    line
+                })
+                .collect()
+        })
+    }
+
+    proptest::proptest! {
+        /// The events a stream's bytes are cut into, in chunks of any size, and what is
+        /// left at its end, are the events the parser yields from the bytes read whole.
+        #[test]
+        fn frames_yield_the_parsers_events(bytes in any_stream(), size in 1usize..40) {
+            let mut frames = Frames::default();
+            let mut read = Vec::new();
+            for chunk in bytes.chunks(size) {
+                frames
+                    .push(chunk, |event, how| {
+                        match how {
+                            InPlace::Event(e) => read.push(e.to_event()),
+                            InPlace::Nothing => proptest::prop_assert_eq!(parsed(event), vec![]),
+                            InPlace::Parse => read.extend(parsed(event)),
+                        }
+                        Ok(())
+                    })?;
+            }
+            read.extend(parsed(&frames.finish()));
+            proptest::prop_assert_eq!(read, parsed(&bytes));
+        }
+    }
+
+    const ROLE: &str =
+        "data: {\"model\":\"up\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}";
+    const TEXT: &str =
+        "data: {\"model\":\"up\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}";
+    const USAGE_ONLY: &str =
+        "data: {\"model\":\"up\",\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}";
+    const WITH_USAGE: &str =
+        "data: {\"model\":\"up\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}";
+    const DONE: &str = "data: [DONE]";
+
+    /// A stream of `events` with `end` after each line, as one string.
+    fn stream(events: &[&str], end: &str) -> String {
+        events.iter().map(|e| format!("{e}{end}{end}")).collect()
+    }
+
+    /// What a pass writes of `input` handed over in pieces of `size`, and the watch's
+    /// finish.
+    fn written(input: &str, size: usize, hide_usage: bool) -> (String, bool) {
+        let mut pass = Pass::new(Dialect::Chat, "gw/model", hide_usage);
+        let mut out = Vec::new();
+        for piece in input.as_bytes().chunks(size) {
+            pass.push(piece).unwrap();
+            out.extend_from_slice(&pass.take());
+        }
+        let finished = pass.finish().is_ok();
+        out.extend_from_slice(&pass.take());
+        (String::from_utf8(out).unwrap(), finished)
+    }
+
+    #[test]
+    fn every_event_is_renamed_and_only_the_usage_only_chunk_left_out_however_cut() {
+        let events = [ROLE, TEXT, TEXT, WITH_USAGE, USAGE_ONLY, DONE];
+        for end in ["\n", "\r\n"] {
+            let input = stream(&events, end);
+            let renamed = |s: String| s.replace("\"model\":\"up\"", "\"model\":\"gw/model\"");
+            let all = renamed(input.clone());
+            let hidden = renamed(stream(&[ROLE, TEXT, TEXT, WITH_USAGE, DONE], end));
+            for size in 1..=input.len() {
+                assert_eq!(written(&input, size, false), (all.clone(), true), "{size}");
+                assert_eq!(
+                    written(&input, size, true),
+                    (hidden.clone(), true),
+                    "{size}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn an_event_never_completed_is_not_written_and_a_last_one_without_its_blank_line_is() {
+        // Cut inside an event: the watch refuses the stream, and the half event is not
+        // written.
+        let whole = stream(&[ROLE, TEXT], "\n");
+        let input = format!("{whole}data: {{\"model\":\"up\",\"cho");
+        let (out, finished) = written(&input, input.len(), false);
+        assert!(!finished);
+        assert!(!out.contains("\"cho\""), "{out}");
+        // A finish then `[DONE]` without its blank line: a whole answer, its last event
+        // written as it stands.
+        let input = format!("{}{DONE}", stream(&[ROLE, TEXT, WITH_USAGE], "\n"));
+        let (out, finished) = written(&input, 7, false);
+        assert!(finished);
+        assert!(out.ends_with("data: [DONE]"), "{out}");
+    }
+
+    /// What the call reads of a pass's watch.
+    fn facts(pass: &Pass) -> String {
+        let w = &pass.watch;
+        format!(
+            "began {} answered {} bytes {} usage {:?} finish {:?} ended {} problem {:?}",
+            w.began,
+            w.answered,
+            w.output_bytes,
+            w.usage,
+            w.finish,
+            w.ended(),
+            w.problem()
+        )
+    }
+
+    /// A pass over all of `input` in pieces of `size`: what it wrote, what its watch
+    /// saw, and whether the stream was refused.
+    fn in_pieces(input: &[u8], size: usize, hide_usage: bool) -> (Vec<u8>, String, bool) {
+        let mut pass = Pass::new(Dialect::Chat, "gw/model", hide_usage);
+        let mut out = Vec::new();
+        for piece in input.chunks(size) {
+            if pass.push(piece).is_err() {
+                return (out, facts(&pass), true);
+            }
+            out.extend_from_slice(&pass.take());
+        }
+        let refused = pass.finish().is_err();
+        out.extend_from_slice(&pass.take());
+        (out, facts(&pass), refused)
+    }
+
+    /// Chat streams of the events a model sends, each line ended in LF, CRLF or a lone
+    /// CR, with comments and `id:` lines among them.
+    fn chat_stream() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        let event = prop_oneof![
+            Just(ROLE.to_string()),
+            "[a-z日 \\\"]{0,8}".prop_map(|t| {
+                let t = serde_json::to_string(&t).unwrap();
+                format!("data: {{\"model\":\"up\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{t}}}}}]}}")
+            }),
+            Just(WITH_USAGE.to_string()),
+            Just(USAGE_ONLY.to_string()),
+            Just(DONE.to_string()),
+            Just(": keep-alive".to_string()),
+            Just("id: 4".to_string()),
+            Just(String::new()),
+        ];
+        let end = prop_oneof![4 => Just("\n"), 2 => Just("\r\n"), 1 => Just("\r")];
+        proptest::collection::vec((event, end), 0..16).prop_map(|lines| {
+            lines
+                .into_iter()
+                .flat_map(|(line, end)| format!("{line}{end}").into_bytes())
+                .collect()
+        })
+    }
+
+    proptest::proptest! {
+        /// However a stream is cut into chunks, the pass writes the same bytes and its
+        /// watch sees the same: an event is framed once, from whole bytes, and an
+        /// event's end is found in the new bytes only.
+        #[test]
+        fn the_pass_writes_and_sees_the_same_however_the_stream_is_cut(
+            input in chat_stream(),
+            size in 1usize..48,
+            hide in proptest::bool::ANY,
+        ) {
+            let whole = in_pieces(&input, input.len().max(1), hide);
+            let cut = in_pieces(&input, size, hide);
+            proptest::prop_assert_eq!(whole.2, cut.2);
+            if !whole.2 {
+                proptest::prop_assert_eq!(whole, cut);
+            }
+        }
+    }
+
+    #[test]
+    fn the_last_event_can_be_left_out() {
+        let mut pass = Pass::new(Dialect::Chat, "gw/model", false);
+        pass.push(b": ping\n\ndata: {\"a\":1}\n\ndata: [DONE]\n\n")
+            .unwrap();
+        assert_eq!(
+            &pass.take_all_but_last()[..],
+            b": ping\n\ndata: {\"a\":1}\n\n"
+        );
+    }
+}

@@ -56,6 +56,9 @@ impl Pass {
     /// and written. An error is a stream the dialect does not allow (or, from some
     /// decoders, the provider's error object); what it leaves written is not to be sent.
     pub(super) fn push(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
+        // Room for the chunk's events as written (a renamed model may be longer), made
+        // once rather than grown event by event.
+        self.out.reserve(bytes.len() + bytes.len() / 8 + 64);
         let mut frames = std::mem::take(&mut self.frames);
         let read = frames.push(bytes, |event, read| self.event(event, read));
         self.frames = frames;

@@ -146,10 +146,12 @@ impl Pass {
         let mut parser = SseParser::new();
         let mut parsed = parser.push(event);
         parsed.extend(parser.finish());
-        if !self.watch.ended() {
-            for e in &parsed {
-                self.watch.event(Seen::Parsed(e.clone()))?;
+        // Several events when lone CRs end their lines; none is watched after the end.
+        for e in &parsed {
+            if self.watch.ended() {
+                break;
             }
+            self.watch.event(Seen::Parsed(e.clone()))?;
         }
         let hidden = |e: &SseEvent| is_usage_only_chunk(&e.data);
         if self.hide_usage && parsed.iter().any(hidden) {
@@ -511,6 +513,25 @@ mod tests {
             if !whole.2 {
                 proptest::prop_assert_eq!(whole, cut);
             }
+        }
+    }
+
+    #[test]
+    fn nothing_after_the_end_marker_is_watched_even_among_events_the_parser_reads_together() {
+        // Lone CRs end every line: the events up to the first LF blank line are one slice
+        // for the parser, the end marker among them.
+        let answer = [ROLE, TEXT, WITH_USAGE, DONE]
+            .map(|e| format!("{e}\r\r"))
+            .concat();
+        let after = format!("{answer}{TEXT}\r\r\n\n");
+        let (_, whole, refused) = in_pieces(answer.as_bytes(), answer.len(), false);
+        assert!(!refused);
+        for size in [1, 7, after.len()] {
+            let (out, seen, refused) = in_pieces(after.as_bytes(), size, false);
+            assert!(!refused);
+            assert_eq!(seen, whole, "in pieces of {size}");
+            // Written all the same.
+            assert_eq!(String::from_utf8(out).unwrap().matches("\"hi\"").count(), 2);
         }
     }
 

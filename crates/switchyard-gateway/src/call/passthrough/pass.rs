@@ -73,9 +73,15 @@ impl Pass {
             return Ok(());
         }
         let tail = self.frames.finish();
-        if !tail.is_empty() {
+        let mut rest = &tail[..];
+        while leading_blank_line(rest) > 0 {
+            let (line, after) = rest.split_at(leading_blank_line(rest));
+            self.out.extend_from_slice(line);
+            rest = after;
+        }
+        if !rest.is_empty() {
             self.last = self.out.len();
-            self.parsed(&tail)?;
+            self.parsed(rest)?;
         }
         if self.watch.ended() {
             return Ok(());
@@ -211,6 +217,13 @@ fn each_event<E>(
     mut f: impl FnMut(&[u8], InPlace<'_>) -> Result<(), E>,
 ) -> Result<(), E> {
     while !bytes.is_empty() {
+        let blank = leading_blank_line(bytes);
+        if blank > 0 {
+            let (line, rest) = bytes.split_at(blank);
+            bytes = rest;
+            f(line, InPlace::Nothing)?;
+            continue;
+        }
         let Some((end, read)) = next_event(bytes) else {
             // Blank lines and nothing else.
             return f(bytes, InPlace::Nothing);
@@ -220,6 +233,19 @@ fn each_event<E>(
         f(event, read)?;
     }
     Ok(())
+}
+
+/// The length of the blank line `bytes` begin with (LF or CRLF), 0 for none. Bytes are
+/// cut into events where one ends, as seen with the bytes before the cut ([`Frames`]);
+/// a blank line just after the cut closes no event seen from its own bytes, so it is a
+/// slice of its own wherever it stands first, and goes out as it came: the event after it
+/// is then read, and written, the same however the stream was cut.
+fn leading_blank_line(bytes: &[u8]) -> usize {
+    match bytes {
+        [b'\n', ..] => 1,
+        [b'\r', b'\n', ..] => 2,
+        _ => 0,
+    }
 }
 
 /// Where the last complete SSE event of `bytes` ends: after its blank line (`\n\n`, or
@@ -532,6 +558,27 @@ mod tests {
             assert_eq!(seen, whole, "in pieces of {size}");
             // Written all the same.
             assert_eq!(String::from_utf8(out).unwrap().matches("\"hi\"").count(), 2);
+        }
+    }
+
+    #[test]
+    fn a_blank_line_between_events_goes_out_the_same_however_the_stream_is_cut() {
+        // Found by the proptest above: cut right after the third LF, the blank line was
+        // copied as it came; read whole, it went to the parser with the event after it
+        // (lone CR line ends) and was left out when that event was written again.
+        // The same with the blank line left in the tail (the stream's last event without
+        // its own), which the pass reads at its end.
+        for input in [
+            format!("{WITH_USAGE}\n\n\n{ROLE}\r{DONE}\n\n"),
+            format!("{DONE}\n\n{USAGE_ONLY}\n\n\n{ROLE}\r{ROLE}\n"),
+            format!("{DONE}\r\n\r\n{USAGE_ONLY}\r\n\r\n\r\n{ROLE}\r{ROLE}\n"),
+        ] {
+            let input = input.into_bytes();
+            let whole = in_pieces(&input, input.len(), false);
+            assert!(!whole.2);
+            for size in 1..input.len() {
+                assert_eq!(in_pieces(&input, size, false), whole, "in pieces of {size}");
+            }
         }
     }
 

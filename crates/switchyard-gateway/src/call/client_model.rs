@@ -116,47 +116,31 @@ impl InStream {
     }
 
     /// `bytes` — whole SSE events, the last perhaps without its closing blank line —
-    /// with every event that names the model naming the client's. Bytes with no such
-    /// event go back as they are, without a copy. In chat and Gemini streams every chunk
-    /// names the model; in Messages and Responses streams few events do, and the bytes
-    /// are searched once for the next of them, the events before it copied unread.
+    /// with every event that names the model naming the client's ([`Self::event_into`]
+    /// for each). Bytes with no such event go back as they are, without a copy. A
+    /// passed-through stream is renamed event by event as it is framed (`passthrough::pass`);
+    /// this serves bytes written whole: a cached stream, a whole reply relayed as a
+    /// stream, the gateway's own error events.
     pub(crate) fn events(&mut self, bytes: Bytes) -> Bytes {
-        let every = matches!(self.dialect, Dialect::Chat | Dialect::Gemini);
-        let finder = finder(self.dialect);
-        let mut hit = match finder.find(&bytes) {
-            Some(hit) => hit,
-            None => return bytes,
-        };
+        if finder(self.dialect).find(&bytes).is_none() {
+            return bytes;
+        }
         let mut out = Vec::with_capacity(bytes.len() + 64);
-        let mut from = 0;
-        while from < bytes.len() {
-            if !every && hit >= bytes.len() {
-                // No event left names the model.
-                out.extend_from_slice(&bytes[from..]);
-                break;
-            }
+        let mut rest = &bytes[..];
+        while !rest.is_empty() {
             // A last event without its blank line ends with the bytes.
-            let (end, read) = match next_event(&bytes[from..]) {
-                Some((end, read)) => (from + end, read),
-                None => (bytes.len(), InPlace::Parse),
+            let (end, read) = next_event(rest).unwrap_or((rest.len(), InPlace::Parse));
+            let event = &rest[..end];
+            let data = match read {
+                // Its one data line found in the pass that found its end.
+                InPlace::Event(e) => {
+                    let start = e.data.as_ptr() as usize - event.as_ptr() as usize;
+                    Some((start, start + e.data.len()))
+                }
+                _ => None,
             };
-            let event = &bytes[from..end];
-            if every || hit < end {
-                match read {
-                    // Its one data line found in the pass that found its end.
-                    InPlace::Event(e) => {
-                        let start = e.data.as_ptr() as usize - event.as_ptr() as usize;
-                        self.splice(event, (start, start + e.data.len()), &mut out);
-                    }
-                    _ => self.event(event, &mut out),
-                }
-                if !every {
-                    hit = finder.find(&bytes[end..]).map_or(usize::MAX, |h| end + h);
-                }
-            } else {
-                out.extend_from_slice(event);
-            }
-            from = end;
+            self.event_into(event, data, &mut out);
+            rest = &rest[end..];
         }
         Bytes::from(out)
     }

@@ -413,20 +413,6 @@ mod tests {
         events.iter().map(|e| format!("{e}{end}{end}")).collect()
     }
 
-    /// What a pass writes of `input` handed over in pieces of `size`, and the watch's
-    /// finish.
-    fn written(input: &str, size: usize, hide_usage: bool) -> (String, bool) {
-        let mut pass = Pass::new(Dialect::Chat, "gw/model", hide_usage);
-        let mut out = Vec::new();
-        for piece in input.as_bytes().chunks(size) {
-            pass.push(piece).unwrap();
-            out.extend_from_slice(&pass.take());
-        }
-        let finished = pass.finish().is_ok();
-        out.extend_from_slice(&pass.take());
-        (String::from_utf8(out).unwrap(), finished)
-    }
-
     #[test]
     fn every_event_is_renamed_and_only_the_usage_only_chunk_left_out_however_cut() {
         let events = [ROLE, TEXT, TEXT, WITH_USAGE, USAGE_ONLY, DONE];
@@ -436,10 +422,10 @@ mod tests {
             let all = renamed(input.clone());
             let hidden = renamed(stream(&[ROLE, TEXT, TEXT, WITH_USAGE, DONE], end));
             for size in 1..=input.len() {
-                assert_eq!(written(&input, size, false), (all.clone(), true), "{size}");
+                assert_eq!(written(&input, size, false), (all.clone(), false), "{size}");
                 assert_eq!(
                     written(&input, size, true),
-                    (hidden.clone(), true),
+                    (hidden.clone(), false),
                     "{size}"
                 );
             }
@@ -452,14 +438,14 @@ mod tests {
         // written.
         let whole = stream(&[ROLE, TEXT], "\n");
         let input = format!("{whole}data: {{\"model\":\"up\",\"cho");
-        let (out, finished) = written(&input, input.len(), false);
-        assert!(!finished);
+        let (out, refused) = written(&input, input.len(), false);
+        assert!(refused);
         assert!(!out.contains("\"cho\""), "{out}");
         // A finish then `[DONE]` without its blank line: a whole answer, its last event
         // written as it stands.
         let input = format!("{}{DONE}", stream(&[ROLE, TEXT, WITH_USAGE], "\n"));
-        let (out, finished) = written(&input, 7, false);
-        assert!(finished);
+        let (out, refused) = written(&input, 7, false);
+        assert!(!refused);
         assert!(out.ends_with("data: [DONE]"), "{out}");
     }
 
@@ -492,6 +478,12 @@ mod tests {
         let refused = pass.finish().is_err();
         out.extend_from_slice(&pass.take());
         (out, facts(&pass), refused)
+    }
+
+    /// [`in_pieces`]' output as text, and whether the stream was refused.
+    fn written(input: &str, size: usize, hide_usage: bool) -> (String, bool) {
+        let (out, _, refused) = in_pieces(input.as_bytes(), size, hide_usage);
+        (String::from_utf8(out).unwrap(), refused)
     }
 
     /// Chat streams of the events a model sends, each line ended in LF, CRLF or a lone

@@ -1,7 +1,8 @@
 //! A passed-through stream read as it passes, event by event as [`super::pass`] frames
-//! them: the dialect's own decoder on the events relayed, keeping only what the call needs — whether output began (before it a failure
-//! may be asked again), how much was relayed (billed if the client leaves), the latest
-//! usage, the finish, the response id, the provider's error event and the end marker.
+//! them: the dialect's own decoder on the events relayed, keeping only what the call
+//! needs — whether output began (before it a failure may be asked again), how much was
+//! relayed (billed if the client leaves), the latest usage, the finish, the response id,
+//! the provider's error event and the end marker.
 //!
 //! A plain delta of text or thinking — most of a stream's events — is judged by a look
 //! at its bytes ([`super::scan`]) instead of being decoded: only the events that carry

@@ -467,7 +467,17 @@ mod tests {
     /// A pass over all of `input` in pieces of `size`: what it wrote, what its watch
     /// saw, and whether the stream was refused.
     fn in_pieces(input: &[u8], size: usize, hide_usage: bool) -> (Vec<u8>, String, bool) {
-        let mut pass = Pass::new(Dialect::Chat, "gw/model", hide_usage);
+        in_pieces_of(Dialect::Chat, input, size, hide_usage)
+    }
+
+    /// [`in_pieces`] for a stream of `dialect`.
+    fn in_pieces_of(
+        dialect: Dialect,
+        input: &[u8],
+        size: usize,
+        hide_usage: bool,
+    ) -> (Vec<u8>, String, bool) {
+        let mut pass = Pass::new(dialect, "gw/model", hide_usage);
         let mut out = Vec::new();
         for piece in input.chunks(size) {
             if pass.push(piece).is_err() {
@@ -572,6 +582,44 @@ mod tests {
                 assert_eq!(in_pieces(&input, size, false), whole, "in pieces of {size}");
             }
         }
+    }
+
+    /// Every stream fixture of the four dialects, cut in pieces of every size up to 64
+    /// and then some: what the pass writes and what its watch sees are the same as for
+    /// the stream in one piece (the proptests above draw chat streams only).
+    #[test]
+    fn every_dialects_fixtures_are_written_the_same_however_cut() {
+        let fixtures = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../switchyard-wire/tests/fixtures"
+        );
+        let mut seen = 0;
+        for (folder, dialect) in [
+            ("chat", Dialect::Chat),
+            ("messages", Dialect::Messages),
+            ("responses", Dialect::Responses),
+            ("gemini", Dialect::Gemini),
+        ] {
+            for entry in std::fs::read_dir(format!("{fixtures}/{folder}")).unwrap() {
+                let path = entry.unwrap().path();
+                if path.extension().is_none_or(|e| e != "sse") {
+                    continue;
+                }
+                let raw = std::fs::read(&path).unwrap();
+                for hide in [false, true] {
+                    let whole = in_pieces_of(dialect, &raw, raw.len().max(1), hide);
+                    for size in (1..=64).chain([97, 256, 1024]) {
+                        let cut = in_pieces_of(dialect, &raw, size, hide);
+                        assert_eq!(whole.2, cut.2, "{} in pieces of {size}", path.display());
+                        if !whole.2 {
+                            assert_eq!(whole, cut, "{} in pieces of {size}", path.display());
+                        }
+                    }
+                }
+                seen += 1;
+            }
+        }
+        assert!(seen >= 15, "only {seen} stream fixtures under {fixtures}");
     }
 
     #[test]

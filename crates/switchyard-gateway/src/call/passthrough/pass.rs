@@ -298,6 +298,37 @@ fn is_usage_only_chunk(data: &str) -> bool {
     }
 }
 
+/// Every stream fixture of the four dialects (the wire crate's): its path, its dialect
+/// and its bytes; at least 15 of them, or the test that reads them fails.
+#[cfg(test)]
+pub(super) fn stream_fixtures() -> Vec<(std::path::PathBuf, Dialect, Vec<u8>)> {
+    let fixtures = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../switchyard-wire/tests/fixtures"
+    );
+    let mut found = Vec::new();
+    for (folder, dialect) in [
+        ("chat", Dialect::Chat),
+        ("messages", Dialect::Messages),
+        ("responses", Dialect::Responses),
+        ("gemini", Dialect::Gemini),
+    ] {
+        for entry in std::fs::read_dir(format!("{fixtures}/{folder}")).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "sse") {
+                let raw = std::fs::read(&path).unwrap();
+                found.push((path, dialect, raw));
+            }
+        }
+    }
+    assert!(
+        found.len() >= 15,
+        "only {} stream fixtures under {fixtures}",
+        found.len()
+    );
+    found
+}
+
 #[cfg(test)]
 impl Pass {
     /// A pass whose watch is `watch` (a decoding one, to test the scan against).
@@ -589,37 +620,18 @@ mod tests {
     /// the stream in one piece (the proptests above draw chat streams only).
     #[test]
     fn every_dialects_fixtures_are_written_the_same_however_cut() {
-        let fixtures = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../switchyard-wire/tests/fixtures"
-        );
-        let mut seen = 0;
-        for (folder, dialect) in [
-            ("chat", Dialect::Chat),
-            ("messages", Dialect::Messages),
-            ("responses", Dialect::Responses),
-            ("gemini", Dialect::Gemini),
-        ] {
-            for entry in std::fs::read_dir(format!("{fixtures}/{folder}")).unwrap() {
-                let path = entry.unwrap().path();
-                if path.extension().is_none_or(|e| e != "sse") {
-                    continue;
-                }
-                let raw = std::fs::read(&path).unwrap();
-                for hide in [false, true] {
-                    let whole = in_pieces_of(dialect, &raw, raw.len().max(1), hide);
-                    for size in (1..=64).chain([97, 256, 1024]) {
-                        let cut = in_pieces_of(dialect, &raw, size, hide);
-                        assert_eq!(whole.2, cut.2, "{} in pieces of {size}", path.display());
-                        if !whole.2 {
-                            assert_eq!(whole, cut, "{} in pieces of {size}", path.display());
-                        }
+        for (path, dialect, raw) in stream_fixtures() {
+            for hide in [false, true] {
+                let whole = in_pieces_of(dialect, &raw, raw.len().max(1), hide);
+                for size in (1..=64).chain([97, 256, 1024]) {
+                    let cut = in_pieces_of(dialect, &raw, size, hide);
+                    assert_eq!(whole.2, cut.2, "{} in pieces of {size}", path.display());
+                    if !whole.2 {
+                        assert_eq!(whole, cut, "{} in pieces of {size}", path.display());
                     }
                 }
-                seen += 1;
             }
         }
-        assert!(seen >= 15, "only {seen} stream fixtures under {fixtures}");
     }
 
     #[test]

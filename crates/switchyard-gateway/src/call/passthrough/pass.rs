@@ -602,7 +602,7 @@ mod tests {
         // The same with the blank line left in the tail (the stream's last event without
         // its own), which the pass reads at its end.
         for input in [
-            format!("{WITH_USAGE}\n\n\n{ROLE}\r{DONE}\n\n"),
+            format!("{WITH_USAGE}\n\n\n{ROLE}\r\r{DONE}\n\n"),
             format!("{DONE}\n\n{USAGE_ONLY}\n\n\n{ROLE}\r{ROLE}\n"),
             format!("{DONE}\r\n\r\n{USAGE_ONLY}\r\n\r\n\r\n{ROLE}\r{ROLE}\n"),
         ] {

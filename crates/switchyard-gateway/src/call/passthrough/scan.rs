@@ -4,12 +4,14 @@
 //! calls, usage, the finish, errors, anything unusual) to the dialect's decoder; a plain
 //! delta changes nothing the call needs but what output began and how much of it came.
 //!
-//! An event is plain only when it provably is: every field that could carry something
-//! else (a finish, usage, a tool call, an error, a refusal) is absent or `null`, and its
-//! text is one well-formed JSON string. Anything the scan is unsure of is not plain, and
-//! is decoded as before. A key's pattern (`"content":`) cannot match inside a JSON string,
+//! An event is plain only when it provably is: it is JSON, every field that could carry
+//! something else (a finish, usage, a tool call, an error, a refusal) is absent or
+//! `null`, and its text is one well-formed JSON string. Anything the scan is unsure of is
+//! not plain, and is decoded as before. A key's pattern (`"content":`) cannot match inside a JSON string,
 //! where every quote is escaped.
 
+use memchr::memmem::Finder;
+use std::sync::LazyLock;
 use switchyard::Dialect;
 
 /// What a plain delta carries: the bytes of thinking (`Some`, even empty: a thinking
@@ -84,17 +86,23 @@ impl Memo {
 
 /// The event named `event` with `data` as a plain delta of `dialect`, when it is one.
 pub(super) fn plain(dialect: Dialect, event: Option<&[u8]>, data: &[u8]) -> Option<Plain> {
-    match dialect {
+    let plain = match dialect {
         Dialect::Chat => chat(data),
         Dialect::Messages if event == Some(b"content_block_delta") => messages(data),
         _ => None,
-    }
+    }?;
+    // JSON, as the decoder requires: the walk reads keys, not the syntax around them
+    // (`{…}\n[DONE]`, two data lines of one event, is not a delta). Checked once for a
+    // stream's deltas: the next ones of its shape ([`Memo`]) are its bytes around another
+    // well-formed string.
+    serde_json::from_slice::<serde::de::IgnoredAny>(data).ok()?;
+    Some(plain)
 }
 
 /// A chat completions chunk of one choice (index 0) whose delta holds text and reasoning
 /// only.
 fn chat(data: &[u8]) -> Option<Plain> {
-    if data.first() != Some(&b'{') {
+    if data.first() != Some(&b'{') || !names_a_text(data) {
         return None;
     }
     let (mut deltas, mut choices) = (0, 0);
@@ -157,6 +165,16 @@ fn chat(data: &[u8]) -> Option<Plain> {
         text: content.unwrap_or_default(),
         literal: literal.filter(|_| strings == 1),
     })
+}
+
+/// Whether a chat chunk names a text or thinking key at all, looked for before its keys
+/// are walked: the chunks that carry the finish or the usage name none, and are decoded
+/// without a walk of their bytes that would only refuse them at their end.
+fn names_a_text(data: &[u8]) -> bool {
+    // Built once: `memmem::find` builds its searcher on every call.
+    static CONTENT: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"content\""));
+    static REASONING: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"reasoning"));
+    CONTENT.find(data).is_some() || REASONING.find(data).is_some()
 }
 
 /// A Messages `content_block_delta` of text or thinking.
@@ -275,7 +293,13 @@ fn literal_of(s: &[u8]) -> Option<(usize, usize)> {
     // checked; the decoder would see invalid bytes replaced, and another length).
     let mut wide = false;
     while i < s.len() {
-        match s[i] {
+        let run = copied_run(&s[i..]);
+        len += run;
+        i += run;
+        let Some(&b) = s.get(i) else {
+            break;
+        };
+        match b {
             b'"' if wide && std::str::from_utf8(&s[1..i]).is_err() => return None,
             b'"' => return Some((len, i)),
             b'\\' => {
@@ -313,14 +337,47 @@ fn literal_of(s: &[u8]) -> Option<(usize, usize)> {
             }
             // A control character is not allowed in a JSON string.
             b if b < 0x20 => return None,
-            b => {
-                wide |= b >= 0x80;
+            _ => {
+                wide = true;
                 len += 1;
                 i += 1;
             }
         }
     }
     None
+}
+
+/// How many bytes `s` begins with that a string's text holds as they are: ASCII, and
+/// not a quote, a backslash or a control character. Eight bytes at a time, as one `u64`
+/// (the bytes after `s` read as zeros, a control character that ends the run): a delta's
+/// text is mostly such bytes, and a byte loop took a dozen instructions a byte.
+fn copied_run(s: &[u8]) -> usize {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
+    // The high bit of each byte of `v` that is zero (exact up to the first one; only
+    // the first is read).
+    let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let mut n = 0;
+    loop {
+        let rest = &s[n.min(s.len())..];
+        let word = match rest.first_chunk::<8>() {
+            Some(word) => u64::from_le_bytes(*word),
+            None => {
+                let mut word = [0u8; 8];
+                word[..rest.len()].copy_from_slice(rest);
+                u64::from_le_bytes(word)
+            }
+        };
+        let stops = zero(word ^ (ONES * u64::from(b'"')))
+            | zero(word ^ (ONES * u64::from(b'\\')))
+            // Below 0x20 (exact up to the first, as for zeros), and past ASCII.
+            | (word.wrapping_sub(ONES * 0x20) & !word & HIGH)
+            | (word & HIGH);
+        if stops != 0 {
+            return n + (stops.trailing_zeros() / 8) as usize;
+        }
+        n += 8;
+    }
 }
 
 fn hex4(h: &[u8]) -> Option<u32> {
@@ -500,7 +557,39 @@ mod tests {
         assert!(memo_of(&two, &plain(Dialect::Chat, &two).unwrap()).is_none());
     }
 
+    /// A string's bytes judged one at a time: what [`copied_run`] must find eight at a
+    /// time.
+    fn copied_run_bytewise(s: &[u8]) -> usize {
+        s.iter()
+            .position(|&b| b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b))
+            .unwrap_or(s.len())
+    }
+
+    #[test]
+    fn a_run_stops_at_every_byte_a_string_does_not_copy() {
+        for stop in [b'"', b'\\', 0, 0x1f, 0x80, 0xff] {
+            for at in 0..20 {
+                for len in at..24 {
+                    let mut s = vec![b'a'; len];
+                    if at < len {
+                        s[at] = stop;
+                    }
+                    assert_eq!(copied_run(&s), copied_run_bytewise(&s), "{s:?}");
+                }
+            }
+        }
+        assert_eq!(copied_run(b" ~!#[]"), 6);
+    }
+
     proptest! {
+        /// Eight bytes at a time, a run ends where one byte at a time it does.
+        #[test]
+        fn a_run_is_the_bytewise_run(
+            s in proptest::collection::vec(prop_oneof![12 => 0x20u8..0x7f, 1 => any::<u8>()], 0..40)
+        ) {
+            prop_assert_eq!(copied_run(&s), copied_run_bytewise(&s));
+        }
+
         /// The length the scan gives a text is the length of the text a parse gives.
         #[test]
         fn an_unescaped_length_is_the_parsed_length(text in ".*") {

@@ -237,6 +237,52 @@ mod tests {
         }
     }
 
+    /// A delta whose data is not JSON — two data lines of one event, bytes after its
+    /// object — is refused by a scanning watch as the decoder refuses it, the first of a
+    /// stream or one after deltas of the same shape, in chat and in Messages.
+    #[test]
+    fn a_delta_that_is_not_json_is_refused_as_the_decoder_refuses_it() {
+        let chat = |text: &str| {
+            format!("data: {{\"id\":\"c\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}")
+        };
+        let role =
+            "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}";
+        let messages = |text: &str| {
+            format!("event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"{text}\"}}}}")
+        };
+        let start = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"x\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":0}}}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}";
+        for (dialect, first, delta) in [
+            (
+                Dialect::Chat,
+                role.to_string(),
+                &chat as &dyn Fn(&str) -> String,
+            ),
+            (Dialect::Messages, start.to_string(), &messages),
+        ] {
+            for bad in [
+                format!("{}\ndata: [DONE]", delta("b")),
+                format!("{} x", delta("b")),
+                format!("{}\ndata: {}", delta("b"), &delta("c")[6..]),
+            ] {
+                for before in [0, 3] {
+                    let mut stream = format!("{first}\n\n");
+                    for _ in 0..before {
+                        stream.push_str(&format!("{}\n\n", delta("a")));
+                    }
+                    stream.push_str(&format!("{bad}\n\n"));
+                    let (mut decoding, mut scanning) = passes(dialect);
+                    let (d, s) = (
+                        decoding.push(stream.as_bytes()),
+                        scanning.push(stream.as_bytes()),
+                    );
+                    assert!(d.is_err(), "{stream}");
+                    assert!(s.is_err(), "{stream}");
+                    assert_eq!(facts(&decoding.watch), facts(&scanning.watch), "{stream}");
+                }
+            }
+        }
+    }
+
     /// A scanning watch tells the call what a decoding one tells it, at every chunk,
     /// for every stream fixture of every dialect, however the bytes were cut.
     #[test]

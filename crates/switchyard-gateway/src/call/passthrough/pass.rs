@@ -7,11 +7,17 @@
 //! The bytes of an event not yet complete wait for the rest; an event the stream never
 //! completes is never written (the relay drops it rather than send half). Events after
 //! the end marker are written but not watched: nothing after it belongs to the reply.
+//!
+//! Most of a stream is deltas of one shape, the same bytes around another string each
+//! time: the watch judges them by that shape, and the pass writes each as it wrote the
+//! shape's first ([`Written`]).
 
-use super::watch::Watch;
+use super::watch::{Judged, Shape, Watch};
 use crate::call::client_model::InStream;
 use bytes::{Bytes, BytesMut};
+use memchr::memmem::Finder;
 use serde_json::value::RawValue;
+use std::sync::LazyLock;
 use switchyard::Dialect;
 use switchyard_wire::json::is_empty_raw_array;
 use switchyard_wire::sse::{closes_event, next_event, InPlace, Seen, SseEvent, SseParser};
@@ -32,6 +38,51 @@ pub(super) struct Pass {
     last: usize,
     /// The bytes ended ([`Pass::finish`] ran).
     finished: bool,
+    /// The last plain delta's shape as written for the client.
+    written: Option<Written>,
+    /// Plain deltas of one shape written as the shape's first was (off only to test
+    /// against [`InStream`]'s writing of each).
+    repeating: bool,
+}
+
+/// A plain delta's shape ([`Shape`]) as written for the client. A stream repeats one
+/// shape delta after delta; each is then written as the shape's first was, around its own
+/// string, instead of being searched again for the model to name: the bytes around the
+/// string are the same (the watch compared its data, [`Pass::delta`] its lines), and
+/// naming the model changes only bytes outside it.
+struct Written {
+    shape: u64,
+    /// The event's bytes before its data and after it (its lines' `data:` and end).
+    head: Vec<u8>,
+    tail: Vec<u8>,
+    /// What the client was written before the string and after it; `None` when the
+    /// bytes after it did not go out as they came (the model named after the text),
+    /// and each delta of the shape is written through [`InStream`].
+    around: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Written {
+    /// The shape of `event`, whose data is `event[data]` and its one string
+    /// `event[string]` (quotes included), as `out` wrote it.
+    fn of(
+        shape: u64,
+        event: &[u8],
+        data: (usize, usize),
+        string: (usize, usize),
+        out: &[u8],
+    ) -> Written {
+        let (text, after) = (&event[string.0..string.1], &event[string.1..]);
+        let around = out
+            .strip_suffix(after)
+            .and_then(|o| o.strip_suffix(text))
+            .map(|before| (before.to_vec(), after.to_vec()));
+        Written {
+            shape,
+            head: event[..data.0].to_vec(),
+            tail: event[data.1..].to_vec(),
+            around,
+        }
+    }
 }
 
 impl Pass {
@@ -49,6 +100,8 @@ impl Pass {
             out: Vec::new(),
             last: 0,
             finished: false,
+            written: None,
+            repeating: true,
         }
     }
 
@@ -131,19 +184,45 @@ impl Pass {
         event: &[u8],
         e: switchyard_wire::sse::EventRef<'_>,
     ) -> Result<(), DecodeError> {
-        let decoded = match self.watch.ended() {
-            true => true,
+        let judged = match self.watch.ended() {
+            true => Judged::Decoded,
             false => self.watch.event(Seen::InPlace(e))?,
         };
-        // A plain delta (judged by its bytes) is never a usage-only chunk.
-        if self.hide_usage && decoded && std::str::from_utf8(e.data).is_ok_and(is_usage_only_chunk)
-        {
-            return Ok(());
-        }
         let start = e.data.as_ptr() as usize - event.as_ptr() as usize;
-        self.names
-            .event_into(event, Some((start, start + e.data.len())), &mut self.out);
+        let data = (start, start + e.data.len());
+        match judged {
+            // A plain delta is never a usage-only chunk.
+            Judged::Decoded if self.hide_usage && is_usage_only_chunk(e.data) => {}
+            Judged::Plain(Some(shape)) if self.repeating => self.delta(event, data, shape),
+            Judged::Decoded | Judged::Plain(_) => {
+                self.names.event_into(event, Some(data), &mut self.out)
+            }
+        }
         Ok(())
+    }
+
+    /// A plain delta of the watch's `shape`, whose data is `event[data]`: written as the
+    /// shape's first delta was, around its own string, when its lines are that delta's
+    /// too.
+    fn delta(&mut self, event: &[u8], data: (usize, usize), shape: Shape) {
+        let string = (data.0 + shape.literal.0, data.0 + shape.literal.1 + 1);
+        if let Some(w) = self.written.as_ref().filter(|w| w.shape == shape.number) {
+            let lines = event[..data.0] == w.head[..] && event[data.1..] == w.tail[..];
+            if let Some((before, after)) = w.around.as_ref().filter(|_| lines) {
+                self.out.extend_from_slice(before);
+                self.out.extend_from_slice(&event[string.0..string.1]);
+                self.out.extend_from_slice(after);
+                return;
+            }
+            if w.around.is_none() {
+                self.names.event_into(event, Some(data), &mut self.out);
+                return;
+            }
+        }
+        let from = self.out.len();
+        self.names.event_into(event, Some(data), &mut self.out);
+        let written = Written::of(shape.number, event, data, string, &self.out[from..]);
+        self.written = Some(written);
     }
 
     /// An event of a shape only the parser reads (several data lines, an `id:`, lone CR
@@ -159,7 +238,7 @@ impl Pass {
             }
             self.watch.event(Seen::Parsed(e.clone()))?;
         }
-        let hidden = |e: &SseEvent| is_usage_only_chunk(&e.data);
+        let hidden = |e: &SseEvent| is_usage_only_chunk(e.data.as_bytes());
         if self.hide_usage && parsed.iter().any(hidden) {
             let kept: Vec<_> = parsed.into_iter().filter(|e| !hidden(e)).collect();
             self.names.write_parsed(&kept, &mut self.out);
@@ -271,7 +350,7 @@ fn last_boundary_from(bytes: &[u8], from: usize) -> Option<usize> {
 }
 
 /// A chunk of no choices and a usage object: `{"choices": [], "usage": {…}, …}`.
-fn is_usage_only_chunk(data: &str) -> bool {
+fn is_usage_only_chunk(data: &[u8]) -> bool {
     /// The two fields looked at, borrowed as raw JSON (the rest skipped, not built).
     #[derive(serde::Deserialize)]
     struct Chunk<'a> {
@@ -280,9 +359,14 @@ fn is_usage_only_chunk(data: &str) -> bool {
         #[serde(borrow, default)]
         usage: Option<&'a RawValue>,
     }
-    if !data.contains("\"usage\"") {
+    // Searched in the bytes before they are checked as text: most events name no usage.
+    static USAGE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"usage\""));
+    let Some(data) = USAGE
+        .find(data)
+        .and_then(|_| std::str::from_utf8(data).ok())
+    else {
         return false;
-    }
+    };
     match serde_json::from_str::<Chunk>(data) {
         Ok(chunk) => {
             chunk.choices.is_some_and(is_empty_raw_array)
@@ -362,7 +446,7 @@ mod tests {
             (r#"{"choices":[],"usage":{}"#, false),
             (r#"["usage"]"#, false),
         ] {
-            assert_eq!(is_usage_only_chunk(data), expected, "{data}");
+            assert_eq!(is_usage_only_chunk(data.as_bytes()), expected, "{data}");
         }
     }
 
@@ -508,7 +592,11 @@ mod tests {
         size: usize,
         hide_usage: bool,
     ) -> (Vec<u8>, String, bool) {
-        let mut pass = Pass::new(dialect, "gw/model", hide_usage);
+        passed(Pass::new(dialect, "gw/model", hide_usage), input, size)
+    }
+
+    /// `pass` over all of `input` in pieces of `size`, as [`in_pieces`].
+    fn passed(mut pass: Pass, input: &[u8], size: usize) -> (Vec<u8>, String, bool) {
         let mut out = Vec::new();
         for piece in input.chunks(size) {
             if pass.push(piece).is_err() {
@@ -537,6 +625,20 @@ mod tests {
                 let t = serde_json::to_string(&t).unwrap();
                 format!("data: {{\"model\":\"up\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{t}}}}}]}}")
             }),
+            "[a-z ]{0,4}".prop_map(|t| {
+                format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{t}\"}}}}],\"model\":\"up\"}}")
+            }),
+            // A run of deltas of one shape, as a model sends its text.
+            proptest::collection::vec("[a-z日 \\\"]{0,4}", 2..6).prop_map(|texts| {
+                texts
+                    .iter()
+                    .map(|t| {
+                        let t = serde_json::to_string(t).unwrap();
+                        format!("data: {{\"model\":\"up\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{t}}}}}]}}")
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n\n")
+            }),
             Just(WITH_USAGE.to_string()),
             Just(USAGE_ONLY.to_string()),
             Just(DONE.to_string()),
@@ -548,10 +650,16 @@ mod tests {
             Just(String::new()),
         ];
         let end = prop_oneof![4 => Just("\n"), 2 => Just("\r\n"), 1 => Just("\r")];
-        proptest::collection::vec((event, end), 0..16).prop_map(|lines| {
+        // Half the lines close their event (a blank line after them), so that deltas
+        // follow one another as a model sends them.
+        let line = (event, end, proptest::bool::ANY);
+        proptest::collection::vec(line, 0..16).prop_map(|lines| {
             lines
                 .into_iter()
-                .flat_map(|(line, end)| format!("{line}{end}").into_bytes())
+                .flat_map(|(line, end, close)| {
+                    let blank = if close { end } else { "" };
+                    format!("{line}{end}{blank}").into_bytes()
+                })
                 .collect()
         })
     }
@@ -568,6 +676,9 @@ mod tests {
         ) {
             let whole = in_pieces(&input, input.len().max(1), hide);
             let cut = in_pieces(&input, size, hide);
+            // And as each event written through `InStream` is.
+            let each = passed(not_repeating(Dialect::Chat, hide), &input, size);
+            proptest::prop_assert_eq!(&cut, &each);
             proptest::prop_assert_eq!(whole.2, cut.2);
             if !whole.2 {
                 proptest::prop_assert_eq!(whole, cut);
@@ -632,6 +743,61 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A pass that writes each plain delta through [`InStream`], as the one that writes
+    /// the deltas of a shape as its first was must match.
+    fn not_repeating(dialect: Dialect, hide_usage: bool) -> Pass {
+        Pass {
+            repeating: false,
+            ..Pass::new(dialect, "gw/model", hide_usage)
+        }
+    }
+
+    /// Deltas of one shape written as the first was are written as [`InStream`] writes
+    /// each: every fixture of every dialect, in pieces, usage hidden or not.
+    #[test]
+    fn deltas_of_one_shape_are_written_as_each_would_be() {
+        for (path, dialect, raw) in stream_fixtures() {
+            for hide in [false, true] {
+                for size in [1, 7, 64, raw.len().max(1)] {
+                    let repeating = passed(Pass::new(dialect, "gw/model", hide), &raw, size);
+                    let each = passed(not_repeating(dialect, hide), &raw, size);
+                    assert_eq!(repeating, each, "{} in pieces of {size}", path.display());
+                }
+            }
+        }
+    }
+
+    /// The same when the model is named after the text, and when the deltas' lines
+    /// change around one shape (`data:` without its space, CRLF line ends).
+    #[test]
+    fn deltas_whose_model_follows_their_text_are_each_renamed() {
+        let after = |t: &str| {
+            format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{t}\"}}}}],\"model\":\"up\"}}\n\n")
+        };
+        let mut input = format!("{ROLE}\n\n");
+        for t in ["a", "b", "c"] {
+            input.push_str(&after(t));
+        }
+        input.push_str(&after("d").replacen("data: ", "data:", 1));
+        input.push_str(&after("e").replace('\n', "\r\n"));
+        input.push_str(&format!(
+            "{TEXT}\n\n{TEXT}\r\n\r\n{WITH_USAGE}\n\n{DONE}\n\n"
+        ));
+        let (out, _, refused) = in_pieces(input.as_bytes(), input.len(), false);
+        assert!(!refused);
+        let out = String::from_utf8(out).unwrap();
+        assert_eq!(
+            out,
+            input.replace("\"model\":\"up\"", "\"model\":\"gw/model\"")
+        );
+        let each = passed(
+            not_repeating(Dialect::Chat, false),
+            input.as_bytes(),
+            input.len(),
+        );
+        assert_eq!(String::from_utf8(each.0).unwrap(), out);
     }
 
     #[test]

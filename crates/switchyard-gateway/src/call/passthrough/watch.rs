@@ -15,6 +15,25 @@ use switchyard::{Dialect, FinishReason, Usage};
 use switchyard_wire::sse::Seen;
 use switchyard_wire::{codec, DecodeError, Event, StreamDecoder, StreamError};
 
+/// How the watch read an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Judged {
+    /// Given to the dialect's decoder.
+    Decoded,
+    /// A plain delta, judged by its bytes: never one to leave out, and its text counted.
+    /// With its shape when it has the memo's: the same bytes around its one string as
+    /// every other delta of that shape.
+    Plain(Option<Shape>),
+}
+
+/// A plain delta's shape: the number the watch gave it, and where the delta's one string
+/// stands in its data (its opening quote and its closing one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Shape {
+    pub number: u64,
+    pub literal: (usize, usize),
+}
+
 /// What a stream has shown so far.
 pub(super) struct Watch {
     dialect: Dialect,
@@ -26,6 +45,9 @@ pub(super) struct Watch {
     events: usize,
     /// The shape of the last plain delta judged in full, which the next ones repeat.
     memo: Option<scan::Memo>,
+    /// The number of the memo's shape (each new one is the next): what the pass keys
+    /// the shape as written by ([`Judged::Plain`]).
+    shape: u64,
     /// Output began (any text, thinking or tool call event): from here a failure is never
     /// asked again, as for a call through the library.
     pub began: bool,
@@ -53,6 +75,7 @@ impl Watch {
             scanning: true,
             events: 0,
             memo: None,
+            shape: 0,
             began: false,
             answered: false,
             output_bytes: 0,
@@ -63,19 +86,21 @@ impl Watch {
         }
     }
 
-    /// Reads one event: `true` when it was decoded, `false` when its bytes showed a plain
-    /// delta. An error is a stream the dialect does not allow (or, from some decoders,
-    /// the provider's error object).
-    pub(super) fn event(&mut self, event: Seen<'_>) -> Result<bool, DecodeError> {
+    /// Reads one event: given to the decoder, or judged a plain delta by its bytes. An
+    /// error is a stream the dialect does not allow (or, from some decoders, the
+    /// provider's error object).
+    pub(super) fn event(&mut self, event: Seen<'_>) -> Result<Judged, DecodeError> {
         self.events += 1;
         if self.scanning && self.events > 1 {
             let (name, data) = (event.event(), event.data());
             let repeated = self.memo.as_ref().and_then(|m| m.plain(name, data));
-            let plain = repeated.or_else(|| {
-                let plain = scan::plain(self.dialect, name, data)?;
-                self.memo = scan::Memo::of(name, data, &plain);
-                Some(plain)
-            });
+            let plain = match repeated {
+                Some(plain) => Some(plain),
+                None => scan::plain(self.dialect, name, data).inspect(|plain| {
+                    self.memo = scan::Memo::of(name, data, plain);
+                    self.shape = self.shape.wrapping_add(1);
+                }),
+            };
             if let Some(plain) = plain {
                 // As the decoder's thinking and text deltas would be noted.
                 if let Some(bytes) = plain.thinking {
@@ -87,12 +112,16 @@ impl Watch {
                     self.answered = true;
                     self.output_bytes += plain.text;
                 }
-                return Ok(false);
+                let shape = plain.literal.filter(|_| self.memo.is_some());
+                return Ok(Judged::Plain(shape.map(|literal| Shape {
+                    number: self.shape,
+                    literal,
+                })));
             }
         }
         let events = self.decoder.event(&event.into_event())?;
         self.note(events);
-        Ok(true)
+        Ok(Judged::Decoded)
     }
 
     /// The bytes ended (their last event read): an error when the stream stopped before

@@ -196,6 +196,10 @@ fn where_clause(f: &Filter) -> (String, Vec<Sql>) {
     eq("client_key = ?", &f.key);
     eq("time >= ?", &f.since);
     eq("time < ?", &f.until);
+    // The role's index holds the rows of a role only: said for SQLite to read it.
+    if f.role.as_deref().is_some_and(|r| !r.is_empty()) {
+        terms.push(record::ROLE_INDEXED);
+    }
     if let Some(text) = &f.text {
         terms.push("(instr(reference, ?) > 0 OR instr(model, ?) > 0)");
         values.push(Sql::Text(text.clone()));

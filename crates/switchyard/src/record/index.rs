@@ -55,22 +55,25 @@ fn upgrade(conn: &Connection, path: &Path) -> rusqlite::Result<()> {
             fill_cache_columns(conn, dir)?;
         }
     }
-    // The client key's index of an older version held every row, keyed or not: it is
-    // made again partial (INDEX_KEYS_SCHEMA), reading only the keyed rows.
-    let whole_key_index: bool = conn
-        .query_row(
-            "SELECT sql NOT LIKE '%WHERE%' FROM sqlite_master
-             WHERE type = 'index' AND name = 'llm_calls_client_key'",
-            [],
-            |r| r.get(0),
-        )
-        .optional()?
-        .unwrap_or(false);
-    if whole_key_index {
-        conn.execute_batch("DROP INDEX llm_calls_client_key;")?;
+    // The client key's and the role's indexes of an older version held every row: each
+    // is made again partial, holding only the rows that have a key or a role.
+    for index in ["llm_calls_client_key", "llm_calls_role"] {
+        let whole: bool = conn
+            .query_row(
+                "SELECT sql NOT LIKE '%WHERE%' FROM sqlite_master
+                 WHERE type = 'index' AND name = ?1",
+                [index],
+                |r| r.get(0),
+            )
+            .optional()?
+            .unwrap_or(false);
+        if whole {
+            conn.execute_batch(&format!("DROP INDEX {index};"))?;
+        }
     }
     conn.execute_batch(&format!(
-        "{INDEX_KEYS_SCHEMA}
+        "{INDEX_SCHEMA}
+         {INDEX_KEYS_SCHEMA}
          PRAGMA user_version = {INDEX_VERSION};"
     ))
 }
@@ -434,13 +437,80 @@ mod tests {
     /// Entries in the client key's index, counted from its pages (`dbstat`), not through
     /// a query the planner might answer from the table.
     fn key_index_entries(conn: &Connection) -> i64 {
+        index_entries(conn, "llm_calls_client_key")
+    }
+
+    /// Entries in the index `name`, counted from its pages.
+    fn index_entries(conn: &Connection, name: &str) -> i64 {
         conn.query_row(
             "SELECT COALESCE(SUM(ncell), 0) FROM dbstat
-             WHERE name = 'llm_calls_client_key' AND pagetype = 'leaf'",
-            [],
+             WHERE name = ?1 AND pagetype = 'leaf'",
+            [name],
             |r| r.get(0),
         )
         .unwrap()
+    }
+
+    /// An index whose role index held every row (as every version before made it) gets
+    /// it again holding only the rows of a role, its rows kept; a query by a role, as
+    /// the console makes it, reads the index.
+    #[test]
+    fn the_role_index_holds_only_rows_of_a_role_and_an_older_one_is_made_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(INDEX_FILE);
+        let insert = |conn: &Connection, n: i64, role: &str| {
+            conn.execute(
+                "INSERT INTO llm_calls (number, time, role, reference, backend, model, stream,
+                     status, cost_usd, latency_ms, attempts, prompt_digest, segment, line_offset,
+                     line_length)
+                 VALUES (?1, '2025-01-01T00:00:00.000000Z', ?2, 'mock/x', 'mock', 'x', 0, 'ok',
+                     0.5, 1.0, 1, '', 1, 0, 100)",
+                rusqlite::params![n, role],
+            )
+            .unwrap();
+        };
+        {
+            let conn = Connection::open(&path).unwrap();
+            let whole = INDEX_SCHEMA.replace(" WHERE role <> ''", "");
+            assert_ne!(whole, INDEX_SCHEMA);
+            conn.execute_batch(&whole).unwrap();
+            conn.execute_batch(&format!("{INDEX_KEYS_SCHEMA} PRAGMA user_version = 3;"))
+                .unwrap();
+            for n in 1..=10 {
+                insert(&conn, n, if n % 5 == 0 { "coder" } else { "" });
+            }
+            assert_eq!(index_entries(&conn, "llm_calls_role"), 10);
+        }
+        let conn = open(&path).unwrap();
+        assert_eq!(
+            index_entries(&conn, "llm_calls_role"),
+            2,
+            "only the rows of a role"
+        );
+        let rows: i64 = conn
+            .query_row("SELECT COUNT(*) FROM llm_calls", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(rows, 10);
+        for n in 11..=20 {
+            insert(&conn, n, if n == 20 { "planner" } else { "" });
+        }
+        assert_eq!(index_entries(&conn, "llm_calls_role"), 3);
+        let query = format!(
+            "SELECT COUNT(*) FROM llm_calls WHERE role = ?1 AND {}",
+            super::super::ROLE_INDEXED
+        );
+        let plan: String = conn
+            .query_row(&format!("EXPLAIN QUERY PLAN {query}"), ["coder"], |r| {
+                r.get(3)
+            })
+            .unwrap();
+        assert!(plan.contains("llm_calls_role"), "{query}: {plan}");
+        let coder: i64 = conn.query_row(&query, ["coder"], |r| r.get(0)).unwrap();
+        assert_eq!(coder, 2);
+        // Opened again: left as it is.
+        drop(conn);
+        let conn = open(&path).unwrap();
+        assert_eq!(index_entries(&conn, "llm_calls_role"), 3);
     }
 
     /// An index whose client-key index held every row (as every version before made it)

@@ -38,17 +38,23 @@ pub const INDEX_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS llm_calls (
     cache_key           TEXT,                -- the cache key this call answers (a success entered in the cache); NULL otherwise
     cache_hit           INTEGER              -- for a call answered from the cache, the call that answered it
 );
-CREATE INDEX IF NOT EXISTS llm_calls_role ON llm_calls(role);";
+CREATE INDEX IF NOT EXISTS llm_calls_role ON llm_calls(role) WHERE role <> '';";
 
 /// The indexes on the columns added since the first schema, made once [`INDEX_SCHEMA`]'s
 /// table has them (an older index gets the columns first). The client key's holds only
 /// the rows that have one: a library's calls and a gateway's without client keys have
 /// none, and an entry `(NULL, time)` for each of them was a B-tree insert per call that
 /// no query reads (`WHERE client_key = ?` and `WHERE client_key IS NOT NULL` use the
-/// partial index).
+/// partial index). The role's index ([`INDEX_SCHEMA`]) holds only the rows of a role, for
+/// the same reason: a gateway's calls have none (`''`), and a query by a role says
+/// `role = ? AND role <> ''` for SQLite to read it ([`ROLE_INDEXED`]).
 pub const INDEX_KEYS_SCHEMA: &str =
     "CREATE INDEX IF NOT EXISTS llm_calls_client_key ON llm_calls(client_key, time) WHERE client_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS llm_calls_cache_key ON llm_calls(cache_key) WHERE cache_key IS NOT NULL;";
+
+/// The term a query by a role adds to `role = ?` (a role that is not `''`) so that
+/// SQLite reads the role's index, which holds only such rows.
+pub const ROLE_INDEXED: &str = "role <> ''";
 
 /// The index schema's version (`PRAGMA user_version`): 2 is the schema of record format 2
 /// (segment files) with `client_key`; 3 adds `client_dialect`, `cache_key` and

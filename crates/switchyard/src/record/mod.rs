@@ -45,7 +45,9 @@ pub(crate) use index::cache_entries;
 #[cfg(feature = "sqlite")]
 pub use index::{client_key_spend, run_spend_in};
 pub use index::{rebuild as rebuild_index, run_spend, spend_by_client_key};
-pub use index_row::{IndexRow, INDEX_FILE, INDEX_KEYS_SCHEMA, INDEX_SCHEMA, INDEX_VERSION};
+pub use index_row::{
+    IndexRow, INDEX_FILE, INDEX_KEYS_SCHEMA, INDEX_SCHEMA, INDEX_VERSION, ROLE_INDEXED,
+};
 pub(crate) use observe::{Handle, Observed, Outcome};
 pub use prepare::{PreparedRecord, RawReply};
 pub use quarantine::{QUARANTINE_DIR, QUARANTINE_FILE};

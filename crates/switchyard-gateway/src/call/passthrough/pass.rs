@@ -206,23 +206,28 @@ impl Pass {
     /// too.
     fn delta(&mut self, event: &[u8], data: (usize, usize), shape: Shape) {
         let string = (data.0 + shape.literal.0, data.0 + shape.literal.1 + 1);
-        if let Some(w) = self.written.as_ref().filter(|w| w.shape == shape.number) {
-            let lines = event[..data.0] == w.head[..] && event[data.1..] == w.tail[..];
-            if let Some((before, after)) = w.around.as_ref().filter(|_| lines) {
+        let same = |w: &&Written| {
+            w.shape == shape.number
+                && event[..data.0] == w.head[..]
+                && event[data.1..] == w.tail[..]
+        };
+        match self.written.as_ref().filter(same) {
+            Some(Written {
+                around: Some((before, after)),
+                ..
+            }) => {
                 self.out.extend_from_slice(before);
                 self.out.extend_from_slice(&event[string.0..string.1]);
                 self.out.extend_from_slice(after);
-                return;
             }
-            if w.around.is_none() {
+            Some(_) => self.names.event_into(event, Some(data), &mut self.out),
+            None => {
+                let from = self.out.len();
                 self.names.event_into(event, Some(data), &mut self.out);
-                return;
+                let written = Written::of(shape.number, event, data, string, &self.out[from..]);
+                self.written = Some(written);
             }
         }
-        let from = self.out.len();
-        self.names.event_into(event, Some(data), &mut self.out);
-        let written = Written::of(shape.number, event, data, string, &self.out[from..]);
-        self.written = Some(written);
     }
 
     /// An event of a shape only the parser reads (several data lines, an `id:`, lone CR
@@ -523,6 +528,18 @@ mod tests {
         "data: {\"model\":\"up\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}";
     const DONE: &str = "data: [DONE]";
 
+    /// A chat delta of `text` (JSON-escaped here) whose model comes first, as TEXT's.
+    fn delta(text: &str) -> String {
+        let text = serde_json::to_string(text).unwrap();
+        format!("data: {{\"model\":\"up\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{text}}}}}]}}")
+    }
+
+    /// A chat delta of `text` whose model follows its choices.
+    fn delta_model_after(text: &str) -> String {
+        let text = serde_json::to_string(text).unwrap();
+        format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{text}}}}}],\"model\":\"up\"}}")
+    }
+
     /// A stream of `events` with `end` after each line, as one string.
     fn stream(events: &[&str], end: &str) -> String {
         events.iter().map(|e| format!("{e}{end}{end}")).collect()
@@ -621,21 +638,13 @@ mod tests {
         use proptest::prelude::*;
         let event = prop_oneof![
             Just(ROLE.to_string()),
-            "[a-z日 \\\"]{0,8}".prop_map(|t| {
-                let t = serde_json::to_string(&t).unwrap();
-                format!("data: {{\"model\":\"up\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{t}}}}}]}}")
-            }),
-            "[a-z ]{0,4}".prop_map(|t| {
-                format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{t}\"}}}}],\"model\":\"up\"}}")
-            }),
+            "[a-z日 \\\"]{0,8}".prop_map(|t| delta(&t)),
+            "[a-z ]{0,4}".prop_map(|t| delta_model_after(&t)),
             // A run of deltas of one shape, as a model sends its text.
             proptest::collection::vec("[a-z日 \\\"]{0,4}", 2..6).prop_map(|texts| {
                 texts
                     .iter()
-                    .map(|t| {
-                        let t = serde_json::to_string(t).unwrap();
-                        format!("data: {{\"model\":\"up\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{t}}}}}]}}")
-                    })
+                    .map(|t| delta(t))
                     .collect::<Vec<_>>()
                     .join("\n\n")
             }),
@@ -773,9 +782,7 @@ mod tests {
     /// change around one shape (`data:` without its space, CRLF line ends).
     #[test]
     fn deltas_whose_model_follows_their_text_are_each_renamed() {
-        let after = |t: &str| {
-            format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{t}\"}}}}],\"model\":\"up\"}}\n\n")
-        };
+        let after = |t: &str| format!("{}\n\n", delta_model_after(t));
         let mut input = format!("{ROLE}\n\n");
         for t in ["a", "b", "c"] {
             input.push_str(&after(t));

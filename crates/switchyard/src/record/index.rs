@@ -71,6 +71,7 @@ fn upgrade(conn: &Connection, path: &Path) -> rusqlite::Result<()> {
             conn.execute_batch(&format!("DROP INDEX {index};"))?;
         }
     }
+    // INDEX_SCHEMA again, for the role's index dropped above (the rest exists).
     conn.execute_batch(&format!(
         "{INDEX_SCHEMA}
          {INDEX_KEYS_SCHEMA}

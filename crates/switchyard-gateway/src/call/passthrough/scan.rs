@@ -7,8 +7,8 @@
 //! An event is plain only when it provably is: it is JSON, every field that could carry
 //! something else (a finish, usage, a tool call, an error, a refusal) is absent or
 //! `null`, and its text is one well-formed JSON string. Anything the scan is unsure of is
-//! not plain, and is decoded as before. A key's pattern (`"content":`) cannot match inside a JSON string,
-//! where every quote is escaped.
+//! not plain, and is decoded as before. A key's pattern (`"content":`) cannot match
+//! inside a JSON string, where every quote is escaped.
 
 use memchr::memmem::Finder;
 use std::sync::LazyLock;

@@ -3,18 +3,19 @@
 //! inserts until its owner commits it.
 
 use super::index_row::IndexRow;
+use super::index_statement::RawInsert;
 use crate::internal::background::Courtesy;
-use rusqlite::{Connection, ErrorCode, Statement};
+use rusqlite::{Connection, ErrorCode};
 
-/// The columns of a row as [`bind_row`] binds them, in this order.
+/// The columns of a row as `index_statement` binds them, in this order.
 const COLUMNS: &str = "number, time, role, reference, backend, model, dialect, stream, status,
     error_kind, input_tokens, cached_input_tokens, cache_write_tokens, output_tokens,
     reasoning_tokens, cost_usd, provider_cost_usd, latency_ms, ttfb_ms, attempts,
     prompt_digest, segment, line_offset, line_length, client_key, client_dialect, cache_key,
     cache_hit";
 
-/// How many columns [`bind_row`] binds.
-const COLUMN_COUNT: usize = 28;
+/// How many columns a row binds.
+pub(super) const COLUMN_COUNT: usize = 28;
 
 /// Rows inserted by one statement when a batch has that many. A statement's own work (its
 /// start and end, opening its cursors on the table and its indexes, finding the table's end
@@ -22,7 +23,7 @@ const COLUMN_COUNT: usize = 28;
 /// percent.
 pub(super) const ROWS_PER_STATEMENT: usize = 16;
 
-/// The insert of `rows` rows, each bound by [`bind_row`].
+/// The insert of `rows` rows.
 fn insert_sql(rows: usize) -> String {
     let row = format!("({})", vec!["?"; COLUMN_COUNT].join(","));
     format!(
@@ -30,22 +31,6 @@ fn insert_sql(rows: usize) -> String {
         vec![row; rows].join(",")
     )
 }
-
-/// The two insert statements, prepared on first use.
-struct Statements<'c> {
-    many: Option<Statement<'c>>,
-    one: Option<Statement<'c>>,
-}
-
-self_cell::self_cell!(
-    /// A connection with the statements prepared on it: one owner, so the connection can
-    /// be handed from thread to thread (behind a lock) with them.
-    struct Prepared {
-        owner: Connection,
-        #[covariant]
-        dependent: Statements,
-    }
-);
 
 /// Inserts rows of calls the index does not hold yet (new calls, or the catch-up's rows
 /// after the last one it holds), [`ROWS_PER_STATEMENT`] at a time and the rest one by one,
@@ -59,19 +44,14 @@ self_cell::self_cell!(
 /// 16 rows, or finding it again in rusqlite's cache by its text, cost more per batch than
 /// a row's insert.
 pub(super) struct Inserter {
-    prepared: Prepared,
+    /// The insert of [`ROWS_PER_STATEMENT`] rows, and of one, prepared on first use.
+    /// Declared before the connection: dropped (finalised) before it closes.
+    many: Option<RawInsert>,
+    one: Option<RawInsert>,
+    conn: Connection,
     /// Rows inserted in the open transaction (0: none is open).
     uncommitted: usize,
 }
-
-// SAFETY: rusqlite's statements are not `Send` because each borrows its connection, which
-// is not `Sync`: two threads must not use a connection at once. An `Inserter` owns its
-// connection and every statement prepared on it (none can leave it), so it moves them
-// together, and whoever holds it (`&mut`, behind the feed's lock) is the one thread using
-// them. SQLite itself is built thread-safe (the bundled `SQLITE_THREADSAFE=1`), so a
-// connection may be used by one thread after another, as `Connection: Send` already
-// allows for a connection alone.
-unsafe impl Send for Inserter {}
 
 /// Why rows were not inserted.
 pub(super) enum Refused {
@@ -86,16 +66,15 @@ pub(super) enum Refused {
 impl Inserter {
     pub(super) fn new(conn: Connection) -> Inserter {
         Inserter {
-            prepared: Prepared::new(conn, |_| Statements {
-                many: None,
-                one: None,
-            }),
+            many: None,
+            one: None,
+            conn,
             uncommitted: 0,
         }
     }
 
     pub(super) fn conn(&self) -> &Connection {
-        self.prepared.borrow_owner()
+        &self.conn
     }
 
     /// Rows inserted since the last commit.
@@ -119,9 +98,7 @@ impl Inserter {
                 .execute_batch("BEGIN")
                 .map_err(Refused::Failed)?;
         }
-        let done = self
-            .prepared
-            .with_dependent_mut(|conn, statements| statements.insert(conn, rows, courtesy));
+        let done = self.insert_rows(rows, courtesy);
         match done {
             Ok(()) => {
                 self.uncommitted += rows.len();
@@ -177,31 +154,22 @@ fn is_busy(e: &rusqlite::Error) -> bool {
     )
 }
 
-impl<'c> Statements<'c> {
-    fn insert(
-        &mut self,
-        conn: &'c Connection,
-        rows: &[IndexRow],
-        courtesy: &Courtesy,
-    ) -> rusqlite::Result<()> {
+impl Inserter {
+    fn insert_rows(&mut self, rows: &[IndexRow], courtesy: &Courtesy) -> rusqlite::Result<()> {
         let mut chunks = rows.chunks_exact(ROWS_PER_STATEMENT);
         if chunks.len() > 0 {
-            let many = prepared(conn, &mut self.many, ROWS_PER_STATEMENT)?;
+            let many = prepared(&self.conn, &mut self.many, ROWS_PER_STATEMENT)?;
             for chunk in &mut chunks {
                 courtesy.give_way();
-                for (i, r) in chunk.iter().enumerate() {
-                    bind_row(many, i * COLUMN_COUNT, r)?;
-                }
-                many.raw_execute()?;
+                many.run(chunk)?;
             }
         }
         let rest = chunks.remainder();
         if !rest.is_empty() {
-            let one = prepared(conn, &mut self.one, 1)?;
+            let one = prepared(&self.conn, &mut self.one, 1)?;
             for r in rest {
                 courtesy.give_way();
-                bind_row(one, 0, r)?;
-                one.raw_execute()?;
+                one.run(std::slice::from_ref(r))?;
             }
         }
         Ok(())
@@ -209,54 +177,15 @@ impl<'c> Statements<'c> {
 }
 
 /// The insert of `rows` rows kept in `slot`, prepared the first time.
-fn prepared<'s, 'c>(
-    conn: &'c Connection,
-    slot: &'s mut Option<Statement<'c>>,
+fn prepared<'s>(
+    conn: &Connection,
+    slot: &'s mut Option<RawInsert>,
     rows: usize,
-) -> rusqlite::Result<&'s mut Statement<'c>> {
+) -> rusqlite::Result<&'s mut RawInsert> {
     if slot.is_none() {
-        *slot = Some(conn.prepare(&insert_sql(rows))?);
+        *slot = Some(RawInsert::prepare(conn, &insert_sql(rows), rows)?);
     }
     slot.as_mut().ok_or(rusqlite::Error::InvalidQuery)
-}
-
-/// Binds row `r` to the [`COLUMNS`] of `stmt` after its first `before` parameters.
-fn bind_row(stmt: &mut Statement<'_>, before: usize, r: &IndexRow) -> rusqlite::Result<()> {
-    let u = r.usage;
-    let status = if r.error_kind.is_some() {
-        "error"
-    } else {
-        "ok"
-    };
-    let at = |column: usize| before + column;
-    stmt.raw_bind_parameter(at(1), r.number as i64)?;
-    stmt.raw_bind_parameter(at(2), r.time.as_str())?;
-    stmt.raw_bind_parameter(at(3), r.role.as_str())?;
-    stmt.raw_bind_parameter(at(4), r.reference.as_str())?;
-    stmt.raw_bind_parameter(at(5), r.backend.as_str())?;
-    stmt.raw_bind_parameter(at(6), r.model.as_str())?;
-    stmt.raw_bind_parameter(at(7), r.dialect)?;
-    stmt.raw_bind_parameter(at(8), r.stream)?;
-    stmt.raw_bind_parameter(at(9), status)?;
-    stmt.raw_bind_parameter(at(10), r.error_kind.as_deref())?;
-    stmt.raw_bind_parameter(at(11), u.map(|u| big(u.input)))?;
-    stmt.raw_bind_parameter(at(12), u.map(|u| big(u.cached_input)))?;
-    stmt.raw_bind_parameter(at(13), u.map(|u| big(u.cache_write)))?;
-    stmt.raw_bind_parameter(at(14), u.map(|u| big(u.output)))?;
-    stmt.raw_bind_parameter(at(15), u.map(|u| big(u.reasoning)))?;
-    stmt.raw_bind_parameter(at(16), r.cost_usd)?;
-    stmt.raw_bind_parameter(at(17), r.provider_cost_usd)?;
-    stmt.raw_bind_parameter(at(18), r.latency_ms)?;
-    stmt.raw_bind_parameter(at(19), r.ttfb_ms)?;
-    stmt.raw_bind_parameter(at(20), r.attempts)?;
-    stmt.raw_bind_parameter(at(21), r.prompt_digest.as_str())?;
-    stmt.raw_bind_parameter(at(22), r.location.segment)?;
-    stmt.raw_bind_parameter(at(23), r.location.offset as i64)?;
-    stmt.raw_bind_parameter(at(24), r.location.len)?;
-    stmt.raw_bind_parameter(at(25), r.client_key.as_deref())?;
-    stmt.raw_bind_parameter(at(26), r.client_dialect)?;
-    stmt.raw_bind_parameter(at(27), r.cache_key.as_deref())?;
-    stmt.raw_bind_parameter(at(28), r.cache_hit.map(|n| n as i64))
 }
 
 /// A token count as SQLite's integer, saturating at `i64::MAX` (a provider's absurd

@@ -18,6 +18,8 @@ mod index_feed;
 #[cfg(feature = "sqlite")]
 mod index_insert;
 mod index_row;
+#[cfg(feature = "sqlite")]
+mod index_statement;
 mod line;
 mod observe;
 mod prepare;

@@ -130,6 +130,14 @@ pub trait StreamDecoder: Send {
     /// `message_stop`, a terminal `response.*` event, Gemini's finishReason) or an error
     /// event: nothing after it belongs to the reply.
     fn ended(&self) -> bool;
+
+    /// Whether the last event given to [`StreamDecoder::event`] was a chunk of usage alone
+    /// (chat: `choices` an empty array, `usage` not `null`), which a relay hides from a
+    /// client that did not ask for usage. Read from the decoder's own parse of the event,
+    /// so a relay that decodes the event does not parse it again to know.
+    fn last_was_usage_alone(&self) -> bool {
+        false
+    }
 }
 
 /// Encodes canonical events as one dialect's SSE stream.

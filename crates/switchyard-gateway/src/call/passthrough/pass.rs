@@ -184,15 +184,34 @@ impl Pass {
         event: &[u8],
         e: switchyard_wire::sse::EventRef<'_>,
     ) -> Result<(), DecodeError> {
-        let judged = match self.watch.ended() {
-            true => Judged::Decoded,
-            false => self.watch.event(Seen::InPlace(e))?,
+        // Whether the event is a usage-only chunk to hide: as the watch's decoder parsed
+        // it, or, for an event after the end (not decoded), by a parse of its own.
+        let (judged, usage_alone) = match self.watch.ended() {
+            true => (
+                Judged::Decoded,
+                self.hide_usage && is_usage_only_chunk(e.data),
+            ),
+            false => {
+                let judged = self.watch.event(Seen::InPlace(e))?;
+                let decoded = judged == Judged::Decoded;
+                (
+                    judged,
+                    self.hide_usage && decoded && self.watch.usage_alone(),
+                )
+            }
         };
+        debug_assert!(
+            !self.hide_usage
+                || matches!(judged, Judged::Plain(_))
+                || usage_alone == is_usage_only_chunk(e.data),
+            "the decoder and the relay's own parse disagree on a usage-only chunk: {:?}",
+            String::from_utf8_lossy(e.data)
+        );
         let start = e.data.as_ptr() as usize - event.as_ptr() as usize;
         let data = (start, start + e.data.len());
         match judged {
             // A plain delta is never a usage-only chunk.
-            Judged::Decoded if self.hide_usage && is_usage_only_chunk(e.data) => {}
+            Judged::Decoded if usage_alone => {}
             Judged::Plain(Some(shape)) if self.repeating => self.delta(event, data, shape),
             Judged::Decoded | Judged::Plain(_) => {
                 self.names.event_into(event, Some(data), &mut self.out)
@@ -431,6 +450,10 @@ mod tests {
     use super::*;
     use switchyard_wire::sse::first_event_end;
 
+    /// A usage-only chunk, as the relay's own parse judges an event after the end and
+    /// as the chat decoder judges the events it decodes (where it accepts them): the two
+    /// agree on every case, odd types, repeated keys and an error beside the usage among
+    /// them. (Every pass in a test build also checks the two agree on each decoded event.)
     #[test]
     fn a_usage_only_chunk_is_one_with_no_choices_and_a_usage() {
         for (data, expected) in [
@@ -450,8 +473,26 @@ mod tests {
             (r#"{"choices":[],"usage":null,"usage":{}}"#, true),
             (r#"{"choices":[],"usage":{}"#, false),
             (r#"["usage"]"#, false),
+            (r#"{"choices":[],"usage":5}"#, true),
+            (r#"{"choices":[],"usage":[]}"#, true),
+            (r#"{"choices":[],"usage":{"prompt_tokens":"x"}}"#, true),
+            (r#"{"choices":[],"usage":{},"error":{"message":"m"}}"#, true),
+            (
+                r#"{"choices":[{"index":0,"delta":{"tool_calls":[]}}],"usage":{}}"#,
+                false,
+            ),
+            (r#"{"choices":{},"usage":{}}"#, false),
+            (r#"  {"choices":[],"usage":{}}  "#, true),
         ] {
             assert_eq!(is_usage_only_chunk(data.as_bytes()), expected, "{data}");
+            let mut decoder = switchyard_wire::codec(Dialect::Chat).stream_decoder();
+            let event = SseEvent {
+                data: data.to_string(),
+                ..Default::default()
+            };
+            if decoder.event(&event).is_ok() {
+                assert_eq!(decoder.last_was_usage_alone(), expected, "{data}");
+            }
         }
     }
 

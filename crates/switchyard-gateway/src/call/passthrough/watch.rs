@@ -132,6 +132,12 @@ impl Watch {
         Ok(())
     }
 
+    /// The event just read was decoded ([`Judged::Decoded`]) and is a chunk of usage
+    /// alone, as the decoder parsed it ([`StreamDecoder::last_was_usage_alone`]).
+    pub(super) fn usage_alone(&self) -> bool {
+        self.decoder.last_was_usage_alone()
+    }
+
     /// The end marker (or an error event) was seen: nothing after it belongs to the reply.
     pub(super) fn ended(&self) -> bool {
         self.error.is_some() || self.decoder.ended()

@@ -49,6 +49,8 @@ pub struct ChatStreamDecoder {
     finish_raw: Option<String>,
     closed: bool,
     errored: bool,
+    /// The last event was a chunk of usage alone ([`StreamDecoder::last_was_usage_alone`]).
+    usage_alone: bool,
 }
 
 impl ChatStreamDecoder {
@@ -361,7 +363,12 @@ impl StreamDecoder for ChatStreamDecoder {
         self.closed || self.errored
     }
 
+    fn last_was_usage_alone(&self) -> bool {
+        self.usage_alone
+    }
+
     fn event(&mut self, event: &SseEvent) -> Result<Vec<Event>, DecodeError> {
+        self.usage_alone = false;
         let data = event.data.trim();
         if data.is_empty() || self.closed {
             return Ok(Vec::new());
@@ -371,6 +378,9 @@ impl StreamDecoder for ChatStreamDecoder {
         }
         if let Ok(plain) = serde_json::from_str::<PlainChunk<'_>>(data) {
             if plain.is_plain() {
+                // A `usage` of `null` is parsed as none.
+                self.usage_alone =
+                    plain.choices.as_ref().is_some_and(Vec::is_empty) && plain.usage.is_some();
                 return Ok(self.plain_chunk(&plain));
             }
         }
@@ -380,6 +390,12 @@ impl StreamDecoder for ChatStreamDecoder {
                 preview(data.as_bytes())
             ))
         })?;
+        // The lenient reader keeps the last of a repeated key, as this reads it.
+        self.usage_alone = value
+            .get("choices")
+            .and_then(Value::as_array)
+            .is_some_and(Vec::is_empty)
+            && value.get("usage").is_some_and(|u| !u.is_null());
         match &value {
             Value::Object(chunk) => self.chunk(chunk),
             other => Err(DecodeError::Malformed(format!(

@@ -53,6 +53,7 @@ impl RawInsert {
             let stmt = NonNull::new(stmt)
                 .ok_or_else(|| failure(ffi::SQLITE_MISUSE, "the insert statement is empty"))?;
             let params = ffi::sqlite3_bind_parameter_count(stmt.as_ptr());
+            // Owned before the check: a statement refused below is finalised by its drop.
             let this = RawInsert { stmt, db, rows };
             if params as usize != rows * COLUMN_COUNT {
                 return Err(failure(
@@ -207,15 +208,11 @@ impl Binder {
     /// A text bound in place (`SQLITE_STATIC`): valid until [`RawInsert::run`] clears
     /// the bindings, within the borrow of the rows it came from.
     fn text(&mut self, v: &str) {
-        let Ok(len) = c_int::try_from(v.len()) else {
-            self.at += 1;
-            if self.rc == ffi::SQLITE_OK {
-                self.rc = ffi::SQLITE_TOOBIG;
-            }
-            return;
-        };
-        self.next(|s, i| unsafe {
-            ffi::sqlite3_bind_text(s, i, v.as_ptr().cast(), len, ffi::SQLITE_STATIC())
+        self.next(|s, i| match c_int::try_from(v.len()) {
+            Ok(len) => unsafe {
+                ffi::sqlite3_bind_text(s, i, v.as_ptr().cast(), len, ffi::SQLITE_STATIC())
+            },
+            Err(_) => ffi::SQLITE_TOOBIG,
         });
     }
 

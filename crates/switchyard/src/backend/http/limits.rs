@@ -112,7 +112,8 @@ impl Counter {
         if self.received > self.limits.of(bound) {
             return Some(bound);
         }
-        if self.reading == Reading::Events && self.event.take(chunk) > self.limits.max_event_bytes {
+        if self.reading == Reading::Events && self.event.passes(chunk, self.limits.max_event_bytes)
+        {
             return Some(ReplyBound::Event);
         }
         None
@@ -172,7 +173,46 @@ impl Default for EventSize {
 }
 
 impl EventSize {
-    /// Takes a chunk; gives the largest size the event being received reached in it.
+    /// Takes a chunk; whether an event in it (the one being received included) grew past
+    /// `bound` bytes.
+    ///
+    /// No event of a chunk is larger than the one being received plus the whole chunk,
+    /// so a chunk that cannot reach the bound is not walked line by line (a stream's
+    /// chunk holds dozens of line ends, each a search of its own): only its last line end
+    /// is looked for, and when it ends a blank line the event being received is what
+    /// follows it. Otherwise, and near the bound, every line end is read ([`Self::take`]).
+    fn passes(&mut self, chunk: &[u8], bound: u64) -> bool {
+        if self.event.saturating_add(chunk.len() as u64) <= bound && self.skip(chunk) {
+            return false;
+        }
+        self.take(chunk) > bound
+    }
+
+    /// The state after `chunk` when its last line end ends a blank line that lies wholly
+    /// within it (then nothing before it matters); `false`, the state untouched, when it
+    /// does not.
+    fn skip(&mut self, chunk: &[u8]) -> bool {
+        let Some(last) = memchr::memrchr2(b'\n', b'\r', chunk) else {
+            return false;
+        };
+        // The line end's first byte (a CRLF's CR), and whether a line end comes right
+        // before it: the line it ends is then blank.
+        let first = match chunk[last] == b'\n' && last > 0 && chunk[last - 1] == b'\r' {
+            true => last - 1,
+            false => last,
+        };
+        if first == 0 || !matches!(chunk[first - 1], b'\n' | b'\r') {
+            return false;
+        }
+        let rest = (chunk.len() - last - 1) as u64;
+        self.event = rest;
+        self.line_empty = rest == 0;
+        self.after_cr = rest == 0 && chunk[last] == b'\r';
+        true
+    }
+
+    /// Takes a chunk line end by line end; gives the largest size the event being
+    /// received reached in it.
     fn take(&mut self, mut chunk: &[u8]) -> u64 {
         let mut largest = 0;
         while !chunk.is_empty() {
@@ -205,6 +245,7 @@ impl EventSize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn limits(total: u64, event: u64) -> ReplyLimits {
         ReplyLimits {
@@ -239,6 +280,53 @@ mod tests {
                     "{end:?} in pieces of {piece}"
                 );
             }
+        }
+    }
+
+    /// The state an [`EventSize`] holds, to compare two.
+    fn state(e: &EventSize) -> (u64, bool, bool) {
+        (e.event, e.line_empty, e.after_cr)
+    }
+
+    proptest! {
+        /// A chunk skipped by its last line end leaves the state a walk over every line
+        /// end leaves, and a bound is passed where the walk passes it: any line ends
+        /// (LF, CR, CRLF, split across chunks), any chunks, any bound.
+        #[test]
+        fn a_skipped_chunk_counts_as_every_line_end_read(
+            stream in prop::collection::vec(
+                prop_oneof![Just(b'x'), Just(b'\n'), Just(b'\r')], 0..300),
+            cuts in prop::collection::vec(1usize..40, 1..40),
+            bound in prop_oneof![Just(u64::MAX), 0u64..60],
+        ) {
+            let (mut skipping, mut walking) = (EventSize::default(), EventSize::default());
+            let mut rest = &stream[..];
+            for cut in cuts.iter().cycle() {
+                if rest.is_empty() {
+                    break;
+                }
+                let (chunk, after) = rest.split_at((*cut).min(rest.len()));
+                rest = after;
+                let passed = walking.take(chunk) > bound;
+                prop_assert_eq!(skipping.passes(chunk, bound), passed);
+                prop_assert_eq!(state(&skipping), state(&walking));
+            }
+        }
+    }
+
+    /// The chunks of a stream (dozens of events each) are skipped, not walked.
+    #[test]
+    fn a_stream_of_whole_events_is_skipped_chunk_by_chunk() {
+        for end in ["\n", "\r\n", "\r"] {
+            let chunk = format!("data: {{\"a\":1}}{end}{end}").repeat(20);
+            let mut e = EventSize::default();
+            for _ in 0..3 {
+                assert!(e.skip(chunk.as_bytes()), "{end:?}");
+                assert_eq!(state(&e), (0, true, end == "\r"), "{end:?}");
+            }
+            // An event cut after its data line is not: its blank line is to come.
+            let cut = format!("{chunk}data: 1{end}");
+            assert!(!e.skip(cut.as_bytes()), "{end:?}");
         }
     }
 

@@ -137,7 +137,7 @@ impl<'a> RawBody<'a> {
                 out.push(b',');
             }
             empty = false;
-            out.extend_from_slice(serde_json::Value::from(k).to_string().as_bytes());
+            out.extend_from_slice(switchyard_wire::json::quoted(k).as_bytes());
             out.push(b':');
             out.extend_from_slice(v.as_bytes());
         }

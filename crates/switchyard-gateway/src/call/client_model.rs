@@ -58,7 +58,7 @@ fn field(dialect: Dialect) -> &'static str {
 
 /// `name` as a reply writes it ([`written`]), as a JSON string.
 fn json_string(name: &str) -> String {
-    serde_json::Value::from(written(name)).to_string()
+    switchyard_wire::json::quoted(&written(name))
 }
 
 /// A whole reply of `dialect` naming `name`: its top-level model field replaced where

@@ -41,7 +41,7 @@ pub(crate) async fn answer(
     let body = client_request(client, raw, bytes)?;
     if client == target.dialect && client == Dialect::Messages {
         if let Some(url) = &target.count_tokens_url {
-            let patched = raw.patched(&[("model", Value::from(target.model.as_str()).to_string())]);
+            let patched = raw.patched(&[("model", switchyard_wire::json::quoted(&target.model))]);
             if let Some(v) = ask_messages(target, url, patched, headers).await {
                 meter.complete();
                 return Ok(json_response(v));

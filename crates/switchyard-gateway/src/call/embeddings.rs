@@ -26,7 +26,6 @@ use crate::raw::RawBody;
 use axum::http::StatusCode;
 use axum::response::Response;
 use bytes::Bytes;
-use serde_json::Value;
 use std::sync::Arc;
 use switchyard::backend::http::RawRequest;
 use switchyard::embed::Embedder;
@@ -304,7 +303,8 @@ fn passthrough_body(bytes: &Bytes, model: &str) -> Result<Bytes, ApiError> {
     if raw.string("model").as_deref() == Some(model) {
         return Ok(bytes.clone());
     }
-    Ok(Bytes::from(
-        raw.patched(&[("model", Value::from(model).to_string())]),
-    ))
+    Ok(Bytes::from(raw.patched(&[(
+        "model",
+        switchyard_wire::json::quoted(model),
+    )])))
 }

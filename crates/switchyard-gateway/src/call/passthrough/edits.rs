@@ -9,6 +9,7 @@ use crate::raw::RawBody;
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 use switchyard::Dialect;
+use switchyard_wire::json::quoted;
 
 /// The body to send, and whether the usage-only chunk must be kept from the client (it
 /// did not ask for it; the gateway did, to meter the call).
@@ -18,6 +19,9 @@ pub(super) struct Edited {
     /// Drop the chat usage-only chunk from the client's stream.
     pub hide_usage: bool,
 }
+
+/// The `stream_options` a chat stream is sent with when its client sent none of its own.
+const INCLUDE_USAGE: &str = r#"{"include_usage":true}"#;
 
 /// Applies the edits `target` needs to the client's body.
 pub(super) fn edit(
@@ -30,7 +34,7 @@ pub(super) fn edit(
     let config = target.http.config();
     let mut edits: Vec<(&str, String)> = Vec::new();
     if dialect != Dialect::Gemini && raw.string("model").as_deref() != Some(&target.model) {
-        edits.push(("model", Value::from(target.model.as_str()).to_string()));
+        edits.push(("model", quoted(&target.model)));
     }
     for (k, v) in &config.extra_body {
         edits.push((k.as_str(), v.to_string()));
@@ -46,12 +50,16 @@ pub(super) fn edit(
             .and_then(Value::as_bool)
             != Some(true)
         {
-            let mut o = match options {
-                Some(Value::Object(m)) => m,
-                _ => Map::new(),
+            let options = match options {
+                // The client's other options kept beside it.
+                Some(Value::Object(mut o)) => {
+                    o.insert("include_usage".into(), json!(true));
+                    Value::Object(o).to_string()
+                }
+                // Nearly every stream: the client sent none.
+                _ => INCLUDE_USAGE.to_string(),
             };
-            o.insert("include_usage".into(), json!(true));
-            edits.push(("stream_options", Value::Object(o).to_string()));
+            edits.push(("stream_options", options));
             hide_usage = true;
         }
     }

@@ -113,9 +113,47 @@ impl Pass {
         // once rather than grown event by event.
         self.out.reserve(bytes.len() + bytes.len() / 8 + 64);
         let mut frames = std::mem::take(&mut self.frames);
-        let read = frames.push(bytes, |event, read| self.event(event, read));
+        let read = frames.push(bytes, |whole| self.events(whole));
         self.frames = frames;
         read
+    }
+
+    /// Whole events' bytes, event by event: a delta of the last shape written, with
+    /// that delta's lines, is read and written without being framed ([`Pass::repeat`]);
+    /// any other event is framed ([`first_event`]) and read as it was framed.
+    fn events(&mut self, mut bytes: &[u8]) -> Result<(), DecodeError> {
+        while !bytes.is_empty() {
+            if let Some(end) = self.repeat(bytes) {
+                bytes = &bytes[end..];
+                continue;
+            }
+            let (end, read) = first_event(bytes);
+            let (event, rest) = bytes.split_at(end);
+            bytes = rest;
+            self.event(event, read)?;
+        }
+        Ok(())
+    }
+
+    /// The event `bytes` begin with, when it is a delta of the shape last written
+    /// ([`Written`]) with that delta's lines around its data: the watch reads it by its
+    /// string alone ([`Watch::leading`]) and it is written as the shape's first was,
+    /// around its own string, as [`Pass::delta`] would once it was framed. Its length.
+    fn repeat(&mut self, bytes: &[u8]) -> Option<usize> {
+        if !self.repeating {
+            return None;
+        }
+        let written = self.written.as_ref()?;
+        let (before, after) = written.around.as_ref()?;
+        let leading = self
+            .watch
+            .leading(written.shape, bytes, &written.head, &written.tail)?;
+        let (open, close) = leading.plain.literal?;
+        self.last = self.out.len();
+        self.out.extend_from_slice(before);
+        self.out.extend_from_slice(&bytes[open..=close]);
+        self.out.extend_from_slice(after);
+        Some(leading.end)
     }
 
     /// The bytes ended: the last event, if its blank line never came, read and written
@@ -281,19 +319,22 @@ struct Frames {
 }
 
 impl Frames {
-    /// Hands `f` each event `bytes` completes, with how it was read, in order; stops at
-    /// `f`'s first error. Linear in the bytes however long an event is (one bounded by
-    /// `max_event_bytes` may come in thousands of chunks): the tail grows in place, and
-    /// only the new bytes are searched for an event's end.
+    /// Hands `f` the whole events `bytes` completes, as one slice ([`each_event`] cuts
+    /// it); none when it completes none. Linear in the bytes however long an event is
+    /// (one bounded by `max_event_bytes` may come in thousands of chunks): the tail
+    /// grows in place, and only the new bytes are searched for an event's end.
     fn push<E>(
         &mut self,
         bytes: &[u8],
-        f: impl FnMut(&[u8], InPlace<'_>) -> Result<(), E>,
+        mut f: impl FnMut(&[u8]) -> Result<(), E>,
     ) -> Result<(), E> {
         if self.tail.is_empty() {
             let end = last_boundary(bytes).unwrap_or(0);
             self.tail.extend_from_slice(&bytes[end..]);
-            return each_event(&bytes[..end], f);
+            return match end {
+                0 => Ok(()),
+                _ => f(&bytes[..end]),
+            };
         }
         // The tail holds no event's end: a blank line ending in the new bytes begins at
         // most three bytes before them (`\r\n\r\n`).
@@ -302,7 +343,7 @@ impl Frames {
         match last_boundary_from(&self.tail, from) {
             Some(end) => {
                 let whole = self.tail.split_to(end);
-                each_event(&whole, f)
+                f(&whole)
             }
             None => Ok(()),
         }
@@ -314,28 +355,32 @@ impl Frames {
     }
 }
 
-/// Each event of `bytes`, which end with a whole event, handed to `f` as it was read.
+/// Each event of `bytes`, which end with a whole event, handed to `f` as it was read
+/// (the pass reads them as [`Pass::events`]).
+#[cfg(test)]
 fn each_event<E>(
     mut bytes: &[u8],
     mut f: impl FnMut(&[u8], InPlace<'_>) -> Result<(), E>,
 ) -> Result<(), E> {
     while !bytes.is_empty() {
-        let blank = leading_blank_line(bytes);
-        if blank > 0 {
-            let (line, rest) = bytes.split_at(blank);
-            bytes = rest;
-            f(line, InPlace::Nothing)?;
-            continue;
-        }
-        let Some((end, read)) = next_event(bytes) else {
-            // Blank lines and nothing else.
-            return f(bytes, InPlace::Nothing);
-        };
+        let (end, read) = first_event(bytes);
         let (event, rest) = bytes.split_at(end);
         bytes = rest;
         f(event, read)?;
     }
     Ok(())
+}
+
+/// The length of the event `bytes` (not empty, ending with a whole event) begin with,
+/// and how it was read: a blank line first is a slice of its own ([`leading_blank_line`]),
+/// read as nothing, as are blank lines with nothing after them.
+fn first_event(bytes: &[u8]) -> (usize, InPlace<'_>) {
+    let blank = leading_blank_line(bytes);
+    if blank > 0 {
+        return (blank, InPlace::Nothing);
+    }
+    // Blank lines and nothing else.
+    next_event(bytes).unwrap_or((bytes.len(), InPlace::Nothing))
 }
 
 /// The length of the blank line `bytes` begin with (LF or CRLF), 0 for none. Bytes are
@@ -544,15 +589,16 @@ mod tests {
             let mut frames = Frames::default();
             let mut read = Vec::new();
             for chunk in bytes.chunks(size) {
-                frames
-                    .push(chunk, |event, how| {
+                frames.push(chunk, |whole| {
+                    each_event(whole, |event, how| {
                         match how {
                             InPlace::Event(e) => read.push(e.to_event()),
                             InPlace::Nothing => proptest::prop_assert_eq!(parsed(event), vec![]),
                             InPlace::Parse => read.extend(parsed(event)),
                         }
                         Ok(())
-                    })?;
+                    })
+                })?;
             }
             read.extend(parsed(&frames.finish()));
             proptest::prop_assert_eq!(read, parsed(&bytes));
@@ -815,6 +861,45 @@ mod tests {
                     let each = passed(not_repeating(dialect, hide), &raw, size);
                     assert_eq!(repeating, each, "{} in pieces of {size}", path.display());
                 }
+            }
+        }
+    }
+
+    /// A delta is read and written without being framed only when it is of the shape
+    /// last written, with that delta's lines: an event whose bytes after its string
+    /// differ from the shape's by as many bytes (a finish where the shape has `null`), and
+    /// a delta of a shape the watch remembered from an event only the parser reads (lone
+    /// CR line ends) while the pass wrote it whole, are framed and read in full, as a
+    /// pass that writes each delta through [`InStream`] reads and writes them.
+    #[test]
+    fn only_a_delta_of_the_shape_last_written_is_read_unframed() {
+        let with = |text: &str, finish: &str| {
+            format!("data: {{\"model\":\"up\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}},\"finish_reason\":{finish}}}]}}")
+        };
+        let plain = |text: &str| with(text, "null");
+        let streams = [
+            format!(
+                "{ROLE}\n\n{}\n\n{}\n\n{}\n\n{}\n\n{DONE}\n\n",
+                plain("a"),
+                plain("b"),
+                with("c", "\"ab\""),
+                plain("d"),
+            ),
+            format!(
+                "{ROLE}\n\n{}\n\n{}\n\n{}\r\r{}\n\n{}\n\n{DONE}\n\n",
+                delta("a"),
+                delta("b"),
+                delta_model_after("c"),
+                delta_model_after("d"),
+                delta_model_after("e"),
+            ),
+        ];
+        for input in streams {
+            for size in [1, 7, input.len()] {
+                let repeating = in_pieces(input.as_bytes(), size, false);
+                let each = passed(not_repeating(Dialect::Chat, false), input.as_bytes(), size);
+                assert_eq!(repeating, each, "{input:?} in pieces of {size}");
+                assert!(!repeating.2, "{input:?}");
             }
         }
     }

@@ -68,20 +68,60 @@ impl Memo {
         if close + 1 != middle.len() {
             return None;
         }
-        let at = (self.prefix.len(), self.prefix.len() + close);
-        Some(match self.thinking {
+        Some(self.carrying(len, (self.prefix.len(), self.prefix.len() + close)))
+    }
+
+    /// The event `bytes` begin with, when it is a delta of this shape whose lines
+    /// before its data and after it are `head` and `tail`, the bytes around the data
+    /// of a delta of this shape already framed: what it carries (its string where it
+    /// stands in `bytes`) and the event's length. It is what framing the event and
+    /// asking [`Memo::plain`] of its data would judge, without the framing: no line
+    /// ends within the bytes around the string (they were one data line's) nor within
+    /// the string (a control character ends no JSON string but refuses it), so the
+    /// event's lines are the framed delta's, and its data what lies between `head` and
+    /// `tail`.
+    pub(super) fn leading(&self, bytes: &[u8], head: &[u8], tail: &[u8]) -> Option<Leading> {
+        let opens = head.len() + self.prefix.len();
+        if !bytes.starts_with(head) || !bytes[head.len()..].starts_with(&self.prefix) {
+            return None;
+        }
+        let (len, close) = literal_of(&bytes[opens..])?;
+        let after = opens + close + 1;
+        let rest = &bytes[after..];
+        if !rest.starts_with(&self.suffix) || !rest[self.suffix.len()..].starts_with(tail) {
+            return None;
+        }
+        Some(Leading {
+            plain: self.carrying(len, (opens, after - 1)),
+            end: after + self.suffix.len() + tail.len(),
+        })
+    }
+
+    /// A delta of this shape whose string unescapes to `len` bytes and stands at
+    /// `literal` (its quotes).
+    fn carrying(&self, len: usize, literal: (usize, usize)) -> Plain {
+        match self.thinking {
             true => Plain {
                 thinking: Some(len),
                 text: 0,
-                literal: Some(at),
+                literal: Some(literal),
             },
             false => Plain {
                 thinking: None,
                 text: len,
-                literal: Some(at),
+                literal: Some(literal),
             },
-        })
+        }
     }
+}
+
+/// A delta of a remembered shape that a stream's bytes begin with ([`Memo::leading`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Leading {
+    /// What it carries; its `literal` is where its string stands in the bytes.
+    pub plain: Plain,
+    /// The event's length, its blank line included.
+    pub end: usize,
 }
 
 /// The event named `event` with `data` as a plain delta of `dialect`, when it is one.
@@ -612,6 +652,37 @@ mod tests {
             let memo = memo_of(&first, &plain(Dialect::Chat, &first).unwrap()).unwrap();
             let next = event(None, &template(&text));
             prop_assert_eq!(memo_plain(&memo, &next), plain(Dialect::Chat, &next));
+        }
+
+        /// An event read from a stream's bytes by the remembered shape, unframed, is
+        /// judged as its data once framed, and ends after its blank line: whatever its
+        /// string holds (a line end in it refuses it), whatever follows the event, and
+        /// only when its lines end as those given.
+        #[test]
+        fn a_leading_delta_is_judged_as_its_framed_data(
+            text in ".*",
+            after in "(data: x\n\n)?",
+            end in prop_oneof![Just("\n\n"), Just("\r\n\r\n")],
+            tail in prop_oneof![Just("\n\n"), Just("\r\n\r\n")],
+        ) {
+            let template = |t: &str| format!(
+                r#"{{"id":"c","choices":[{{"index":0,"delta":{{"content":{}}},"finish_reason":null}}]}}"#,
+                serde_json::to_string(t).unwrap()
+            );
+            let first = event(None, &template("first"));
+            let memo = memo_of(&first, &plain(Dialect::Chat, &first).unwrap()).unwrap();
+            // The string written unescaped too, so that its line ends stand in the bytes.
+            for data in [template(&text), template("x").replace("\"x\"", &format!("\"{text}\""))] {
+                let bytes = format!("data: {data}{end}{after}");
+                // The event framed, and its lines those given (`tail`).
+                let framed = memo_plain(&memo, &event(None, &data))
+                    .filter(|_| !data.contains(['\n', '\r']) && end == tail);
+                let leading = memo.leading(bytes.as_bytes(), b"data: ", tail.as_bytes());
+                prop_assert_eq!(
+                    leading.map(|l| (l.plain.text, l.plain.literal.map(|(a, b)| (a - 6, b - 6)), l.end)),
+                    framed.map(|p| (p.text, p.literal, 6 + data.len() + end.len()))
+                );
+            }
         }
 
         /// Any bytes: no panic.

@@ -102,16 +102,7 @@ impl Watch {
                 }),
             };
             if let Some(plain) = plain {
-                // As the decoder's thinking and text deltas would be noted.
-                if let Some(bytes) = plain.thinking {
-                    self.began = true;
-                    self.output_bytes += bytes;
-                }
-                if plain.text > 0 {
-                    self.began = true;
-                    self.answered = true;
-                    self.output_bytes += plain.text;
-                }
+                self.count(plain);
                 let shape = plain.literal.filter(|_| self.memo.is_some());
                 return Ok(Judged::Plain(shape.map(|literal| Shape {
                     number: self.shape,
@@ -122,6 +113,40 @@ impl Watch {
         let events = self.decoder.event(&event.into_event())?;
         self.note(events);
         Ok(Judged::Decoded)
+    }
+
+    /// The event a stream's bytes begin with, when it is a delta of the remembered
+    /// shape numbered `shape` whose lines around its data are `head` and `tail` (those
+    /// of a delta of that shape already read): read as [`Watch::event`] would read it
+    /// once framed, without framing it ([`scan::Memo::leading`]). `None`, nothing read,
+    /// when it is not one, or the stream has ended.
+    pub(super) fn leading(
+        &mut self,
+        shape: u64,
+        bytes: &[u8],
+        head: &[u8],
+        tail: &[u8],
+    ) -> Option<scan::Leading> {
+        if !self.scanning || self.shape != shape || self.ended() {
+            return None;
+        }
+        let leading = self.memo.as_ref()?.leading(bytes, head, tail)?;
+        self.events += 1;
+        self.count(leading.plain);
+        Some(leading)
+    }
+
+    /// A plain delta noted as the decoder's thinking and text deltas would be.
+    fn count(&mut self, plain: scan::Plain) {
+        if let Some(bytes) = plain.thinking {
+            self.began = true;
+            self.output_bytes += bytes;
+        }
+        if plain.text > 0 {
+            self.began = true;
+            self.answered = true;
+            self.output_bytes += plain.text;
+        }
     }
 
     /// The bytes ended (their last event read): an error when the stream stopped before

@@ -319,7 +319,7 @@ struct Frames {
 }
 
 impl Frames {
-    /// Hands `f` the whole events `bytes` completes, as one slice ([`each_event`] cuts
+    /// Hands `f` the whole events `bytes` completes, as one slice ([`Pass::events`] cuts
     /// it); none when it completes none. Linear in the bytes however long an event is
     /// (one bounded by `max_event_bytes` may come in thousands of chunks): the tail
     /// grows in place, and only the new bytes are searched for an event's end.

@@ -8,9 +8,9 @@ use serde_json::{Map, Value};
 /// A JSON object.
 pub type Object = Map<String, Value>;
 
-/// `text` as a JSON string, quotes included. Written straight from the text: a
-/// `Value` built for it and formatted through `Display` cost several times more, on
-/// every passed-through call (its model named, a stream's usage asked for).
+/// `text` as a JSON string, quotes included, written straight from the text: a `Value`
+/// built for it (a copy of the text) and formatted through `Display` cost more, on every
+/// passed-through call (its model named for the upstream and for the client).
 pub fn quoted(text: &str) -> String {
     // Writing a string into memory cannot fail.
     serde_json::to_string(text).unwrap_or_default()

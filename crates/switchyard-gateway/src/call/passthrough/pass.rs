@@ -10,7 +10,8 @@
 //!
 //! Most of a stream is deltas of one shape, the same bytes around another string each
 //! time: the watch judges them by that shape, and the pass writes each as it wrote the
-//! shape's first ([`Written`]).
+//! shape's first ([`Written`]). A delta of the shape last written, with that delta's
+//! lines, is read and written so before it is framed at all ([`Pass::repeat`]).
 
 use super::watch::{Judged, Shape, Watch};
 use crate::call::client_model::InStream;

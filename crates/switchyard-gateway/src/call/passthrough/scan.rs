@@ -76,10 +76,10 @@ impl Memo {
     /// of a delta of this shape already framed: what it carries (its string where it
     /// stands in `bytes`) and the event's length. It is what framing the event and
     /// asking [`Memo::plain`] of its data would judge, without the framing: no line
-    /// ends within the bytes around the string (they were one data line's) nor within
-    /// the string (a control character ends no JSON string but refuses it), so the
-    /// event's lines are the framed delta's, and its data what lies between `head` and
-    /// `tail`.
+    /// end lies within the bytes around the string (they were one data line's) nor
+    /// within the string (a line end is a control character, which no JSON string holds
+    /// and [`literal_of`] refuses), so the event's lines are the framed delta's, and its
+    /// data what lies between `head` and `tail`.
     pub(super) fn leading(&self, bytes: &[u8], head: &[u8], tail: &[u8]) -> Option<Leading> {
         let opens = head.len() + self.prefix.len();
         if !bytes.starts_with(head) || !bytes[head.len()..].starts_with(&self.prefix) {

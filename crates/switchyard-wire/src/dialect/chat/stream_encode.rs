@@ -70,7 +70,7 @@ impl ChatStreamEncoder {
 
 /// `text` escaped as the inside of a JSON string.
 fn escaped(text: &str) -> String {
-    let quoted = Value::String(text.to_string()).to_string();
+    let quoted = crate::json::quoted(text);
     quoted
         .strip_prefix('"')
         .and_then(|s| s.strip_suffix('"'))

@@ -3,7 +3,9 @@
 
 #![cfg(unix)]
 
-use std::os::unix::fs::PermissionsExt;
+#[path = "common/executable.rs"]
+mod executable;
+use executable::write_executable;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -42,8 +44,7 @@ impl StandIn {
         let bin = dir.path().join("bin");
         std::fs::create_dir(&bin).unwrap();
         let path = bin.join(name);
-        std::fs::write(&path, script).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        write_executable(&path, &script);
         StandIn { dir }
     }
 
@@ -388,15 +389,13 @@ async fn a_run_past_its_timeout_is_killed() {
     let dir = tempfile::tempdir().unwrap();
     let program = dir.path().join("claude");
     let pid_file = dir.path().join("pid");
-    std::fs::write(
+    write_executable(
         &program,
-        format!(
+        &format!(
             "#!/bin/sh\necho $$ > '{}'\nexec sleep 3\n",
             pid_file.display()
         ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let backend = ClaudeCodeBackend::new(CliConfig {
         name: "claude-code".into(),
         program,
@@ -549,9 +548,7 @@ fn gated_claude(dir: &Path, first: &str, rest: &str) -> (PathBuf, PathBuf) {
     std::fs::write(dir.join("rest"), rest).unwrap();
     let program = dir.join("claude");
     let d = dir.display();
-    std::fs::write(
-        &program,
-        format!(
+    write_executable(&program, &format!(
             "#!/bin/sh\n\
              echo $$ > '{d}/pid'\n\
              for a in \"$@\"; do if [ -z \"$a\" ]; then echo '<empty>'; else printf '%s\\n' \"$a\"; fi; done > '{d}/argv'\n\
@@ -559,10 +556,7 @@ fn gated_claude(dir: &Path, first: &str, rest: &str) -> (PathBuf, PathBuf) {
              cat '{d}/first'\n\
              read go < '{d}/gate'\n\
              cat '{d}/rest'\n"
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        ));
     (program, gate)
 }
 

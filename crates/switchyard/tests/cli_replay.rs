@@ -5,8 +5,10 @@
 
 #![cfg(unix)]
 
+#[path = "common/executable.rs"]
+mod executable;
+use executable::write_executable;
 use futures::StreamExt;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use switchyard::env::MapEnv;
@@ -41,9 +43,9 @@ fn stand_in(dir: &Path) -> PathBuf {
     std::fs::write(dir.join("stream.jsonl"), stream_lines()).unwrap();
     let program = dir.join("claude");
     let d = dir.display();
-    std::fs::write(
+    write_executable(
         &program,
-        format!(
+        &format!(
             "#!/bin/sh\n\
              echo run >> '{d}/runs'\n\
              cat > /dev/null\n\
@@ -52,9 +54,7 @@ fn stand_in(dir: &Path) -> PathBuf {
                *) cat '{d}/result.json' ;;\n\
              esac\n"
         ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     program
 }
 

@@ -1,6 +1,8 @@
 //! Stand-in `claude` and `codex` executables: shell scripts that record how they were run.
 
-use std::os::unix::fs::PermissionsExt;
+#[path = "../../../switchyard/tests/common/executable.rs"]
+mod executable;
+use executable::write_executable;
 use std::path::{Path, PathBuf};
 
 /// A stand-in CLI in `<dir>/bin/<name>` that records its argv (one per line), environment
@@ -15,9 +17,7 @@ pub(crate) fn stand_in(dir: &Path, name: &str, body: &str, code: i32) -> PathBuf
         "#!/bin/sh\nrec='{rec}'\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > \"$rec/argv\"\nenv > \"$rec/env\"\npwd > \"$rec/cwd\"\n{body}\nexit {code}\n",
         rec = rec.display()
     );
-    let path = bin.join(name);
-    std::fs::write(&path, script).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    write_executable(&bin.join(name), &script);
     bin
 }
 
